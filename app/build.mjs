@@ -1,0 +1,143 @@
+// Builds the demo app with esbuild (see docs/app-contract.md):
+//
+//   node build.mjs            dist/server/server.js + dist/client/{assets/*, manifest.json}
+//   node build.mjs --dev      the same, with a development (unminified) React client build,
+//                             which reports hydration mismatches in the browser
+//   node build.mjs --fixture  only renderer/test/fixtures/dist/server.js, the renderer's
+//                             test bundle (demo pages + pages that throw, loop, leak...)
+//
+// Paths are resolved from this file, so it runs from any working directory.
+import { createHash } from 'node:crypto';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const appDir = path.dirname(fileURLToPath(import.meta.url));
+const repoDir = path.resolve(appDir, '..');
+const distDir = path.join(appDir, 'dist');
+const fixtureDir = path.join(repoDir, 'renderer', 'test', 'fixtures');
+
+// react-dom/server's node build require()s node builtins; in an ESM bundle esbuild turns
+// those into a __require that throws unless a real `require` is in scope.
+const requireBanner =
+  "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
+
+/** Options shared by every server bundle: one self-contained ESM file for Node. */
+function serverOptions(entry, outfile) {
+  return {
+    entryPoints: [entry],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    banner: { js: requireBanner },
+    absWorkingDir: appDir,
+    logLevel: 'warning',
+  };
+}
+
+/**
+ * Resolves react and react-dom (and their subpaths) from app/node_modules, so a bundle
+ * whose entry lives outside app/ still contains exactly one React: the app's.
+ */
+const appReact = {
+  name: 'app-react',
+  setup(build) {
+    build.onResolve({ filter: /^react(-dom)?(\/.*)?$/ }, (args) => {
+      if (args.pluginData === 'app-react') return undefined;
+      return build.resolve(args.path, {
+        kind: args.kind,
+        resolveDir: appDir,
+        pluginData: 'app-react',
+      });
+    });
+  },
+};
+
+async function buildServer() {
+  const outDir = path.join(distDir, 'server');
+  await rm(outDir, { recursive: true, force: true });
+  await esbuild.build(serverOptions(path.join(appDir, 'src', 'server.js'), path.join(outDir, 'server.js')));
+  return path.join(outDir, 'server.js');
+}
+
+async function buildClient({ dev }) {
+  const outDir = path.join(distDir, 'client');
+  await rm(outDir, { recursive: true, force: true });
+  const result = await esbuild.build({
+    entryPoints: [path.join(appDir, 'src', 'client.jsx')],
+    outdir: path.join(outDir, 'assets'),
+    entryNames: '[name]-[hash]',
+    assetNames: '[name]-[hash]',
+    bundle: true,
+    platform: 'browser',
+    format: 'esm',
+    target: 'es2022',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
+    minify: !dev,
+    sourcemap: dev ? 'linked' : false,
+    metafile: true,
+    absWorkingDir: appDir,
+    logLevel: 'warning',
+  });
+
+  const outputs = Object.keys(result.metafile.outputs).sort();
+  const url = (file) => '/assets/' + path.basename(file);
+  const entry = outputs.find((file) => result.metafile.outputs[file].entryPoint && file.endsWith('.js'));
+  const manifest = {
+    buildId: '',
+    scripts: [url(entry)],
+    styles: outputs.filter((file) => file.endsWith('.css')).map(url),
+  };
+
+  // buildId: a short hash over every output's name and contents (metafile paths are
+  // relative to absWorkingDir).
+  const hash = createHash('sha256');
+  for (const file of outputs) {
+    hash.update(path.basename(file)).update('\0');
+    hash.update(await readFile(path.resolve(appDir, file))).update('\0');
+  }
+  manifest.buildId = hash.digest('hex').slice(0, 8);
+
+  await writeFile(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return { manifest, outputs };
+}
+
+async function buildFixture() {
+  const outDir = path.join(fixtureDir, 'dist');
+  await rm(outDir, { recursive: true, force: true });
+  await esbuild.build({
+    ...serverOptions(path.join(fixtureDir, 'server.jsx'), path.join(outDir, 'server.js')),
+    nodePaths: [path.join(appDir, 'node_modules')],
+    plugins: [appReact],
+  });
+  return path.join(outDir, 'server.js');
+}
+
+async function main(args) {
+  const known = new Set(['--dev', '--fixture']);
+  const unknown = args.filter((arg) => !known.has(arg));
+  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')}`);
+  const rel = (file) => path.relative(repoDir, file);
+
+  if (args.includes('--fixture')) {
+    console.log(`fixture bundle: ${rel(await buildFixture())}`);
+    return;
+  }
+  const dev = args.includes('--dev');
+  await mkdir(distDir, { recursive: true });
+  const [server, client] = await Promise.all([buildServer(), buildClient({ dev })]);
+  console.log(`server bundle: ${rel(server)}`);
+  console.log(`client build (${dev ? 'development' : 'production'}): ${client.outputs.map((f) => rel(path.resolve(appDir, f))).join(', ')}`);
+  console.log(`manifest: ${JSON.stringify(client.manifest)}`);
+}
+
+main(process.argv.slice(2)).catch((error) => {
+  console.error(error.message ?? error);
+  process.exitCode = 1;
+});

@@ -1,0 +1,96 @@
+// Smoke test of a built server bundle, the way the renderer uses it (docs/app-contract.md):
+// for each case run the page's load(), then render the component and head, and print
+// the sizes. Exits non-zero if anything fails.
+//
+//   node smoke.mjs                                          the demo: dist/server/server.js
+//   node smoke.mjs ../renderer/test/fixtures/dist/server.js the fixture (harmless pages only)
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const appDir = path.dirname(fileURLToPath(import.meta.url));
+const bundlePath = path.resolve(process.argv[2] ?? path.join(appDir, 'dist', 'server', 'server.js'));
+const app = await import(pathToFileURL(bundlePath).href);
+
+/** Renders one request as the renderer would; returns what it would send back. */
+async function render({ page: name, url, params = {}, props: callerProps = {} }) {
+  const query = {};
+  for (const [key, value] of new URL(url, 'http://x').searchParams) {
+    if (!Object.hasOwn(query, key)) query[key] = value;
+  }
+  const ctx = { url, params, query, variants: {}, props: callerProps };
+  let page = app.pages[name];
+  if (!page) throw new Error(`unknown page ${name}`);
+  let status = 200;
+  let props = callerProps;
+  if (page.load) {
+    const result = (await page.load(ctx)) ?? {};
+    if (result.redirect) return { status: result.redirect.status ?? 302, location: result.redirect.location };
+    if (result.notFound) {
+      page = app.pages[app.notFoundPage];
+      status = 404;
+      props = {};
+    } else {
+      status = result.status ?? 200;
+      props = result.props ?? {};
+    }
+  }
+  const html = app.renderToString(app.createElement(page.component, props));
+  const head = page.head ? app.renderToStaticMarkup(page.head(props, ctx)) : '';
+  return { status, html, head, propsJSON: JSON.stringify(props) };
+}
+
+const demoCases = [
+  { page: 'home', url: '/' },
+  { page: 'home', url: '/?page=10' },
+  { page: 'product', url: '/products/1', params: { id: '1' } },
+  { page: 'product', url: '/products/1000', params: { id: '1000' } },
+  { page: 'product', url: '/products/1001', params: { id: '1001' }, want: 404 },
+  { page: 'product', url: '/products/abc', params: { id: 'abc' }, want: 404 },
+  { page: 'not-found', url: '/nope' },
+];
+const fixtureCases = [
+  { page: 'sleep', url: '/sleep?ms=20', wantHTML: 'slept <!-- -->20<!-- --> ms' },
+  { page: 'echo', url: '/echo', props: { hello: 'world' }, wantHTML: '{&quot;hello&quot;:&quot;world&quot;}' },
+  { page: 'xss', url: '/xss', wantHTML: '&lt;/script&gt;' },
+  { page: 'redirect', url: '/redirect', want: 302 },
+  { page: 'status', url: '/status?code=418', want: 418 },
+  { page: 'leaks', url: '/leaks', wantHTML: 'retained ~' },
+  { page: 'throws', url: '/throws', wantError: 'fixture: page threw on purpose' },
+  { page: 'throws-in-load', url: '/throws-in-load', wantError: 'fixture: load threw on purpose' },
+  // loops and oom are left out: they never return (or take the process down).
+];
+const cases = 'leaks' in app.pages ? [...demoCases, ...fixtureCases] : demoCases;
+
+let failed = 0;
+let passed = 0;
+console.log(`bundle ${path.relative(process.cwd(), bundlePath)}, warmup ${app.warmup.length} renders`);
+for (const c of [...app.warmup.map((w) => ({ ...w, warmup: true })), ...cases]) {
+  const label = `${c.warmup ? 'warmup ' : ''}${c.page} ${c.url}`.padEnd(36);
+  try {
+    const started = performance.now();
+    const r = await render(c);
+    const ms = (performance.now() - started).toFixed(1);
+    const problems = [];
+    if (c.wantError) problems.push(`expected an error: ${c.wantError}`);
+    if ((c.want ?? 200) !== r.status) {
+      problems.push(`status ${r.status}, want ${c.want ?? 200}`);
+    }
+    if (c.wantHTML && !r.html.includes(c.wantHTML)) problems.push(`html lacks ${c.wantHTML}`);
+    if (r.html !== undefined && r.html.length === 0) problems.push('empty html');
+    if (r.head !== undefined && !r.head.startsWith('<title>')) problems.push('head has no <title>');
+    const sizes = r.location
+      ? `location ${r.location}`
+      : `html ${String(r.html.length).padStart(7)} B  props ${String(r.propsJSON.length).padStart(6)} B  head ${String(r.head.length).padStart(4)} B`;
+    console.log(`${problems.length ? 'FAIL' : 'ok  '} ${label} ${r.status}  ${sizes}  ${ms} ms`);
+    for (const p of problems) console.log(`     ${p}`);
+    if (problems.length) failed++;
+    else passed++;
+  } catch (error) {
+    const ok = c.wantError && error.message === c.wantError;
+    console.log(`${ok ? 'ok  ' : 'FAIL'} ${label} threw: ${error.message}`);
+    if (ok) passed++;
+    else failed++;
+  }
+}
+console.log(`${passed} passed, ${failed} failed`);
+process.exitCode = failed ? 1 : 0;

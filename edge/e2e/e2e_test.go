@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"encoding/json"
+	"html"
+	"net"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	dataScript = regexp.MustCompile(`(?s)<script id="__SSR_DATA__" type="application/json">(.*?)</script>`)
+	rootDiv    = regexp.MustCompile(`(?s)<div id="root">(.*)</div>\n<script id="__SSR_DATA__"`)
+	scriptTag  = regexp.MustCompile(`<script type="module" src="(/assets/[^"]+)">`)
+)
+
+type hydrationData struct {
+	Page   string            `json:"page"`
+	URL    string            `json:"url"`
+	Params map[string]string `json:"params"`
+	Props  json.RawMessage   `json:"props"`
+}
+
+func parseDocument(t *testing.T, body string) (root string, data hydrationData) {
+	t.Helper()
+	m := dataScript.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no __SSR_DATA__ script in:\n%.2000s", body)
+	}
+	if err := json.Unmarshal([]byte(m[1]), &data); err != nil {
+		t.Fatalf("__SSR_DATA__ is not JSON: %v", err)
+	}
+	if r := rootDiv.FindStringSubmatch(body); r != nil {
+		root = r[1]
+	}
+	return root, data
+}
+
+// TestStack runs one renderer and one edge for every case that leaves them healthy.
+func TestStack(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+
+	t.Run("home is server-rendered with hydration props", func(t *testing.T) {
+		r := get(t, edge.url+"/")
+		assertSSR(t, r, 200)
+		root, data := parseDocument(t, r.body)
+		var props struct {
+			Products []struct {
+				Name string `json:"name"`
+			} `json:"products"`
+		}
+		if err := json.Unmarshal(data.Props, &props); err != nil || len(props.Products) != 100 {
+			t.Fatalf("got %d products in props (%v), want 100", len(props.Products), err)
+		}
+		for _, p := range props.Products {
+			if !strings.Contains(root, html.EscapeString(p.Name)) {
+				t.Errorf("product %q from props is not in the rendered HTML", p.Name)
+			}
+		}
+		if n := strings.Count(root, `data-testid="add-to-cart"`); n != 100 {
+			t.Errorf("got %d add-to-cart buttons, want 100", n)
+		}
+		if !strings.Contains(r.body, "<title>") || strings.Index(r.body, "<title>") > strings.Index(r.body, "</head>") {
+			t.Errorf("the page's <title> is not in <head>")
+		}
+	})
+
+	t.Run("detail page", func(t *testing.T) {
+		r := get(t, edge.url+"/products/7")
+		assertSSR(t, r, 200)
+		root, data := parseDocument(t, r.body)
+		var props struct {
+			Product struct {
+				ID   int    `json:"id"`
+				Name string `json:"name"`
+			} `json:"product"`
+		}
+		json.Unmarshal(data.Props, &props)
+		if data.Page != "product" || data.Params["id"] != "7" || props.Product.ID != 7 {
+			t.Errorf("got page %q params %v product %+v, want product 7", data.Page, data.Params, props.Product)
+		}
+		if props.Product.Name == "" || !strings.Contains(root, html.EscapeString(props.Product.Name)) {
+			t.Errorf("product name %q is not in the rendered HTML", props.Product.Name)
+		}
+	})
+
+	for _, path := range []string{"/products/99999", "/products/abc", "/no/such/page"} {
+		t.Run("not found "+path, func(t *testing.T) {
+			r := get(t, edge.url+path)
+			assertSSR(t, r, 404)
+			if root, data := parseDocument(t, r.body); data.Page != "not-found" || root == "" {
+				t.Errorf("got page %q with root %q, want the server-rendered not-found page", data.Page, root)
+			}
+		})
+	}
+
+	t.Run("props cannot break out of the data script", func(t *testing.T) {
+		r := get(t, edge.url+"/xss")
+		assertSSR(t, r, 200)
+		_, data := parseDocument(t, r.body)
+		var props struct{ Text string }
+		json.Unmarshal(data.Props, &props)
+		if !strings.Contains(props.Text, "</script><script>alert(1)</script>") || !strings.Contains(props.Text, "\u2028") {
+			t.Errorf("props did not round-trip: %q", props.Text)
+		}
+		m := dataScript.FindStringSubmatch(r.body)[1]
+		for _, raw := range []string{"<", ">", "\u2028", "\u2029"} {
+			if strings.Contains(m, raw) {
+				t.Errorf("data script holds %q unescaped", raw)
+			}
+		}
+	})
+
+	t.Run("redirect chosen by the page", func(t *testing.T) {
+		r := get(t, edge.url+"/redirect")
+		if r.StatusCode != 302 || r.Header.Get("Location") != "/" {
+			t.Errorf("got %d Location %q, want 302 to /", r.StatusCode, r.Header.Get("Location"))
+		}
+	})
+
+	t.Run("page that throws gets the client-side-render shell", func(t *testing.T) {
+		assertFallback(t, get(t, edge.url+"/throws"), 200, "render-error")
+		assertSSR(t, get(t, edge.url+"/"), 200) // and nothing else notices
+	})
+
+	t.Run("page slower than render_timeout falls back at the soft deadline", func(t *testing.T) {
+		r := get(t, edge.url+"/sleep?ms=1000")
+		assertFallback(t, r, 200, "timeout")
+		if r.took > 150*time.Millisecond+time.Second/2 {
+			t.Errorf("fallback took %s, want about the 150ms soft deadline", r.took)
+		}
+	})
+
+	t.Run("assets are served immutable", func(t *testing.T) {
+		m := scriptTag.FindStringSubmatch(get(t, edge.url+"/").body)
+		if m == nil {
+			t.Fatal("no module script in the document")
+		}
+		r := get(t, edge.url+m[1])
+		if r.StatusCode != 200 || r.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" || len(r.body) == 0 {
+			t.Errorf("got %d Cache-Control %q, %d bytes", r.StatusCode, r.Header.Get("Cache-Control"), len(r.body))
+		}
+		if r := get(t, edge.url+"/assets/..%2f..%2fmanifest.json"); r.StatusCode != 404 {
+			t.Errorf("traversal: got %d, want 404", r.StatusCode)
+		}
+	})
+
+	t.Run("malformed requests get 4xx", func(t *testing.T) {
+		for _, tc := range []struct {
+			request string
+			want    string
+		}{
+			{"GET /%zz HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 400"},
+			{"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70000) + "\r\n\r\n", "HTTP/1.1 431"},
+			{"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 405"},
+		} {
+			conn, err := net.Dial("tcp", strings.TrimPrefix(edge.url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn.Write([]byte(tc.request))
+			buf := make([]byte, 64)
+			n, _ := conn.Read(buf)
+			conn.Close()
+			if !strings.HasPrefix(string(buf[:n]), tc.want) {
+				t.Errorf("%.30q: got %q, want %q", tc.request, buf[:n], tc.want)
+			}
+		}
+	})
+
+	t.Run("admin health and readiness", func(t *testing.T) {
+		for _, path := range []string{"/healthz", "/readyz"} {
+			if r := get(t, edge.admin+path); r.StatusCode != 200 {
+				t.Errorf("%s: got %d, want 200", path, r.StatusCode)
+			}
+		}
+		if r := get(t, edge.url+"/healthz"); r.StatusCode != 404 {
+			t.Errorf("public /healthz: got %d, want 404 (admin endpoints are not public)", r.StatusCode)
+		}
+	})
+}
+
+// TestRendererKilledAndRestarted kills the renderer with SIGKILL (the socket file stays
+// behind), checks the edge serves the client-side-render shell at once, then starts a new
+// renderer on the same path and checks server rendering comes back.
+func TestRendererKilledAndRestarted(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	renderer := startRenderer(t, socket)
+	edge := startEdge(t, socket)
+	assertSSR(t, get(t, edge.url+"/"), 200)
+
+	renderer.signal(syscall.SIGKILL)
+	<-renderer.exit
+	for range 3 {
+		r := get(t, edge.url+"/")
+		assertFallback(t, r, 200, "renderer-unavailable")
+		if r.took > 150*time.Millisecond+time.Second/2 {
+			t.Errorf("fallback with the renderer down took %s, want within render_timeout + a margin", r.took)
+		}
+	}
+
+	startRenderer(t, socket)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := get(t, edge.url+"/")
+		if r.Header.Get("X-SSR-Fallback") == "" {
+			assertSSR(t, r, 200)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still falling back (%s) 10s after the renderer restarted", r.Header.Get("X-SSR-Fallback"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func assertSSR(t *testing.T, r response, status int) {
+	t.Helper()
+	if r.StatusCode != status {
+		t.Errorf("got status %d, want %d", r.StatusCode, status)
+	}
+	if fb := r.Header.Get("X-SSR-Fallback"); fb != "" {
+		t.Fatalf("got fallback %q, want a server-rendered page", fb)
+	}
+	if root, data := parseDocument(t, r.body); strings.TrimSpace(root) == "" || len(data.Props) == 0 {
+		t.Errorf("want server-rendered markup and props, got root %.100q props %.100q", root, data.Props)
+	}
+}
+
+func assertFallback(t *testing.T, r response, status int, reason string) {
+	t.Helper()
+	if r.StatusCode != status || r.Header.Get("X-SSR-Fallback") != reason || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("got %d X-SSR-Fallback %q Cache-Control %q, want %d %q no-store",
+			r.StatusCode, r.Header.Get("X-SSR-Fallback"), r.Header.Get("Cache-Control"), status, reason)
+	}
+	root, data := parseDocument(t, r.body)
+	if root != "" || data.Props != nil {
+		t.Errorf("want the client-side-render shell (empty root, no props), got root %.100q", root)
+	}
+}

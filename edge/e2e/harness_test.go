@@ -1,0 +1,233 @@
+// Package e2e runs the real edge binary and the real Node renderer, talking gRPC over a unix
+// socket, and checks what HTTP clients get. `make test-e2e` builds what it needs first.
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	repoRoot   string
+	edgeBinary string
+	nodeBinary string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		wd, _ := os.Getwd()
+		repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
+		nodeBinary = filepath.Join(repoRoot, "renderer", "node_modules", ".bin", "node")
+		for _, need := range []string{nodeBinary, fixtureBundle(), filepath.Join(assetsDir(), "manifest.json")} {
+			if _, err := os.Stat(need); err != nil {
+				fmt.Fprintf(os.Stderr, "e2e: %s is missing: run `make test-e2e` (it builds the app, the fixture bundle and installs the pinned Node)\n", need)
+				return 1
+			}
+		}
+		dir, err := os.MkdirTemp("", "sidecar-ssr-e2e-")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		edgeBinary = filepath.Join(dir, "edge")
+		build := exec.Command("go", "build", "-race", "-o", edgeBinary, "./cmd/edge")
+		build.Dir = filepath.Join(repoRoot, "edge")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: building the edge:", err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+func fixtureBundle() string {
+	return filepath.Join(repoRoot, "renderer", "test", "fixtures", "dist", "server.js")
+}
+func assetsDir() string { return filepath.Join(repoRoot, "app", "dist", "client") }
+
+// process is a started binary whose JSON log lines are collected.
+type process struct {
+	t    *testing.T
+	name string
+	cmd  *exec.Cmd
+
+	mu    sync.Mutex
+	lines []map[string]any
+	raw   strings.Builder
+	exit  chan struct{}
+}
+
+func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
+	t.Helper()
+	p := &process{t: t, name: name, cmd: cmd, exit: make(chan struct{})}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var line map[string]any
+			json.Unmarshal(sc.Bytes(), &line)
+			p.mu.Lock()
+			p.raw.WriteString(sc.Text() + "\n")
+			if line != nil {
+				p.lines = append(p.lines, line)
+			}
+			p.mu.Unlock()
+		}
+		cmd.Wait()
+		close(p.exit)
+	}()
+	t.Cleanup(func() {
+		p.signal(syscall.SIGKILL)
+		<-p.exit
+		if t.Failed() {
+			t.Logf("%s output:\n%s", name, p.output())
+		}
+	})
+	return p
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raw.String()
+}
+
+func (p *process) signal(sig syscall.Signal) {
+	select {
+	case <-p.exit:
+	default:
+		p.cmd.Process.Signal(sig)
+	}
+}
+
+// waitLog waits for a log line whose fields include all of want and returns it.
+func (p *process) waitLog(want map[string]string, timeout time.Duration) map[string]any {
+	p.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		p.mu.Lock()
+		for _, line := range p.lines {
+			match := true
+			for k, v := range want {
+				if fmt.Sprint(line[k]) != v {
+					match = false
+					break
+				}
+			}
+			if match {
+				p.mu.Unlock()
+				return line
+			}
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.exit:
+			p.t.Fatalf("%s exited while waiting for log %v:\n%s", p.name, want, p.output())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.t.Fatalf("%s: no log line %v within %s:\n%s", p.name, want, timeout, p.output())
+	return nil
+}
+
+func (p *process) address(listener string) string {
+	return fmt.Sprint(p.waitLog(map[string]string{"msg": "listening", "listener": listener}, 30*time.Second)["address"])
+}
+
+// startRenderer starts the renderer on the fixture bundle, listening on socket, and waits
+// until every worker has loaded the bundle.
+func startRenderer(t *testing.T, socket string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(nodeBinary, filepath.Join(repoRoot, "renderer", "src", "main.js"))
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(),
+		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,
+		"SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0",
+		"SSR_RENDERER_BUNDLE="+fixtureBundle(),
+		"SSR_RENDERER_THREADS=2",
+	)
+	cmd.Env = append(cmd.Env, env...)
+	p := startProcess(t, "renderer", cmd)
+	p.waitLog(map[string]string{"msg": "ready"}, 60*time.Second)
+	return p
+}
+
+// edgeConfig routes the demo pages and the fixture's misbehaving pages.
+const edgeConfig = `
+edge:
+  routes:
+    - {pattern: "GET /{$}", page: home}
+    - {pattern: "GET /products/{id}", page: product}
+    - {pattern: "GET /throws", page: throws}
+    - {pattern: "GET /sleep", page: sleep}
+    - {pattern: "GET /xss", page: xss}
+    - {pattern: "GET /redirect", page: redirect}
+`
+
+type edgeProcess struct {
+	*process
+	url, admin string
+}
+
+func startEdge(t *testing.T, socket string) *edgeProcess {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "ssr.yaml")
+	if err := os.WriteFile(config, []byte(edgeConfig), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(edgeBinary, "--config", config)
+	cmd.Env = append(os.Environ(),
+		"SSR_EDGE_LISTEN=127.0.0.1:0",
+		"SSR_EDGE_ADMIN_LISTEN=127.0.0.1:0",
+		"SSR_EDGE_ASSETS_DIR="+assetsDir(),
+		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,
+	)
+	p := startProcess(t, "edge", cmd)
+	return &edgeProcess{process: p, url: "http://" + p.address("public"), admin: "http://" + p.address("admin")}
+}
+
+type response struct {
+	*http.Response
+	body string
+	took time.Duration
+}
+
+var noRedirects = &http.Client{
+	Timeout:       10 * time.Second,
+	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+}
+
+func get(t *testing.T, url string) response {
+	t.Helper()
+	began := time.Now()
+	resp, err := noRedirects.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp, string(body), time.Since(began)}
+}

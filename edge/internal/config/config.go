@@ -1,0 +1,292 @@
+// Package config loads the edge's configuration: embedded defaults, overlaid by one YAML file
+// shared with the renderer, overlaid by SSR_EDGE_<KEY> environment variables.
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+//go:embed defaults.yaml
+var defaultsYAML []byte
+
+// Config is what the edge needs from the shared file.
+type Config struct {
+	Edge     Edge
+	Renderer Renderer
+}
+
+// Edge is the `edge:` section. Every scalar key can be overridden by SSR_EDGE_<KEY>.
+type Edge struct {
+	Listen      string `yaml:"listen"`
+	AdminListen string `yaml:"admin_listen"`
+	// AssetsDir holds the client build: manifest.json and assets/.
+	AssetsDir string `yaml:"assets_dir"`
+	// RenderTimeout is how long a request waits for a render before it falls back.
+	RenderTimeout time.Duration `yaml:"render_timeout"`
+	// HardTimeout is the gRPC deadline of a render; past it the renderer aborts the render.
+	HardTimeout time.Duration `yaml:"hard_timeout"`
+	// MaxPageMB bounds a render response; a larger page falls back instead of failing.
+	MaxPageMB    int    `yaml:"max_page_mb"`
+	NotFoundPage string `yaml:"not_found_page"`
+
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	ReadTimeout       time.Duration `yaml:"read_timeout"`
+	WriteTimeout      time.Duration `yaml:"write_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
+	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
+	LogLevel          string        `yaml:"log_level"`
+
+	Routes []Route `yaml:"routes"`
+}
+
+// Route maps a ServeMux pattern to a page of the app.
+type Route struct {
+	// Pattern is a Go ServeMux pattern with method GET, e.g. "GET /products/{id}".
+	Pattern string `yaml:"pattern"`
+	Page    string `yaml:"page"`
+	// RenderTimeout and HardTimeout override the edge-wide values when set.
+	RenderTimeout time.Duration `yaml:"render_timeout"`
+	HardTimeout   time.Duration `yaml:"hard_timeout"`
+	// Variants name the request parts the page depends on: "header:Accept-Language",
+	// "cookie:currency". They are sent to the renderer.
+	Variants []string `yaml:"variants"`
+}
+
+// Renderer holds the renderer keys the edge shares; the renderer validates its own section.
+type Renderer struct {
+	GRPCAddress string `yaml:"grpc_address"`
+}
+
+// EffectiveTimeouts returns the route's soft and hard deadlines.
+func (r Route) EffectiveTimeouts(e Edge) (soft, hard time.Duration) {
+	soft, hard = e.RenderTimeout, e.HardTimeout
+	if r.RenderTimeout > 0 {
+		soft = r.RenderTimeout
+	}
+	if r.HardTimeout > 0 {
+		hard = r.HardTimeout
+	}
+	return soft, hard
+}
+
+// MaxPageBytes is the largest render response the edge accepts.
+func (e Edge) MaxPageBytes() int { return e.MaxPageMB << 20 }
+
+type file struct {
+	Edge     Edge      `yaml:"edge"`
+	Renderer yaml.Node `yaml:"renderer"`
+}
+
+// Load builds the configuration from the defaults, the file at path (if not empty) and the
+// environment. Any error names the offending key.
+func Load(path string, environ []string) (*Config, error) {
+	var f file
+	if err := decodeStrict(defaultsYAML, &f); err != nil {
+		return nil, fmt.Errorf("config: embedded defaults: %w", err)
+	}
+	cfg := &Config{Edge: f.Edge}
+	if err := f.Renderer.Decode(&cfg.Renderer); err != nil {
+		return nil, fmt.Errorf("config: embedded defaults: %w", err)
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("config: %w", err)
+		}
+		f = file{Edge: cfg.Edge}
+		if err := decodeStrict(data, &f); err != nil {
+			return nil, fmt.Errorf("config: %s: %w", path, err)
+		}
+		cfg.Edge = f.Edge
+		if !f.Renderer.IsZero() {
+			// Only the shared keys matter here: unknown renderer keys are the renderer's to reject.
+			if err := f.Renderer.Decode(&cfg.Renderer); err != nil {
+				return nil, fmt.Errorf("config: %s: renderer: %w", path, err)
+			}
+		}
+	}
+	if err := applyEnv(cfg, environ); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type config\.(\w+)`)
+
+func decodeStrict(data []byte, into *file) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(into)
+	if err == nil || errors.Is(err, io.EOF) { // an empty file overrides nothing
+		return nil
+	}
+	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
+		section := map[string]string{"file": "", "Edge": "edge.", "Route": "edge.routes[]."}[m[3]]
+		return fmt.Errorf("%s%s: unknown key (line %s)", section, m[2], m[1])
+	}
+	return err
+}
+
+// applyEnv overrides scalar keys from SSR_EDGE_<KEY> and the shared SSR_RENDERER_GRPC_ADDRESS.
+func applyEnv(cfg *Config, environ []string) error {
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		switch {
+		case name == "SSR_RENDERER_GRPC_ADDRESS":
+			cfg.Renderer.GRPCAddress = value
+		case strings.HasPrefix(name, "SSR_EDGE_"):
+			key := strings.ToLower(strings.TrimPrefix(name, "SSR_EDGE_"))
+			if err := setScalar(&cfg.Edge, key, value); err != nil {
+				return fmt.Errorf("config: %s: %w", name, err)
+			}
+		}
+	}
+	return nil
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func setScalar(edge *Edge, key, value string) error {
+	v := reflect.ValueOf(edge).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("yaml") != key {
+			continue
+		}
+		field := v.Field(i)
+		switch {
+		case field.Type() == durationType:
+			d, err := time.ParseDuration(value)
+			if err != nil {
+				return fmt.Errorf("edge.%s: not a duration: %q", key, value)
+			}
+			field.SetInt(int64(d))
+		case field.Kind() == reflect.String:
+			field.SetString(value)
+		case field.Kind() == reflect.Int:
+			n, err := strconv.Atoi(value)
+			if err != nil {
+				return fmt.Errorf("edge.%s: not an integer: %q", key, value)
+			}
+			field.SetInt(int64(n))
+		default:
+			return fmt.Errorf("edge.%s can only be set in the config file", key)
+		}
+		return nil
+	}
+	return fmt.Errorf("no key edge.%s", key)
+}
+
+func (c *Config) validate() error {
+	e := &c.Edge
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...)))
+	}
+	for key, addr := range map[string]string{"edge.listen": e.Listen, "edge.admin_listen": e.AdminListen} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			bad(key, "want host:port, got %q", addr)
+		}
+	}
+	for key, d := range map[string]time.Duration{
+		"edge.render_timeout": e.RenderTimeout, "edge.hard_timeout": e.HardTimeout,
+		"edge.read_header_timeout": e.ReadHeaderTimeout, "edge.shutdown_timeout": e.ShutdownTimeout,
+	} {
+		if d <= 0 {
+			bad(key, "must be positive, got %s", d)
+		}
+	}
+	for key, d := range map[string]time.Duration{
+		"edge.read_timeout": e.ReadTimeout, "edge.write_timeout": e.WriteTimeout, "edge.idle_timeout": e.IdleTimeout,
+	} {
+		if d < 0 {
+			bad(key, "must not be negative (0 means none), got %s", d)
+		}
+	}
+	if e.MaxPageMB < 1 {
+		bad("edge.max_page_mb", "must be at least 1, got %d", e.MaxPageMB)
+	}
+	if e.MaxHeaderBytes < 4096 {
+		bad("edge.max_header_bytes", "must be at least 4096, got %d", e.MaxHeaderBytes)
+	}
+	if e.AssetsDir == "" {
+		bad("edge.assets_dir", "must be set")
+	}
+	if e.NotFoundPage == "" {
+		bad("edge.not_found_page", "must be set")
+	}
+	if _, ok := levels[e.LogLevel]; !ok {
+		bad("edge.log_level", "want debug, info, warn or error, got %q", e.LogLevel)
+	}
+	if c.Renderer.GRPCAddress == "" {
+		bad("renderer.grpc_address", "must be set")
+	}
+	if len(e.Routes) == 0 {
+		bad("edge.routes", "at least one route is needed")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(NotFoundPattern, http.NotFound)
+	for i, r := range e.Routes {
+		key := fmt.Sprintf("edge.routes[%d]", i)
+		if !strings.HasPrefix(r.Pattern, "GET ") {
+			bad(key+".pattern", `must start with "GET " (pages answer GET and HEAD), got %q`, r.Pattern)
+			continue
+		}
+		if r.Page == "" {
+			bad(key+".page", "must be set")
+		}
+		if err := register(mux, r.Pattern); err != nil {
+			bad(key+".pattern", "%v", err)
+		}
+		soft, hard := r.EffectiveTimeouts(*e)
+		if soft > hard {
+			bad(key, "render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard)
+		}
+		for j, v := range r.Variants {
+			if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {
+				bad(fmt.Sprintf("%s.variants[%d]", key, j), `want "header:Name" or "cookie:name", got %q`, v)
+			}
+		}
+	}
+	if e.RenderTimeout > e.HardTimeout {
+		bad("edge.render_timeout", "%s is above edge.hard_timeout %s: the soft deadline must not outlast the render", e.RenderTimeout, e.HardTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// NotFoundPattern catches every GET no route matches; it renders the app's not-found page.
+const NotFoundPattern = "GET /"
+
+// register turns ServeMux's panic on an invalid or conflicting pattern into an error.
+func register(mux *http.ServeMux, pattern string) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	mux.HandleFunc(pattern, http.NotFound)
+	return nil
+}
+
+var levels = map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError}
+
+// SlogLevel is log_level as a slog level.
+func (e Edge) SlogLevel() slog.Level { return levels[e.LogLevel] }

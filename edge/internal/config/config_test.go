@@ -1,0 +1,121 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func writeFile(t *testing.T, yaml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "ssr.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestDefaults(t *testing.T) {
+	cfg, err := Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Edge
+	if e.Listen != ":8080" || e.AdminListen != "127.0.0.1:9100" {
+		t.Errorf("got listeners %q %q, want :8080 127.0.0.1:9100", e.Listen, e.AdminListen)
+	}
+	if e.RenderTimeout != 150*time.Millisecond || e.HardTimeout != 2*time.Second {
+		t.Errorf("got timeouts %s/%s, want 150ms/2s", e.RenderTimeout, e.HardTimeout)
+	}
+	if cfg.Renderer.GRPCAddress != "unix:///tmp/sidecar-ssr/renderer.sock" {
+		t.Errorf("got renderer address %q", cfg.Renderer.GRPCAddress)
+	}
+	if len(e.Routes) != 2 || e.Routes[0].Pattern != "GET /{$}" || e.Routes[0].Page != "home" {
+		t.Errorf("got routes %+v, want the demo's", e.Routes)
+	}
+}
+
+func TestFileAndEnvOverlay(t *testing.T) {
+	path := writeFile(t, `
+edge:
+  render_timeout: 80ms
+  routes:
+    - pattern: "GET /x/{slug}"
+      page: x
+      hard_timeout: 500ms
+      variants: ["header:Accept-Language", "cookie:currency"]
+renderer:
+  grpc_address: unix:///run/ssr/renderer.sock
+  threads: 4
+`)
+	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Edge
+	if e.RenderTimeout != 80*time.Millisecond {
+		t.Errorf("file: got render_timeout %s, want 80ms", e.RenderTimeout)
+	}
+	if e.Listen != "127.0.0.1:0" || e.HardTimeout != 3*time.Second {
+		t.Errorf("env: got listen %q hard_timeout %s", e.Listen, e.HardTimeout)
+	}
+	if e.AdminListen != "127.0.0.1:9100" {
+		t.Errorf("untouched key lost its default: admin_listen %q", e.AdminListen)
+	}
+	if len(e.Routes) != 1 || e.Routes[0].Page != "x" {
+		t.Errorf("routes: got %+v, want the file's list only", e.Routes)
+	}
+	if soft, hard := e.Routes[0].EffectiveTimeouts(e); soft != 80*time.Millisecond || hard != 500*time.Millisecond {
+		t.Errorf("route timeouts: got %s/%s, want 80ms/500ms", soft, hard)
+	}
+	if cfg.Renderer.GRPCAddress != "unix:///run/ssr/renderer.sock" {
+		t.Errorf("shared renderer key: got %q", cfg.Renderer.GRPCAddress)
+	}
+}
+
+func TestRejected(t *testing.T) {
+	tests := []struct {
+		name    string
+		yaml    string
+		env     []string
+		wantErr string
+	}{
+		{"unknown edge key", "edge:\n  listne: ':1'\n", nil, "edge.listne: unknown key (line 2)"},
+		{"unknown route key", "edge:\n  routes:\n    - pattern: GET /a\n      pge: a\n", nil, "edge.routes[].pge: unknown key"},
+		{"unknown section", "edgy:\n  listen: ':1'\n", nil, "edgy: unknown key"},
+		{"unknown env key", "", []string{"SSR_EDGE_LISTNE=:1"}, "SSR_EDGE_LISTNE: no key edge.listne"},
+		{"routes from env", "", []string{"SSR_EDGE_ROUTES=x"}, "edge.routes can only be set in the config file"},
+		{"bad duration", "", []string{"SSR_EDGE_RENDER_TIMEOUT=soon"}, `edge.render_timeout: not a duration: "soon"`},
+		{"soft above hard", "edge:\n  render_timeout: 3s\n", nil, "edge.render_timeout: 3s is above edge.hard_timeout 2s"},
+		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0]: render_timeout 150ms is above hard_timeout 100ms"},
+		{"conflicting routes", "edge:\n  routes:\n    - {pattern: 'GET /a/{x}', page: a}\n    - {pattern: 'GET /{y}/b', page: b}\n", nil, "edge.routes[1].pattern: pattern \"GET /{y}/b\""},
+		{"duplicate route", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a}\n    - {pattern: 'GET /a', page: b}\n", nil, "edge.routes[1].pattern"},
+		{"route without GET", "edge:\n  routes:\n    - {pattern: '/a', page: a}\n", nil, `edge.routes[0].pattern: must start with "GET "`},
+		{"route without page", "edge:\n  routes:\n    - {pattern: 'GET /a'}\n", nil, "edge.routes[0].page: must be set"},
+		{"bad variant", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, variants: [locale]}\n", nil, "edge.routes[0].variants[0]"},
+		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
+		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
+		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := ""
+			if tt.yaml != "" {
+				path = writeFile(t, tt.yaml)
+			}
+			_, err := Load(path, tt.env)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("got error %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestEmptyFileKeepsDefaults(t *testing.T) {
+	cfg, err := Load(writeFile(t, ""), nil)
+	if err != nil || cfg.Edge.Listen != ":8080" {
+		t.Errorf("got %v, %v; want the defaults", cfg, err)
+	}
+}

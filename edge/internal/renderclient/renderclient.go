@@ -1,0 +1,137 @@
+// Package renderclient is the edge's gRPC client of the renderer sidecar.
+package renderclient
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// Options configure a Client. Zero values mean the defaults given.
+type Options struct {
+	// MaxPageBytes bounds a render response. If zero, defaults to 16 MiB.
+	MaxPageBytes int
+	// MaxReconnectDelay caps the reconnect backoff. If zero, defaults to 1s: the renderer is a
+	// local socket, and grpc-go's 120s default would keep serving fallbacks long after it is back.
+	MaxReconnectDelay time.Duration
+}
+
+// Client renders pages on the renderer.
+type Client struct {
+	conn *grpc.ClientConn
+	rpc  ssrv1.RenderServiceClient
+}
+
+// New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
+// It connects lazily and reconnects on its own.
+func New(target string, opts Options) (*Client, error) {
+	if opts.MaxPageBytes == 0 {
+		opts.MaxPageBytes = 16 << 20
+	}
+	if opts.MaxReconnectDelay == 0 {
+		opts.MaxReconnectDelay = time.Second
+	}
+	bo := backoff.DefaultConfig
+	bo.BaseDelay = 50 * time.Millisecond
+	bo.MaxDelay = opts.MaxReconnectDelay
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: time.Second}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxPageBytes)),
+		// A page is ~200 KB: with HTTP/2's 64 KB default windows it would take several
+		// WINDOW_UPDATE round trips per response.
+		grpc.WithInitialWindowSize(4<<20),
+		grpc.WithInitialConnWindowSize(16<<20),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn)}, nil
+}
+
+// Render asks the renderer for one page. ctx carries the hard deadline. A failure is an *Error.
+func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	var trailer metadata.MD
+	resp, err := c.rpc.Render(ctx, req, grpc.Trailer(&trailer))
+	if err != nil {
+		var code string
+		if v := trailer.Get(ErrorTrailer); len(v) > 0 {
+			code = v[0]
+		}
+		return nil, &Error{Status: status.Convert(err), RendererCode: code}
+	}
+	return resp, nil
+}
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// ErrorTrailer is the trailer in which the renderer puts its stable error code.
+const ErrorTrailer = "ssr-error"
+
+// Error is a failed render.
+type Error struct {
+	Status *status.Status
+	// RendererCode is the renderer's stable code (RENDER_ERR_*), empty when the failure did
+	// not come from the renderer (connection refused, message too large, deadline in transit).
+	RendererCode string
+}
+
+func (e *Error) Error() string {
+	if e.RendererCode != "" {
+		return e.RendererCode + ": " + e.Status.Message()
+	}
+	return e.Status.Code().String() + ": " + e.Status.Message()
+}
+
+// Fallback reasons, sent to clients in X-SSR-Fallback.
+const (
+	ReasonUnavailable  = "renderer-unavailable"
+	ReasonTimeout      = "timeout"
+	ReasonDeadline     = "deadline-exceeded"
+	ReasonOverloaded   = "overloaded"
+	ReasonTooLarge     = "page-too-large"
+	ReasonRenderError  = "render-error"
+	ReasonUnknownPage  = "unknown-page"
+	ReasonBadRequest   = "bad-request"
+	ReasonInvalidReply = "invalid-response"
+)
+
+// Reason classifies a render failure as a fallback reason.
+func Reason(err error) string {
+	var e *Error
+	if !errors.As(err, &e) {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return ReasonDeadline
+		}
+		return ReasonRenderError
+	}
+	switch e.Status.Code() {
+	case codes.Unavailable, codes.Canceled:
+		return ReasonUnavailable
+	case codes.DeadlineExceeded:
+		return ReasonDeadline
+	case codes.ResourceExhausted:
+		// grpc-go reports a reply over MaxPageBytes with the same code as a full queue;
+		// only the renderer's trailer says which it was.
+		if e.RendererCode != "" {
+			return ReasonOverloaded
+		}
+		return ReasonTooLarge
+	case codes.NotFound:
+		return ReasonUnknownPage
+	case codes.InvalidArgument:
+		return ReasonBadRequest
+	default:
+		return ReasonRenderError
+	}
+}

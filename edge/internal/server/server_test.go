@@ -1,0 +1,311 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// fakeRenderer is a RenderService whose answer each test chooses.
+type fakeRenderer struct {
+	ssrv1.UnimplementedRenderServiceServer
+	render func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error)
+	got    chan *ssrv1.RenderRequest
+}
+
+func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	f.got <- req
+	return f.render(ctx, req)
+}
+
+// failWith answers like the real renderer: a status plus its stable code in the trailer.
+func failWith(code codes.Code, rendererCode, msg string) func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	return func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		grpc.SetTrailer(ctx, metadata.Pairs(renderclient.ErrorTrailer, rendererCode))
+		return nil, status.Error(code, msg)
+	}
+}
+
+func renders(html string) func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	return func(_ context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		return &ssrv1.RenderResponse{
+			Page: req.Page, Status: 200, Html: []byte(html), Head: "<title>T</title>",
+			PropsJson: []byte(`{"n":1}`), Timing: &ssrv1.Timing{QueueUs: 100, RenderUs: 3000},
+		}, nil
+	}
+}
+
+type stack struct {
+	url      string
+	renderer *fakeRenderer
+}
+
+// start runs the edge handler against a fake renderer on a temp unix socket, over real gRPC.
+func start(t *testing.T, edge func(*config.Edge)) *stack {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "r.sock")
+	fake := &fakeRenderer{got: make(chan *ssrv1.RenderRequest, 100)}
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer()
+	ssrv1.RegisterRenderServiceServer(srv, fake)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+
+	cfg, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Edge
+	e.AssetsDir = filepath.Join(dir, "client")
+	os.MkdirAll(filepath.Join(e.AssetsDir, "assets", "sub"), 0o755)
+	os.WriteFile(filepath.Join(e.AssetsDir, "assets", "client-1.js"), []byte("console.log(1)"), 0o644)
+	os.WriteFile(filepath.Join(e.AssetsDir, "manifest.json"), []byte("secret"), 0o644)
+	e.MaxPageMB = 1
+	if edge != nil {
+		edge(&e)
+	}
+	client, err := renderclient.New("unix://"+sock, renderclient.Options{MaxPageBytes: e.MaxPageBytes()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	h, err := New(e, client, &document.Manifest{Scripts: []string{"/assets/client-1.js"}}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return &stack{url: ts.URL, renderer: fake}
+}
+
+func get(t *testing.T, url string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp, string(body)
+}
+
+func TestRenderedPages(t *testing.T) {
+	s := start(t, nil)
+	s.renderer.render = renders("<main>Product 7</main>")
+
+	resp, body := get(t, s.url+"/products/7?utm=x")
+	if resp.StatusCode != 200 || resp.Header.Get("X-SSR-Fallback") != "" {
+		t.Fatalf("got %d fallback %q, want 200 and no fallback", resp.StatusCode, resp.Header.Get("X-SSR-Fallback"))
+	}
+	req := <-s.renderer.got
+	if req.Page != "product" || req.Url != "/products/7?utm=x" || req.Params["id"] != "7" {
+		t.Errorf("got request %v, want page product, the url and id=7", req)
+	}
+	for _, want := range []string{`<div id="root"><main>Product 7</main></div>`, "<title>T</title>", `"props":{"n":1}`, `"params":{"id":"7"}`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("body lacks %q", want)
+		}
+	}
+	if got := resp.Header.Get("Server-Timing"); !strings.Contains(got, "render;dur=3.0") {
+		t.Errorf("got Server-Timing %q", got)
+	}
+	if resp.Header.Get("Content-Type") != "text/html; charset=utf-8" || resp.Header.Get("X-Request-Id") == "" {
+		t.Errorf("got headers %v", resp.Header)
+	}
+}
+
+func TestPageStatusAndHeaders(t *testing.T) {
+	tests := []struct {
+		name       string
+		path       string
+		resp       *ssrv1.RenderResponse
+		wantStatus int
+		wantHeader map[string]string
+		wantPage   string
+	}{
+		{
+			name: "page says 404", path: "/products/99999",
+			resp:       &ssrv1.RenderResponse{Page: "not-found", Status: 404, Html: []byte("<p>gone</p>")},
+			wantStatus: 404, wantPage: "not-found",
+		},
+		{
+			name: "redirect", path: "/products/old",
+			resp:       &ssrv1.RenderResponse{Status: 301, Headers: []*ssrv1.Header{{Name: "location", Value: "/products/1"}}},
+			wantStatus: 301, wantHeader: map[string]string{"Location": "/products/1"},
+		},
+		{
+			name: "page headers pass, edge-owned headers do not", path: "/",
+			resp: &ssrv1.RenderResponse{Status: 200, Html: []byte("x"), Headers: []*ssrv1.Header{
+				{Name: "vary", Value: "Accept-Language"}, {Name: "content-type", Value: "text/plain"}, {Name: "X-SSR-Fallback", Value: "lie"}}},
+			wantStatus: 200, wantHeader: map[string]string{"Vary": "Accept-Language", "Content-Type": "text/html; charset=utf-8", "X-SSR-Fallback": ""},
+		},
+		{
+			name: "unmatched path is a 404 of the not-found page", path: "/no/such/path",
+			resp:       &ssrv1.RenderResponse{Page: "not-found", Status: 200, Html: []byte("nf")},
+			wantStatus: 404, wantPage: "not-found",
+		},
+		{
+			name: "impossible status falls back", path: "/",
+			resp:       &ssrv1.RenderResponse{Status: 42},
+			wantStatus: 200, wantHeader: map[string]string{"X-SSR-Fallback": renderclient.ReasonInvalidReply},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, nil)
+			s.renderer.render = func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) { return tt.resp, nil }
+			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+			resp, err := client.Get(s.url + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("got status %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			for k, v := range tt.wantHeader {
+				if got := resp.Header.Get(k); got != v {
+					t.Errorf("got %s %q, want %q", k, got, v)
+				}
+			}
+			if tt.wantPage != "" && !strings.Contains(string(body), `"page":"`+tt.wantPage+`"`) {
+				t.Errorf("hydration data does not name page %q:\n%s", tt.wantPage, body)
+			}
+		})
+	}
+}
+
+func TestUnmatchedPathsShareOneRequest(t *testing.T) {
+	s := start(t, nil)
+	s.renderer.render = renders("nf")
+	for _, path := range []string{"/a", "/b/c?d=e"} {
+		get(t, s.url+path)
+		req := <-s.renderer.got
+		if req.Page != "not-found" || req.Url != "" || len(req.Params) != 0 {
+			t.Errorf("%s: got request %v, want the not-found page with no url or params", path, req)
+		}
+	}
+}
+
+func TestFallbacks(t *testing.T) {
+	slow := func(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		time.Sleep(300 * time.Millisecond)
+		return renders("late")(ctx, req)
+	}
+	huge := func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		return &ssrv1.RenderResponse{Status: 200, Html: make([]byte, 2<<20)}, nil
+	}
+	tests := []struct {
+		name       string
+		path       string
+		render     func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error)
+		wantReason string
+		wantStatus int
+	}{
+		{"page threw", "/", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), renderclient.ReasonRenderError, 200},
+		{"queue full", "/", failWith(codes.ResourceExhausted, "RENDER_ERR_QUEUE_FULL", "queue full"), renderclient.ReasonOverloaded, 200},
+		{"page larger than max_page_mb", "/", huge, renderclient.ReasonTooLarge, 200},
+		{"unknown page", "/", failWith(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND", "no page"), renderclient.ReasonUnknownPage, 200},
+		{"renderer draining", "/", failWith(codes.Unavailable, "RENDER_ERR_DRAINING", "draining"), renderclient.ReasonUnavailable, 200},
+		{"render deadline", "/", failWith(codes.DeadlineExceeded, "RENDER_ERR_DEADLINE", "too slow"), renderclient.ReasonDeadline, 200},
+		{"slower than render_timeout", "/", slow, renderclient.ReasonTimeout, 200},
+		{"unmatched path keeps 404", "/nowhere", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), renderclient.ReasonRenderError, 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+			s.renderer.render = tt.render
+			began := time.Now()
+			resp, body := get(t, s.url+tt.path)
+			if took := time.Since(began); took > 250*time.Millisecond {
+				t.Errorf("fallback took %s, want it within the 100ms soft deadline plus a margin", took)
+			}
+			assertFallback(t, resp, body, tt.wantStatus, tt.wantReason)
+		})
+	}
+}
+
+func TestRendererDown(t *testing.T) {
+	dir := t.TempDir()
+	cfg, _ := config.Load("", nil)
+	e := cfg.Edge
+	e.AssetsDir = dir
+	os.Mkdir(filepath.Join(dir, "assets"), 0o755)
+	client, err := renderclient.New("unix://"+filepath.Join(dir, "nobody.sock"), renderclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	h, _ := New(e, client, &document.Manifest{Scripts: []string{"/assets/c.js"}}, slog.New(slog.DiscardHandler))
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	resp, body := get(t, ts.URL+"/")
+	assertFallback(t, resp, body, 200, renderclient.ReasonUnavailable)
+}
+
+func assertFallback(t *testing.T, resp *http.Response, body string, wantStatus int, wantReason string) {
+	t.Helper()
+	if resp.StatusCode != wantStatus {
+		t.Errorf("got status %d, want %d", resp.StatusCode, wantStatus)
+	}
+	if got := resp.Header.Get("X-SSR-Fallback"); got != wantReason {
+		t.Errorf("got X-SSR-Fallback %q, want %q", got, wantReason)
+	}
+	if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("got Cache-Control %q, want no-store", got)
+	}
+	if !strings.Contains(body, `<div id="root"></div>`) || strings.Contains(body, `"props"`) {
+		t.Errorf("want the client-side-render shell (empty root, no props), got:\n%s", body)
+	}
+}
+
+func TestAssets(t *testing.T) {
+	s := start(t, nil)
+	tests := []struct {
+		path       string
+		wantStatus int
+	}{
+		{"/assets/client-1.js", 200},
+		{"/assets/missing.js", 404},
+		{"/assets/sub", 404},
+		{"/assets/..%2fmanifest.json", 404},
+		{"/assets/%2e%2e/manifest.json", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, body := get(t, s.url+tt.path)
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("got %d, want %d", resp.StatusCode, tt.wantStatus)
+			}
+			if strings.Contains(body, "secret") {
+				t.Errorf("served a file outside assets/")
+			}
+			if tt.wantStatus == 200 && resp.Header.Get("Cache-Control") != "public, max-age=31536000, immutable" {
+				t.Errorf("got Cache-Control %q", resp.Header.Get("Cache-Control"))
+			}
+		})
+	}
+}

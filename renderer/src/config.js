@@ -1,0 +1,241 @@
+// Config: one YAML file shared with the edge (design.md §6). The renderer owns
+// only the `renderer:` section; `edge:` is the edge's to validate.
+import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
+
+/**
+ * @typedef {object} Config
+ * @property {string} grpcAddress `unix:///path` or `host:port`.
+ * @property {string} httpListen `host:port`; an empty host means all interfaces.
+ * @property {string} bundle Absolute path of the app's server bundle.
+ * @property {number} threads Worker threads (0 in the file resolves to the cores available).
+ * @property {number} maxOldGenerationMb
+ * @property {number} maxYoungGenerationMb
+ * @property {number} stackMb
+ * @property {number} maxRequestMb Largest gRPC request accepted.
+ * @property {number} defaultDeadlineMs Used when a call carries no deadline.
+ * @property {string} logLevel
+ */
+
+export class ConfigError extends Error {
+  /**
+   * @param {string} key what is wrong, e.g. `renderer.threads`
+   * @param {string} problem
+   */
+  constructor(key, problem) {
+    super(`config: ${key}: ${problem}`);
+    this.name = 'ConfigError';
+    this.key = key;
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * @typedef {object} KeySpec
+ * @property {string} field property of Config
+ * @property {string | number} fallback the embedded default (runs the demo)
+ * @property {(value: unknown) => string | number} check returns the value or throws a problem string
+ */
+
+/** @type {Record<string, KeySpec>} */
+const KEYS = {
+  grpc_address: { field: 'grpcAddress', fallback: 'unix:///tmp/sidecar-ssr/renderer.sock', check: grpcAddress },
+  http_listen: { field: 'httpListen', fallback: ':9101', check: hostPort },
+  bundle: { field: 'bundle', fallback: 'app/dist/server/server.js', check: nonEmptyString },
+  threads: { field: 'threads', fallback: 0, check: integerAtLeast(0) },
+  // Below a few MB V8 cannot even create the worker's isolate and aborts the
+  // whole process (2 MB did on Node 26); 4 MB fails cleanly as a worker OOM.
+  max_old_generation_mb: { field: 'maxOldGenerationMb', fallback: 128, check: integerAtLeast(4) },
+  max_young_generation_mb: { field: 'maxYoungGenerationMb', fallback: 48, check: integerAtLeast(1) },
+  stack_mb: { field: 'stackMb', fallback: 4, check: integerAtLeast(1) },
+  max_request_mb: { field: 'maxRequestMb', fallback: 4, check: integerAtLeast(1) },
+  default_deadline: { field: 'defaultDeadlineMs', fallback: '2s', check: duration },
+  log_level: { field: 'logLevel', fallback: 'info', check: oneOf(LOG_LEVELS) },
+};
+
+const SECTIONS = new Set(['edge', 'renderer']);
+const ENV_PREFIX = 'SSR_RENDERER_';
+
+/**
+ * Parses and validates the config text (the whole shared file), then applies
+ * `SSR_RENDERER_<KEY>` overrides from env. Throws ConfigError naming the key.
+ * @param {string | undefined} text YAML; undefined or empty means embedded defaults.
+ * @param {{env?: Record<string, string | undefined>, cwd?: string}} [options]
+ * @returns {Config}
+ */
+export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
+  const section = rendererSection(text);
+
+  /** @type {Record<string, unknown>} */
+  const raw = {};
+  for (const [key, spec] of Object.entries(KEYS)) raw[key] = spec.fallback;
+  for (const [key, value] of Object.entries(section)) {
+    if (!Object.hasOwn(KEYS, key)) throw new ConfigError(`renderer.${key}`, 'unknown key');
+    raw[key] = value;
+  }
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || value === undefined) continue;
+    const key = name.slice(ENV_PREFIX.length).toLowerCase();
+    if (!Object.hasOwn(KEYS, key)) throw new ConfigError(name, `names no key (renderer.${key} does not exist)`);
+    raw[key] = value;
+  }
+
+  /** @type {Record<string, string | number>} */
+  const out = {};
+  for (const [key, spec] of Object.entries(KEYS)) {
+    try {
+      out[spec.field] = spec.check(raw[key]);
+    } catch (problem) {
+      if (typeof problem !== 'string') throw problem;
+      throw new ConfigError(`renderer.${key}`, `${problem} (got ${JSON.stringify(raw[key]) ?? String(raw[key])})`);
+    }
+  }
+  const config = /** @type {Config} */ (/** @type {unknown} */ (out));
+  config.bundle = resolve(cwd, config.bundle);
+  if (config.threads === 0) config.threads = availableParallelism();
+  return config;
+}
+
+/**
+ * Reads the file named by `--config PATH` or `SSR_CONFIG` (neither: embedded
+ * defaults) and parses it with parseConfig.
+ * @param {{argv?: string[], env?: Record<string, string | undefined>, cwd?: string}} [options]
+ * @returns {Config}
+ */
+export function loadConfig({ argv = [], env = {}, cwd = process.cwd() } = {}) {
+  let args;
+  try {
+    args = parseArgs({ args: argv, options: { config: { type: 'string' } }, strict: true });
+  } catch (err) {
+    throw new ConfigError('arguments', /** @type {Error} */ (err).message);
+  }
+  const path = args.values.config ?? env.SSR_CONFIG;
+  let text;
+  if (path) {
+    try {
+      text = readFileSync(resolve(cwd, path), 'utf8');
+    } catch (err) {
+      throw new ConfigError(path, `cannot read: ${/** @type {Error} */ (err).message}`);
+    }
+  }
+  return parseConfig(text, { env, cwd });
+}
+
+/**
+ * @param {string | undefined} text
+ * @returns {Record<string, unknown>}
+ */
+function rendererSection(text) {
+  if (text === undefined) return {};
+  let doc;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError('file', `invalid YAML: ${/** @type {Error} */ (err).message}`);
+  }
+  if (doc == null) return {};
+  if (!isPlainObject(doc)) throw new ConfigError('file', 'must be a mapping with edge: and renderer: sections');
+  for (const name of Object.keys(doc)) {
+    if (!SECTIONS.has(name)) throw new ConfigError(name, 'unknown section (want edge: or renderer:)');
+  }
+  const section = doc.renderer;
+  if (section == null) return {};
+  if (!isPlainObject(section)) throw new ConfigError('renderer', 'must be a mapping');
+  return section;
+}
+
+/**
+ * @param {unknown} value
+ * @returns {value is Record<string, unknown>}
+ */
+function isPlainObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** @param {number} min */
+function integerAtLeast(min) {
+  /** @param {unknown} value */
+  return (value) => {
+    const n = typeof value === 'string' && /^\s*\d+\s*$/.test(value) ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw `must be an integer >= ${min}`;
+    return n;
+  };
+}
+
+/** @param {string[]} allowed */
+function oneOf(allowed) {
+  /** @param {unknown} value */
+  return (value) => {
+    if (typeof value !== 'string' || !allowed.includes(value)) throw `must be one of ${allowed.join(', ')}`;
+    return value;
+  };
+}
+
+/** @param {unknown} value */
+function nonEmptyString(value) {
+  if (typeof value !== 'string' || value === '') throw 'must be a non-empty string';
+  return value;
+}
+
+const DURATION_PART = /(\d+(?:\.\d+)?)(ms|s|m)/y;
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000 };
+
+/**
+ * Go-style duration ("500ms", "2s", "1m30s") to milliseconds.
+ * @param {unknown} value
+ */
+function duration(value) {
+  const problem = 'must be a duration > 0 such as 500ms, 2s or 1m';
+  if (typeof value !== 'string' || value === '') throw problem;
+  let ms = 0;
+  DURATION_PART.lastIndex = 0;
+  while (DURATION_PART.lastIndex < value.length) {
+    const match = DURATION_PART.exec(value);
+    if (!match) throw problem;
+    ms += Number(match[1]) * UNIT_MS[/** @type {keyof UNIT_MS} */ (match[2])];
+  }
+  if (!(ms > 0)) throw problem;
+  return Math.round(ms);
+}
+
+/**
+ * Splits `host:port` (IPv6 hosts in brackets). Exported for the listeners.
+ * @param {string} value
+ * @returns {{host: string, port: number} | null}
+ */
+export function splitHostPort(value) {
+  const match = /^(\[[^\]]*\]|[^:[\]]*):(\d{1,5})$/.exec(value);
+  if (!match) return null;
+  const port = Number(match[2]);
+  if (port > 65535) return null;
+  return { host: match[1].replace(/^\[(.*)\]$/, '$1'), port };
+}
+
+/** @param {unknown} value */
+function hostPort(value) {
+  if (typeof value !== 'string' || !splitHostPort(value)) throw 'must be host:port (port 0-65535, empty host = all interfaces)';
+  return value;
+}
+
+/** @param {unknown} value */
+function grpcAddress(value) {
+  if (typeof value === 'string' && value.startsWith('unix:')) {
+    if (unixSocketPath(value) === '') throw 'must name a socket path, e.g. unix:///tmp/sidecar-ssr/renderer.sock';
+    return value;
+  }
+  if (typeof value !== 'string' || !splitHostPort(value)) throw 'must be unix:///path or host:port';
+  return value;
+}
+
+/**
+ * The file-system path of a `unix:` address: `unix:///abs` or `unix:relative`,
+ * the two forms grpc-js accepts.
+ * @param {string} address
+ */
+export function unixSocketPath(address) {
+  return address.startsWith('unix://') ? address.slice('unix://'.length) : address.slice('unix:'.length);
+}

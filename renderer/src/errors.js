@@ -1,0 +1,109 @@
+// Render errors with stable codes (the `ssr-error` trailer the edge reads).
+// The gRPC status for each code is decided in grpc-server.js, in one table.
+// Workers import this file too, so it must stay free of heavy imports.
+
+export const codes = Object.freeze({
+  PAGE_NOT_FOUND: 'RENDER_ERR_PAGE_NOT_FOUND',
+  INVALID_PROPS: 'RENDER_ERR_INVALID_PROPS',
+  PAGE_THREW: 'RENDER_ERR_PAGE_THREW',
+  DEADLINE: 'RENDER_ERR_DEADLINE',
+  WORKER_OOM: 'RENDER_ERR_WORKER_OOM',
+  WORKER_DIED: 'RENDER_ERR_WORKER_DIED',
+  QUEUE_FULL: 'RENDER_ERR_QUEUE_FULL',
+  DRAINING: 'RENDER_ERR_DRAINING',
+  CANCELLED: 'RENDER_ERR_CANCELLED',
+  INTERNAL: 'RENDER_ERR_INTERNAL',
+});
+
+/** @typedef {typeof codes[keyof typeof codes]} ErrorCode */
+
+/**
+ * A failed render, as it crosses the worker boundary: structured clone keeps
+ * only plain data, so workers send this instead of throwing.
+ * @typedef {object} ErrorDescriptor
+ * @property {ErrorCode} code
+ * @property {string} message
+ * @property {string} [stack]
+ */
+
+export class RenderError extends Error {
+  /** @type {ErrorCode} */
+  code = codes.INTERNAL;
+
+  /**
+   * @param {string} message
+   * @param {{cause?: unknown, stack?: string}} [options] `stack` replaces ours,
+   *   for errors whose real origin is a page or another thread.
+   */
+  constructor(message, options = {}) {
+    super(message, { cause: options.cause });
+    this.name = new.target.name;
+    if (options.stack) this.stack = options.stack;
+  }
+
+  /** @returns {ErrorDescriptor} */
+  toDescriptor() {
+    return { code: this.code, message: this.message, stack: this.stack };
+  }
+}
+
+export class PageNotFoundError extends RenderError {
+  code = codes.PAGE_NOT_FOUND;
+}
+
+/** props_json present but not a JSON object. */
+export class InvalidPropsError extends RenderError {
+  code = codes.INVALID_PROPS;
+}
+
+/** The page's component, load() or head() threw; the message is the page's own. */
+export class PageThrewError extends RenderError {
+  code = codes.PAGE_THREW;
+}
+
+export class DeadlineError extends RenderError {
+  code = codes.DEADLINE;
+}
+
+export class WorkerOutOfMemoryError extends RenderError {
+  code = codes.WORKER_OOM;
+}
+
+/** The worker exited for another reason than running out of memory. */
+export class WorkerDiedError extends RenderError {
+  code = codes.WORKER_DIED;
+}
+
+export class QueueFullError extends RenderError {
+  code = codes.QUEUE_FULL;
+}
+
+export class DrainingError extends RenderError {
+  code = codes.DRAINING;
+}
+
+/** The caller went away before the render finished. */
+export class CancelledError extends RenderError {
+  code = codes.CANCELLED;
+}
+
+/** A bug in the renderer itself. */
+export class InternalError extends RenderError {
+  code = codes.INTERNAL;
+}
+
+const classByCode = new Map(
+  [PageNotFoundError, InvalidPropsError, PageThrewError, DeadlineError, WorkerOutOfMemoryError,
+    WorkerDiedError, QueueFullError, DrainingError, CancelledError, InternalError]
+    .map((Class) => [new Class('').code, Class]),
+);
+
+/**
+ * Rebuilds the error a worker described.
+ * @param {ErrorDescriptor} descriptor
+ * @returns {RenderError}
+ */
+export function fromDescriptor({ code, message, stack }) {
+  const Class = classByCode.get(code) ?? InternalError;
+  return new Class(message, { stack });
+}

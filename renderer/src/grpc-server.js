@@ -1,0 +1,251 @@
+// The gRPC face of the renderer: ssr.v1.RenderService on a unix socket (or
+// TCP), loaded from the .proto at run time.
+import { mkdir, lstat, unlink } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { dirname } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { codes, DeadlineError, CancelledError, InternalError, RenderError } from './errors.js';
+import { splitHostPort, unixSocketPath } from './config.js';
+
+/** @import { Logger } from 'pino' */
+/** @import { RenderPool } from './pool.js' */
+/** @import { RenderSuccess } from './worker.js' */
+/** @import { ErrorCode } from './errors.js' */
+
+export const PROTO_PATH = fileURLToPath(new URL('../../proto/ssr/v1/render.proto', import.meta.url));
+
+/** The one place a render error becomes a gRPC status (render.proto's table). */
+/** @type {Record<ErrorCode, grpc.status>} */
+const grpcStatusByCode = {
+  [codes.PAGE_NOT_FOUND]: grpc.status.NOT_FOUND,
+  [codes.INVALID_PROPS]: grpc.status.INVALID_ARGUMENT,
+  [codes.PAGE_THREW]: grpc.status.INTERNAL,
+  [codes.DEADLINE]: grpc.status.DEADLINE_EXCEEDED,
+  [codes.WORKER_OOM]: grpc.status.INTERNAL,
+  [codes.WORKER_DIED]: grpc.status.INTERNAL,
+  [codes.QUEUE_FULL]: grpc.status.RESOURCE_EXHAUSTED,
+  [codes.DRAINING]: grpc.status.UNAVAILABLE,
+  [codes.CANCELLED]: grpc.status.CANCELLED,
+  [codes.INTERNAL]: grpc.status.INTERNAL,
+};
+
+/**
+ * Codes the caller caused; the rest are the page's or the renderer's trouble.
+ * @type {Set<ErrorCode>}
+ */
+const callerCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED]);
+
+/** Timer jitter allowed when deciding that a cancellation was the deadline. */
+const DEADLINE_SLACK_MS = 5;
+
+/**
+ * @typedef {object} GrpcOptions
+ * @property {string} address `unix:///path` or `host:port`
+ * @property {number} maxRequestMb
+ * @property {number} defaultDeadlineMs used when a call has no deadline
+ * @property {RenderPool} pool
+ * @property {Logger} logger
+ */
+
+/**
+ * @typedef {object} GrpcListener
+ * @property {string} address the address actually bound (TCP port resolved)
+ * @property {grpc.Server} server
+ * @property {(graceMs: number) => Promise<void>} shutdown stop accepting, let
+ *   calls finish for up to graceMs, then cut the rest
+ */
+
+/**
+ * Loads the service definition from the .proto. Bytes fields arrive as Buffers
+ * (proto-loader's default); uint64 timings are sent from plain numbers.
+ */
+export function loadRenderService() {
+  const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
+  const pkg = /** @type {any} */ (grpc.loadPackageDefinition(definition));
+  return /** @type {grpc.ServiceDefinition} */ (pkg.ssr.v1.RenderService.service);
+}
+
+/**
+ * @param {GrpcOptions} options
+ * @returns {Promise<GrpcListener>}
+ */
+export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, logger }) {
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': maxRequestMb * 1024 * 1024,
+  });
+  server.addService(loadRenderService(), {
+    Render: renderHandler({ pool, logger, defaultDeadlineMs }),
+  });
+
+  let bindTo = address;
+  if (address.startsWith('unix:')) {
+    await prepareSocketPath(unixSocketPath(address), address);
+  } else {
+    const hp = /** @type {{host: string, port: number}} */ (splitHostPort(address));
+    bindTo = `${hp.host === '' ? '0.0.0.0' : formatHost(hp.host)}:${hp.port}`;
+  }
+  const port = await new Promise(/** @param {(port: number) => void} resolve */ (resolve, reject) => {
+    server.bindAsync(bindTo, grpc.ServerCredentials.createInsecure(), (err, boundPort) => {
+      if (err) reject(new Error(`gRPC: cannot listen on ${address}: ${err.message}`, { cause: err }));
+      else resolve(boundPort);
+    });
+  });
+  const bound = address.startsWith('unix:') ? address : bindTo.replace(/:\d+$/, `:${port}`);
+
+  return {
+    address: bound,
+    server,
+    shutdown: (graceMs) => new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        server.forceShutdown();
+        resolve();
+      }, graceMs);
+      server.tryShutdown(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    }),
+  };
+}
+
+/**
+ * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number}} deps
+ * @returns {grpc.handleUnaryCall<any, any>}
+ */
+function renderHandler({ pool, logger, defaultDeadlineMs }) {
+  return async (call, callback) => {
+    const arrivedAt = performance.timeOrigin + performance.now();
+    const req = call.request;
+    const controller = new AbortController();
+    const deadline = Number(call.getDeadline());
+    const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
+    // Past the deadline the worker is terminated (Piscina does that on abort):
+    // an endless loop cannot be stopped any other way.
+    const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
+      ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
+      : `render did not finish within default_deadline (${remainingMs} ms)`);
+    const timer = setTimeout(() => controller.abort(deadlineError()), Math.max(0, remainingMs));
+    // grpc-js ends a call at its deadline on its own timer, which fires before
+    // ours and looks like a cancellation: tell the two apart by the clock.
+    const onCancelled = () => controller.abort(
+      Date.now() >= deadline - DEADLINE_SLACK_MS ? deadlineError() : new CancelledError('the caller cancelled the call'),
+    );
+    call.once('cancelled', onCancelled);
+    if (call.cancelled) onCancelled();
+    try {
+      const result = await pool.run({
+        page: req.page,
+        url: req.url,
+        params: req.params,
+        variants: req.variants,
+        propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
+      }, controller.signal);
+      callback(null, toResponse(result, arrivedAt));
+    } catch (err) {
+      const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
+      logFailure(logger, error, req.page);
+      callback(toServiceError(error));
+    } finally {
+      clearTimeout(timer);
+      call.off('cancelled', onCancelled);
+    }
+  };
+}
+
+/**
+ * @param {RenderSuccess} result
+ * @param {number} arrivedAt epoch ms the call arrived on the main thread
+ */
+function toResponse(result, arrivedAt) {
+  const { timing } = result;
+  return {
+    // Views over the transferred buffers: no copy here.
+    html: Buffer.from(result.html.buffer, result.html.byteOffset, result.html.byteLength),
+    head: result.head,
+    status: result.status,
+    headers: result.headers,
+    cache: result.cache,
+    propsJson: Buffer.from(result.propsJson.buffer, result.propsJson.byteOffset, result.propsJson.byteLength),
+    page: result.page,
+    timing: {
+      queueUs: Math.max(0, Math.round((timing.startedAt - arrivedAt) * 1000)),
+      loadUs: timing.loadUs,
+      renderUs: timing.renderUs,
+      workerId: timing.workerId,
+      heapUsedBytes: timing.heapUsedBytes,
+      heapLimitBytes: timing.heapLimitBytes,
+      externalBytes: timing.externalBytes,
+    },
+  };
+}
+
+/**
+ * The status, the message (never a stack) and the `ssr-error` trailer.
+ * @param {RenderError} error
+ * @returns {Partial<grpc.ServiceError>}
+ */
+export function toServiceError(error) {
+  const metadata = new grpc.Metadata();
+  metadata.set('ssr-error', error.code);
+  return { code: grpcStatusByCode[error.code] ?? grpc.status.INTERNAL, details: error.message, metadata };
+}
+
+/**
+ * @param {Logger} logger
+ * @param {RenderError} error
+ * @param {string} page
+ */
+function logFailure(logger, error, page) {
+  const fields = { code: error.code, page, err: error };
+  if (callerCodes.has(error.code)) logger.warn(fields, 'render failed');
+  else logger.error(fields, 'render failed');
+}
+
+/**
+ * grpc-js cannot bind over a socket file left by a killed renderer
+ * (EADDRINUSE): remove it when nobody answers on it, refuse when somebody does.
+ * @param {string} path
+ * @param {string} address for messages
+ */
+async function prepareSocketPath(path, address) {
+  await mkdir(dirname(path), { recursive: true });
+  let stat;
+  try {
+    stat = await lstat(path);
+  } catch (err) {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return;
+    throw err;
+  }
+  if (!stat.isSocket()) throw new Error(`gRPC: ${path} exists and is not a socket; refusing to replace it`);
+  if (await somebodyAnswers(path)) throw new Error(`gRPC: another renderer is listening on ${address}`);
+  await unlink(path);
+}
+
+/**
+ * @param {string} path
+ * @returns {Promise<boolean>}
+ */
+function somebodyAnswers(path) {
+  return new Promise((resolve) => {
+    const socket = connect(path);
+    // A live listener accepts at once (the kernel queues the connection);
+    // a hang is a busy listener, not a dead one.
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** @param {string} host */
+function formatHost(host) {
+  return host.includes(':') ? `[${host}]` : host;
+}

@@ -1,0 +1,210 @@
+// One render, following docs/app-contract.md: find the page, run its load(),
+// honour notFound/redirect/status/headers/cache, render body and head.
+// Runs inside a worker; knows nothing of gRPC or Piscina.
+import { performance } from 'node:perf_hooks';
+import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.js';
+
+/**
+ * What the server bundle exports (docs/app-contract.md).
+ * @typedef {object} Bundle
+ * @property {Record<string, PageEntry>} pages
+ * @property {string} [notFoundPage]
+ * @property {(type: any, props?: any) => unknown} createElement
+ * @property {(element: any) => string} renderToString
+ * @property {(element: any) => string} renderToStaticMarkup
+ */
+
+/**
+ * @typedef {object} PageEntry
+ * @property {any} component
+ * @property {(ctx: LoadContext) => LoadResult | undefined | Promise<LoadResult | undefined>} [load]
+ * @property {(props: Record<string, unknown>, ctx: LoadContext) => unknown} [head]
+ */
+
+/**
+ * @typedef {object} LoadContext
+ * @property {string} url
+ * @property {Record<string, string>} params
+ * @property {Record<string, string>} query
+ * @property {Record<string, string>} variants
+ * @property {Record<string, unknown>} props
+ */
+
+/**
+ * @typedef {object} LoadResult
+ * @property {Record<string, unknown>} [props]
+ * @property {number} [status]
+ * @property {Record<string, string | string[]> | Array<[string, string] | {name: string, value: string}>} [headers]
+ * @property {{location: string, status?: number}} [redirect]
+ * @property {boolean} [notFound]
+ * @property {{maxAgeSeconds?: number, noStore?: boolean}} [cache]
+ */
+
+/**
+ * @typedef {object} RenderTask
+ * @property {string} page
+ * @property {string} url
+ * @property {Record<string, string>} params
+ * @property {Record<string, string>} variants
+ * @property {Uint8Array} [propsJson] caller props, a JSON object
+ */
+
+/**
+ * @typedef {object} PageResult
+ * @property {string} page the page rendered (the not-found page after notFound)
+ * @property {string} html
+ * @property {string} head
+ * @property {number} status
+ * @property {Array<{name: string, value: string}>} headers
+ * @property {{maxAgeSeconds: number, noStore: boolean}} cache
+ * @property {string} propsJson empty for a redirect
+ * @property {number} loadUs
+ * @property {number} renderUs
+ */
+
+/**
+ * @param {Bundle} bundle
+ * @param {RenderTask} task
+ * @returns {Promise<PageResult>}
+ */
+export async function renderPage(bundle, task) {
+  let page = task.page;
+  let entry = lookup(bundle, page);
+  if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
+
+  const callerProps = parseCallerProps(task.propsJson);
+  const url = task.url || '/';
+  /** @type {LoadContext} */
+  const ctx = { url, params: task.params, query: firstValues(url), variants: task.variants, props: callerProps };
+
+  const loadStart = performance.now();
+  let result = await runLoad(entry, ctx);
+  let status = 200;
+
+  if (result.notFound) {
+    page = bundle.notFoundPage ?? '';
+    entry = lookup(bundle, page);
+    if (!entry) throw new PageThrewError(`load() returned notFound but the bundle has no notFoundPage "${page}"`);
+    result = { ...await runLoad(entry, ctx), notFound: true };
+    status = 404;
+  }
+  const loadUs = micros(performance.now() - loadStart);
+
+  const headers = toHeaders(result.headers);
+  const cache = { maxAgeSeconds: result.cache?.maxAgeSeconds ?? 0, noStore: result.cache?.noStore ?? false };
+
+  if (result.redirect && !result.notFound) {
+    headers.push({ name: 'Location', value: String(result.redirect.location) });
+    return { page, html: '', head: '', status: result.redirect.status ?? 302, headers, cache, propsJson: '', loadUs, renderUs: 0 };
+  }
+  if (!result.notFound && result.status !== undefined) status = result.status;
+
+  const props = result.props ?? callerProps;
+  const renderStart = performance.now();
+  const rendered = render(bundle, entry, props, ctx);
+  const renderUs = micros(performance.now() - renderStart);
+  let propsJson;
+  try {
+    propsJson = JSON.stringify(props);
+  } catch (err) {
+    throw pageThrew(err);
+  }
+  return { page, ...rendered, status, headers, cache, propsJson, loadUs, renderUs };
+}
+
+/**
+ * @param {Bundle} bundle
+ * @param {string} page
+ */
+function lookup(bundle, page) {
+  return Object.hasOwn(bundle.pages, page) ? bundle.pages[page] : undefined;
+}
+
+/**
+ * @param {Uint8Array | undefined} bytes
+ * @returns {Record<string, unknown>}
+ */
+function parseCallerProps(bytes) {
+  if (!bytes || bytes.byteLength === 0) return {};
+  let value;
+  try {
+    value = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch (err) {
+    throw new InvalidPropsError(`props_json is not valid JSON: ${/** @type {Error} */ (err).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new InvalidPropsError('props_json must be a JSON object');
+  }
+  return value;
+}
+
+/**
+ * The first value of each query parameter, as the contract's `query`.
+ * @param {string} url
+ */
+function firstValues(url) {
+  /** @type {Record<string, string>} */
+  const query = {};
+  // The base only makes a path parse; the page never sees it.
+  for (const [key, value] of new URL(url, 'http://renderer.invalid').searchParams) {
+    if (!Object.hasOwn(query, key)) query[key] = value;
+  }
+  return query;
+}
+
+/**
+ * @param {PageEntry} entry
+ * @param {LoadContext} ctx
+ * @returns {Promise<LoadResult>}
+ */
+async function runLoad(entry, ctx) {
+  if (!entry.load) return {};
+  try {
+    return (await entry.load(ctx)) ?? {};
+  } catch (err) {
+    throw pageThrew(err);
+  }
+}
+
+/**
+ * @param {Bundle} bundle
+ * @param {PageEntry} entry
+ * @param {Record<string, unknown>} props
+ * @param {LoadContext} ctx
+ */
+function render(bundle, entry, props, ctx) {
+  try {
+    const html = bundle.renderToString(bundle.createElement(entry.component, props));
+    const headFn = entry.head;
+    // A component that returns head()'s nodes lets them be any ReactNode
+    // (an array, a fragment) without the renderer importing React's Fragment.
+    const head = headFn ? bundle.renderToStaticMarkup(bundle.createElement(() => headFn(props, ctx))) : '';
+    return { html, head };
+  } catch (err) {
+    throw pageThrew(err);
+  }
+}
+
+/**
+ * @param {LoadResult['headers']} headers
+ * @returns {Array<{name: string, value: string}>}
+ */
+function toHeaders(headers) {
+  if (!headers) return [];
+  if (Array.isArray(headers)) {
+    return headers.map((h) => (Array.isArray(h) ? { name: String(h[0]), value: String(h[1]) } : { name: String(h.name), value: String(h.value) }));
+  }
+  return Object.entries(headers).flatMap(([name, value]) =>
+    (Array.isArray(value) ? value : [value]).map((v) => ({ name, value: String(v) })));
+}
+
+/** @param {unknown} err */
+function pageThrew(err) {
+  if (err instanceof Error) return new PageThrewError(err.message, { cause: err, stack: err.stack });
+  return new PageThrewError(String(err));
+}
+
+/** @param {number} ms */
+function micros(ms) {
+  return Math.max(0, Math.round(ms * 1000));
+}

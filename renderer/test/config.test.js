@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
+import { tempDir } from './helpers.js';
+
+test('no file: the embedded defaults that run the demo', () => {
+  const config = parseConfig(undefined, { env: {}, cwd: '/srv/ssr' });
+  assert.deepEqual(config, {
+    grpcAddress: 'unix:///tmp/sidecar-ssr/renderer.sock',
+    httpListen: ':9101',
+    bundle: '/srv/ssr/app/dist/server/server.js',
+    threads: availableParallelism(),
+    maxOldGenerationMb: 128,
+    maxYoungGenerationMb: 48,
+    stackMb: 4,
+    maxRequestMb: 4,
+    defaultDeadlineMs: 2000,
+    logLevel: 'info',
+  });
+});
+
+test('the renderer: section of the shared file; edge: is left to the edge', () => {
+  const config = parseConfig(`
+edge:
+  listen: ":8080"
+  routes: [{pattern: "GET /{$}", page: home}]
+renderer:
+  grpc_address: "127.0.0.1:0"
+  http_listen: "[::1]:0"
+  bundle: dist/server.js
+  threads: 3
+  max_old_generation_mb: 64
+  max_young_generation_mb: 12
+  stack_mb: 2
+  max_request_mb: 8
+  default_deadline: 1m30s
+  log_level: debug
+`, { env: {}, cwd: '/x' });
+  assert.equal(config.grpcAddress, '127.0.0.1:0');
+  assert.equal(config.httpListen, '[::1]:0');
+  assert.equal(config.bundle, '/x/dist/server.js');
+  assert.equal(config.threads, 3);
+  assert.equal(config.maxOldGenerationMb, 64);
+  assert.equal(config.maxYoungGenerationMb, 12);
+  assert.equal(config.stackMb, 2);
+  assert.equal(config.maxRequestMb, 8);
+  assert.equal(config.defaultDeadlineMs, 90_000);
+  assert.equal(config.logLevel, 'debug');
+});
+
+test('an empty file, or empty sections, mean defaults', () => {
+  assert.equal(parseConfig('', {}).maxOldGenerationMb, 128);
+  assert.equal(parseConfig('edge:\nrenderer:\n', {}).maxOldGenerationMb, 128);
+});
+
+test('durations: ms, s, m and combinations', () => {
+  for (const [text, ms] of /** @type {const} */ ([['500ms', 500], ['2s', 2000], ['1.5s', 1500], ['1m', 60_000], ['1m30s', 90_000]])) {
+    assert.equal(parseConfig(`renderer: {default_deadline: "${text}"}`, {}).defaultDeadlineMs, ms, text);
+  }
+});
+
+test('SSR_RENDERER_<KEY> overrides the file for every scalar key', () => {
+  const config = parseConfig('renderer: {threads: 3, log_level: warn}', {
+    env: {
+      SSR_RENDERER_THREADS: '2',
+      SSR_RENDERER_DEFAULT_DEADLINE: '250ms',
+      SSR_RENDERER_GRPC_ADDRESS: 'unix:///run/ssr/renderer.sock',
+      SSR_RENDERER_MAX_OLD_GENERATION_MB: '96',
+      SSR_EDGE_LISTEN: ':1', // the edge's: not ours to judge
+      PATH: '/usr/bin',
+    },
+  });
+  assert.equal(config.threads, 2);
+  assert.equal(config.defaultDeadlineMs, 250);
+  assert.equal(config.grpcAddress, 'unix:///run/ssr/renderer.sock');
+  assert.equal(config.maxOldGenerationMb, 96);
+  assert.equal(config.logLevel, 'warn');
+});
+
+test('errors name the key', async (t) => {
+  const cases = [
+    { name: 'unknown key', text: 'renderer: {treads: 2}', env: {}, message: 'config: renderer.treads: unknown key' },
+    { name: 'unknown section', text: 'rendrer: {threads: 2}', env: {}, message: /^config: rendrer: unknown section/ },
+    { name: 'unknown env var', text: '', env: { SSR_RENDERER_TREADS: '2' }, message: /^config: SSR_RENDERER_TREADS: names no key/ },
+    { name: 'threads not a number (env)', text: '', env: { SSR_RENDERER_THREADS: 'x' }, message: 'config: renderer.threads: must be an integer >= 0 (got "x")' },
+    { name: 'threads negative', text: 'renderer: {threads: -1}', env: {}, message: 'config: renderer.threads: must be an integer >= 0 (got -1)' },
+    { name: 'fractional heap', text: 'renderer: {max_old_generation_mb: 16.5}', env: {}, message: /^config: renderer.max_old_generation_mb: must be an integer >= 4/ },
+    { name: 'heap too small to create a worker', text: 'renderer: {max_old_generation_mb: 2}', env: {}, message: 'config: renderer.max_old_generation_mb: must be an integer >= 4 (got 2)' },
+    { name: 'zero young generation', text: 'renderer: {max_young_generation_mb: 0}', env: {}, message: /^config: renderer.max_young_generation_mb: / },
+    { name: 'null value', text: 'renderer: {stack_mb: }', env: {}, message: 'config: renderer.stack_mb: must be an integer >= 1 (got null)' },
+    { name: 'bad duration', text: 'renderer: {default_deadline: 2}', env: {}, message: /^config: renderer.default_deadline: must be a duration/ },
+    { name: 'duration with hours', text: 'renderer: {default_deadline: 1h}', env: {}, message: /^config: renderer.default_deadline: / },
+    { name: 'zero duration', text: 'renderer: {default_deadline: 0s}', env: {}, message: /^config: renderer.default_deadline: / },
+    { name: 'bad listen', text: 'renderer: {http_listen: "9101"}', env: {}, message: /^config: renderer.http_listen: must be host:port/ },
+    { name: 'port out of range', text: 'renderer: {http_listen: ":70000"}', env: {}, message: /^config: renderer.http_listen: / },
+    { name: 'bad grpc address', text: 'renderer: {grpc_address: "/tmp/x.sock"}', env: {}, message: /^config: renderer.grpc_address: must be unix:\/\/\/path or host:port/ },
+    { name: 'empty unix path', text: 'renderer: {grpc_address: "unix://"}', env: {}, message: /^config: renderer.grpc_address: must name a socket path/ },
+    { name: 'bad log level', text: 'renderer: {log_level: loud}', env: {}, message: /^config: renderer.log_level: must be one of/ },
+    { name: 'renderer not a mapping', text: 'renderer: [1]', env: {}, message: 'config: renderer: must be a mapping' },
+    { name: 'not YAML', text: 'renderer: {threads: [', env: {}, message: /^config: file: invalid YAML/ },
+  ];
+  for (const c of cases) {
+    await t.test(c.name, () => {
+      assert.throws(() => parseConfig(c.text, { env: c.env }), (err) => {
+        assert.ok(err instanceof ConfigError);
+        if (typeof c.message === 'string') assert.equal(err.message, c.message);
+        else assert.match(err.message, c.message);
+        return true;
+      });
+    });
+  }
+});
+
+test('loadConfig reads --config, else SSR_CONFIG, else nothing', (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'ssr.yaml');
+  writeFileSync(file, 'renderer: {threads: 5}\n');
+  const other = join(dir, 'other.yaml');
+  writeFileSync(other, 'renderer: {threads: 6}\n');
+
+  assert.equal(loadConfig({ argv: ['--config', file], env: { SSR_CONFIG: other } }).threads, 5);
+  assert.equal(loadConfig({ argv: [`--config=${file}`], env: {} }).threads, 5);
+  assert.equal(loadConfig({ argv: [], env: { SSR_CONFIG: other } }).threads, 6);
+  assert.equal(loadConfig({ argv: [], env: {} }).threads, availableParallelism());
+  assert.equal(loadConfig({ argv: [], env: { SSR_CONFIG: other, SSR_RENDERER_THREADS: '1' } }).threads, 1);
+  assert.throws(() => loadConfig({ argv: ['--config', join(dir, 'missing.yaml')], env: {} }), /cannot read/);
+  assert.throws(() => loadConfig({ argv: ['--threads', '2'], env: {} }), /^ConfigError: config: arguments: /);
+});

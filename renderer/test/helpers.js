@@ -1,0 +1,115 @@
+// Shared test plumbing: start a renderer in-process on the fixture bundle,
+// with a temp-dir unix socket and port 0 for HTTP, and a real grpc-js client.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { pino } from 'pino';
+import { stringify } from 'yaml';
+import { parseConfig } from '../src/config.js';
+import { PROTO_PATH } from '../src/grpc-server.js';
+import { start } from '../src/main.js';
+
+/** @import { Renderer } from '../src/main.js' */
+
+/** Built from test/fixtures/server.jsx by `node app/build.mjs --fixture`. */
+export const FIXTURE_BUNDLE = fileURLToPath(new URL('./fixtures/dist/server.js', import.meta.url));
+
+/** A temp dir removed when the test ends. @param {import('node:test').TestContext} t */
+export function tempDir(t) {
+  const dir = mkdtempSync(join(tmpdir(), 'ssr-renderer-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Log lines parsed from JSON, and a pino logger writing them. */
+export function captureLogs() {
+  /** @type {Array<Record<string, any>>} */
+  const lines = [];
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      for (const line of String(chunk).split('\n')) if (line) lines.push(JSON.parse(line));
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'debug' }, stream) };
+}
+
+/**
+ * Starts a renderer on the fixture bundle; closed when the test ends.
+ * @param {import('node:test').TestContext} t
+ * @param {Record<string, unknown>} [renderer] renderer: keys overriding the test defaults
+ */
+export async function startRenderer(t, renderer = {}) {
+  const dir = tempDir(t);
+  const config = parseConfig(stringify({
+    renderer: {
+      grpc_address: `unix://${join(dir, 'renderer.sock')}`,
+      http_listen: '127.0.0.1:0',
+      bundle: FIXTURE_BUNDLE,
+      threads: 2,
+      ...renderer,
+    },
+  }));
+  const logs = captureLogs();
+  /** @type {Renderer} */
+  const app = await start(config, { logger: logs.logger });
+  t.after(() => app.close());
+  const client = renderClient(app.grpcAddress);
+  t.after(() => client.close());
+  return { app, client, logs: logs.lines, config };
+}
+
+/** @typedef {grpc.Client & {Render: Function}} RenderClient */
+
+/**
+ * @param {string} address
+ * @returns {RenderClient}
+ */
+export function renderClient(address) {
+  const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
+  const pkg = /** @type {any} */ (grpc.loadPackageDefinition(definition));
+  return new pkg.ssr.v1.RenderService(address, grpc.credentials.createInsecure());
+}
+
+/**
+ * @typedef {object} RenderReply
+ * @property {Record<string, any>} [response]
+ * @property {grpc.ServiceError} [error] with the trailers in error.metadata
+ * @property {number} elapsedMs
+ */
+
+/**
+ * One Render call; never rejects, so tests can look at errors and trailers.
+ * @param {RenderClient} client
+ * @param {Record<string, unknown>} request
+ * @param {{deadlineMs?: number}} [options] no deadline when omitted
+ * @returns {Promise<RenderReply>}
+ */
+export function render(client, request, { deadlineMs } = {}) {
+  const started = performance.now();
+  /** @type {grpc.CallOptions} */
+  const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+  return new Promise((resolve) => {
+    client.Render({ url: '/', ...request }, options, (/** @type {grpc.ServiceError | null} */ error, /** @type {any} */ response) => {
+      const elapsedMs = performance.now() - started;
+      resolve(error ? { error, elapsedMs } : { response, elapsedMs });
+    });
+  });
+}
+
+/**
+ * Polls until check() returns true or timeoutMs passes.
+ * @param {() => boolean | Promise<boolean>} check
+ * @param {number} [timeoutMs]
+ */
+export async function waitFor(check, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}

@@ -1,0 +1,31 @@
+// A renderer that cannot load its bundle must not start (and must say why).
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { startRenderer, tempDir } from './helpers.js';
+
+const THROWS_AT_IMPORT = fileURLToPath(new URL('./fixtures/throws-at-import.js', import.meta.url));
+
+test('a bundle that throws at import fails the start with its message', async (t) => {
+  await assert.rejects(startRenderer(t, { bundle: THROWS_AT_IMPORT }), (err) => {
+    assert.match(/** @type {Error} */ (err).message, /^worker \d+ could not load the bundle: .*throws-at-import\.js: fixture: bundle threw at import$/);
+    return true;
+  });
+});
+
+test('a missing bundle is a config error naming renderer.bundle', async (t) => {
+  const missing = join(tempDir(t), 'server.js');
+  await assert.rejects(startRenderer(t, { bundle: missing }), {
+    name: 'ConfigError',
+    message: `config: renderer.bundle: no such file: ${missing} (build the app, or point renderer.bundle at a server bundle)`,
+  });
+});
+
+test('a heap cap too small to load the bundle fails the start', async (t) => {
+  // 4 MB: the worker starts, then runs out of heap importing the bundle, so it
+  // never reports; Piscina replaces it once and then gives up (design.md §12).
+  await assert.rejects(startRenderer(t, { threads: 2, max_old_generation_mb: 4, max_young_generation_mb: 1 }), {
+    message: 'workers die while loading the bundle (last: Worker terminated due to reaching memory limit: JS heap out of memory); Piscina stopped replacing them',
+  });
+});
