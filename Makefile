@@ -12,7 +12,7 @@ export PATH := $(BIN):$(PATH)
 APP_SOURCES := $(shell find app/src -type f 2>/dev/null) app/build.mjs
 RENDERER_DEPS := renderer/node_modules/.package-lock.json
 APP_DEPS := app/node_modules/.package-lock.json
-GO_TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc
+GO_TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl $(BIN)/hey
 
 ##@ General
 
@@ -53,6 +53,10 @@ app/dist/client/manifest.json: $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
 .PHONY: fixture
 fixture: renderer/test/fixtures/dist/server.js
 
+# Development React reports hydration attribute mismatches that production React ignores.
+app/dist/client-dev/manifest.json: $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
+	$(NODE) app/build.mjs --dev --client-outdir app/dist/client-dev
+
 renderer/test/fixtures/dist/server.js: renderer/test/fixtures/server.jsx $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
 	$(NODE) app/build.mjs --fixture
 
@@ -70,7 +74,7 @@ proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 ##@ Test
 
 .PHONY: test
-test: lint test-go test-app test-node test-e2e ## Run every test (installs what it needs)
+test: lint test-go test-app test-node test-e2e test-browser ## Run every test (installs what it needs)
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
@@ -97,8 +101,22 @@ test-node: $(RENDERER_DEPS) fixture ## Renderer tests (node:test on the pinned N
 	cd renderer && npm test
 
 .PHONY: test-e2e
-test-e2e: build ## End-to-end: real edge binary + real renderer over a unix socket
+test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over a unix socket
 	cd edge && go test -race -count=1 ./e2e/...
+
+.PHONY: test-browser
+test-browser: build app/dist/client-dev/manifest.json chromium ## Hydration in Chromium: real renderer + edge, production and development React
+	$(NODE) --test app/test/
+
+.PHONY: chromium
+chromium: ## Install Debian's Chromium when missing (the browser test drives /usr/bin/chromium)
+	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+##@ Measure
+
+.PHONY: figures
+figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread
+	bench/figures.sh
 
 .PHONY: clean
 clean: ## Remove build outputs (not node_modules)

@@ -3,6 +3,10 @@
 //   node build.mjs            dist/server/server.js + dist/client/{assets/*, manifest.json}
 //   node build.mjs --dev      the same, with a development (unminified) React client build,
 //                             which reports hydration mismatches in the browser
+//   node build.mjs --dev --client-outdir dist/client-dev
+//                             only the client build, into that folder (resolved from the
+//                             working directory): a second client build beside dist/client,
+//                             for the browser test; dist/server and dist/client are untouched
 //   node build.mjs --fixture  only renderer/test/fixtures/dist/server.js, the renderer's
 //                             test bundle (demo pages + pages that throw, loop, leak...)
 //
@@ -11,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
 
 const appDir = path.dirname(fileURLToPath(import.meta.url));
@@ -65,8 +70,7 @@ async function buildServer() {
   return path.join(outDir, 'server.js');
 }
 
-async function buildClient({ dev }) {
-  const outDir = path.join(distDir, 'client');
+async function buildClient({ dev, outDir }) {
   await rm(outDir, { recursive: true, force: true });
   const result = await esbuild.build({
     entryPoints: [path.join(appDir, 'src', 'client.jsx')],
@@ -120,19 +124,32 @@ async function buildFixture() {
 }
 
 async function main(args) {
-  const known = new Set(['--dev', '--fixture']);
-  const unknown = args.filter((arg) => !known.has(arg));
-  if (unknown.length > 0) throw new Error(`unknown argument(s): ${unknown.join(' ')}`);
+  const { values: opts } = parseArgs({
+    args,
+    options: {
+      dev: { type: 'boolean', default: false },
+      fixture: { type: 'boolean', default: false },
+      'client-outdir': { type: 'string' },
+    },
+  });
   const rel = (file) => path.relative(repoDir, file);
 
-  if (args.includes('--fixture')) {
+  if (opts.fixture) {
     console.log(`fixture bundle: ${rel(await buildFixture())}`);
     return;
   }
-  const dev = args.includes('--dev');
-  await mkdir(distDir, { recursive: true });
-  const [server, client] = await Promise.all([buildServer(), buildClient({ dev })]);
-  console.log(`server bundle: ${rel(server)}`);
+  const { dev } = opts;
+  const clientOnly = opts['client-outdir'] !== undefined;
+  const clientDir = clientOnly ? path.resolve(opts['client-outdir']) : path.join(distDir, 'client');
+  if (clientOnly && [repoDir, appDir, distDir].includes(clientDir)) {
+    throw new Error(`--client-outdir ${opts['client-outdir']}: refusing to empty ${clientDir}`);
+  }
+  if (!clientOnly) await mkdir(distDir, { recursive: true });
+  const [server, client] = await Promise.all([
+    clientOnly ? null : buildServer(),
+    buildClient({ dev, outDir: clientDir }),
+  ]);
+  if (server) console.log(`server bundle: ${rel(server)}`);
   console.log(`client build (${dev ? 'development' : 'production'}): ${client.outputs.map((f) => rel(path.resolve(appDir, f))).join(', ')}`);
   console.log(`manifest: ${JSON.stringify(client.manifest)}`);
 }

@@ -22,6 +22,7 @@ var (
 	repoRoot   string
 	edgeBinary string
 	nodeBinary string
+	grpcurl    string
 )
 
 func TestMain(m *testing.M) {
@@ -29,7 +30,8 @@ func TestMain(m *testing.M) {
 		wd, _ := os.Getwd()
 		repoRoot = filepath.Clean(filepath.Join(wd, "..", ".."))
 		nodeBinary = filepath.Join(repoRoot, "renderer", "node_modules", ".bin", "node")
-		for _, need := range []string{nodeBinary, fixtureBundle(), filepath.Join(assetsDir(), "manifest.json")} {
+		grpcurl = filepath.Join(repoRoot, "bin", "grpcurl")
+		for _, need := range []string{nodeBinary, grpcurl, fixtureBundle(), filepath.Join(assetsDir(), "manifest.json")} {
 			if _, err := os.Stat(need); err != nil {
 				fmt.Fprintf(os.Stderr, "e2e: %s is missing: run `make test-e2e` (it builds the app, the fixture bundle and installs the pinned Node)\n", need)
 				return 1
@@ -66,7 +68,7 @@ type process struct {
 	mu    sync.Mutex
 	lines []map[string]any
 	raw   strings.Builder
-	exit  chan struct{}
+	exit  chan struct{} // closed once the process has exited and cmd.ProcessState is set
 }
 
 func startProcess(t *testing.T, name string, cmd *exec.Cmd) *process {
@@ -112,6 +114,18 @@ func (p *process) output() string {
 	return p.raw.String()
 }
 
+// waitExit waits for the process to exit and returns its exit code.
+func (p *process) waitExit(timeout time.Duration) int {
+	p.t.Helper()
+	select {
+	case <-p.exit:
+		return p.cmd.ProcessState.ExitCode()
+	case <-time.After(timeout):
+		p.t.Fatalf("%s still running %s after being asked to stop:\n%s", p.name, timeout, p.output())
+		return -1
+	}
+}
+
 func (p *process) signal(sig syscall.Signal) {
 	select {
 	case <-p.exit:
@@ -155,7 +169,7 @@ func (p *process) address(listener string) string {
 }
 
 // startRenderer starts the renderer on the fixture bundle, listening on socket, and waits
-// until every worker has loaded the bundle.
+// until every worker has loaded the bundle. Its HTTP address is process.address("http").
 func startRenderer(t *testing.T, socket string, env ...string) *process {
 	t.Helper()
 	cmd := exec.Command(nodeBinary, filepath.Join(repoRoot, "renderer", "src", "main.js"))
@@ -182,6 +196,8 @@ edge:
     - {pattern: "GET /sleep", page: sleep}
     - {pattern: "GET /xss", page: xss}
     - {pattern: "GET /redirect", page: redirect}
+    - {pattern: "GET /slow", page: sleep, render_timeout: 3s, hard_timeout: 4s}
+    - {pattern: "GET /oom", page: oom, render_timeout: 4s, hard_timeout: 5s}
 `
 
 type edgeProcess struct {
@@ -189,7 +205,7 @@ type edgeProcess struct {
 	url, admin string
 }
 
-func startEdge(t *testing.T, socket string) *edgeProcess {
+func startEdge(t *testing.T, socket string, env ...string) *edgeProcess {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "ssr.yaml")
 	if err := os.WriteFile(config, []byte(edgeConfig), 0o644); err != nil {
@@ -202,6 +218,7 @@ func startEdge(t *testing.T, socket string) *edgeProcess {
 		"SSR_EDGE_ASSETS_DIR="+assetsDir(),
 		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,
 	)
+	cmd.Env = append(cmd.Env, env...)
 	p := startProcess(t, "edge", cmd)
 	return &edgeProcess{process: p, url: "http://" + p.address("public"), admin: "http://" + p.address("admin")}
 }

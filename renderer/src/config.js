@@ -17,6 +17,8 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} stackMb
  * @property {number} maxRequestMb Largest gRPC request accepted.
  * @property {number} defaultDeadlineMs Used when a call carries no deadline.
+ * @property {number} drainTimeoutMs After SIGTERM, how long renders in flight
+ *   may take before they are cut.
  * @property {string} logLevel
  */
 
@@ -54,6 +56,8 @@ const KEYS = {
   stack_mb: { field: 'stackMb', fallback: 4, check: integerAtLeast(1) },
   max_request_mb: { field: 'maxRequestMb', fallback: 4, check: integerAtLeast(1) },
   default_deadline: { field: 'defaultDeadlineMs', fallback: '2s', check: duration },
+  // Keep it below the pod's terminationGracePeriodSeconds (30 s by default).
+  drain_timeout: { field: 'drainTimeoutMs', fallback: '10s', check: duration },
   log_level: { field: 'logLevel', fallback: 'info', check: oneOf(LOG_LEVELS) },
 };
 

@@ -31,6 +31,13 @@ export class RenderError extends Error {
   code = codes.INTERNAL;
 
   /**
+   * Epoch ms a worker picked the task up, when the failure came from a worker
+   * that ran it (for the queue-wait metric).
+   * @type {number | undefined}
+   */
+  startedAt;
+
+  /**
    * @param {string} message
    * @param {{cause?: unknown, stack?: string}} [options] `stack` replaces ours,
    *   for errors whose real origin is a page or another thread.

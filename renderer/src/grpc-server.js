@@ -1,21 +1,31 @@
 // The gRPC face of the renderer: ssr.v1.RenderService on a unix socket (or
-// TCP), loaded from the .proto at run time.
+// TCP), loaded from the .proto at run time, with grpc.health.v1 and server
+// reflection beside it (so `grpcurl -plaintext unix:///path list` works).
 import { mkdir, lstat, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { HealthImplementation } from 'grpc-health-check';
 import { codes, DeadlineError, CancelledError, InternalError, RenderError } from './errors.js';
 import { splitHostPort, unixSocketPath } from './config.js';
+import { OK } from './metrics.js';
+import { addReflection } from './reflection.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from './pool.js' */
+/** @import { Metrics } from './metrics.js' */
 /** @import { RenderSuccess } from './worker.js' */
 /** @import { ErrorCode } from './errors.js' */
 
-export const PROTO_PATH = fileURLToPath(new URL('../../proto/ssr/v1/render.proto', import.meta.url));
+const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
+const RENDER_PROTO = 'ssr/v1/render.proto';
+export const PROTO_PATH = join(PROTO_ROOT, RENDER_PROTO);
+
+/** The name health checks use for the render service; "" is the whole server. */
+export const RENDER_SERVICE = 'ssr.v1.RenderService';
 
 /** The one place a render error becomes a gRPC status (render.proto's table). */
 /** @type {Record<ErrorCode, grpc.status>} */
@@ -33,10 +43,11 @@ const grpcStatusByCode = {
 };
 
 /**
- * Codes the caller caused; the rest are the page's or the renderer's trouble.
+ * Logged at warn: codes the caller caused, and the drain refusing new calls
+ * (expected at every shutdown). The rest are the page's or the renderer's trouble.
  * @type {Set<ErrorCode>}
  */
-const callerCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED]);
+const warnCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED, codes.DRAINING]);
 
 /** Timer jitter allowed when deciding that a cancellation was the deadline. */
 const DEADLINE_SLACK_MS = 5;
@@ -47,6 +58,7 @@ const DEADLINE_SLACK_MS = 5;
  * @property {number} maxRequestMb
  * @property {number} defaultDeadlineMs used when a call has no deadline
  * @property {RenderPool} pool
+ * @property {Metrics} [metrics] render outcomes are observed here when given
  * @property {Logger} logger
  */
 
@@ -54,8 +66,11 @@ const DEADLINE_SLACK_MS = 5;
  * @typedef {object} GrpcListener
  * @property {string} address the address actually bound (TCP port resolved)
  * @property {grpc.Server} server
- * @property {(graceMs: number) => Promise<void>} shutdown stop accepting, let
- *   calls finish for up to graceMs, then cut the rest
+ * @property {(serving: boolean) => void} setServing health of "" and
+ *   ssr.v1.RenderService: SERVING or NOT_SERVING (NOT_SERVING until called)
+ * @property {(graceMs: number) => Promise<boolean>} shutdown end health Watch
+ *   streams, stop accepting (tryShutdown), let calls finish for up to graceMs,
+ *   then cut the rest (forceShutdown). Resolves true when nothing was cut.
  */
 
 /**
@@ -72,13 +87,30 @@ export function loadRenderService() {
  * @param {GrpcOptions} options
  * @returns {Promise<GrpcListener>}
  */
-export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, logger }) {
+export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, metrics, logger }) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxRequestMb * 1024 * 1024,
   });
   server.addService(loadRenderService(), {
-    Render: renderHandler({ pool, logger, defaultDeadlineMs }),
+    Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics }),
   });
+
+  const health = new HealthImplementation({ '': 'NOT_SERVING', [RENDER_SERVICE]: 'NOT_SERVING' });
+  // Watch streams never end on their own, and tryShutdown waits for every
+  // open stream: keep them, to end them at shutdown.
+  /** @type {Set<grpc.ServerWritableStream<unknown, unknown>>} */
+  const watches = new Set();
+  health.addToServer({
+    addService: (definition, implementation) => server.addService(definition, {
+      ...implementation,
+      watch: (/** @type {grpc.ServerWritableStream<unknown, unknown>} */ call) => {
+        watches.add(call);
+        call.once('cancelled', () => watches.delete(call));
+        /** @type {grpc.handleServerStreamingCall<unknown, unknown>} */ (implementation.watch)(call);
+      },
+    }),
+  });
+  addReflection(server, { protoRoot: PROTO_ROOT, files: [RENDER_PROTO] });
 
   let bindTo = address;
   if (address.startsWith('unix:')) {
@@ -98,24 +130,34 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
   return {
     address: bound,
     server,
+    setServing(serving) {
+      const status = serving ? 'SERVING' : 'NOT_SERVING';
+      health.setStatus('', status);
+      health.setStatus(RENDER_SERVICE, status);
+    },
     shutdown: (graceMs) => new Promise((resolve) => {
+      for (const call of watches) call.end();
+      watches.clear();
       const timer = setTimeout(() => {
         server.forceShutdown();
-        resolve();
+        resolve(false);
       }, graceMs);
+      // tryShutdown closes the listener and sends GOAWAY: a call started after
+      // it never reaches a handler (the client sees UNAVAILABLE, without our
+      // trailer), so the drain rejects new calls itself before getting here.
       server.tryShutdown(() => {
         clearTimeout(timer);
-        resolve();
+        resolve(true);
       });
     }),
   };
 }
 
 /**
- * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number}} deps
+ * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics}} deps
  * @returns {grpc.handleUnaryCall<any, any>}
  */
-function renderHandler({ pool, logger, defaultDeadlineMs }) {
+function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
   return async (call, callback) => {
     const arrivedAt = performance.timeOrigin + performance.now();
     const req = call.request;
@@ -144,15 +186,33 @@ function renderHandler({ pool, logger, defaultDeadlineMs }) {
         propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
       }, controller.signal);
       callback(null, toResponse(result, arrivedAt));
+      metrics?.observeRender({
+        page: req.page,
+        outcome: OK,
+        seconds: secondsSince(arrivedAt),
+        queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
+        worker: result.timing,
+      });
     } catch (err) {
       const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
       logFailure(logger, error, req.page);
       callback(toServiceError(error));
+      metrics?.observeRender({
+        page: req.page,
+        outcome: error.code,
+        seconds: secondsSince(arrivedAt),
+        queueSeconds: error.startedAt === undefined ? undefined : (error.startedAt - arrivedAt) / 1000,
+      });
     } finally {
       clearTimeout(timer);
       call.off('cancelled', onCancelled);
     }
   };
+}
+
+/** @param {number} since epoch ms */
+function secondsSince(since) {
+  return (performance.timeOrigin + performance.now() - since) / 1000;
 }
 
 /**
@@ -200,7 +260,7 @@ export function toServiceError(error) {
  */
 function logFailure(logger, error, page) {
   const fields = { code: error.code, page, err: error };
-  if (callerCodes.has(error.code)) logger.warn(fields, 'render failed');
+  if (warnCodes.has(error.code)) logger.warn(fields, 'render failed');
   else logger.error(fields, 'render failed');
 }
 

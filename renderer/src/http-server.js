@@ -1,21 +1,25 @@
-// Probes on their own HTTP port (design.md §5): rendering never runs on the
-// main thread, so these answer while every worker is busy.
+// Probes and metrics on their own HTTP port (design.md §5): rendering never
+// runs on the main thread, so these answer while every worker is busy.
 import Fastify from 'fastify';
 import { splitHostPort } from './config.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Readiness } from './pool.js' */
+/** @import { Registry } from 'prom-client' */
 
 /**
  * @typedef {object} HttpDeps
  * @property {{readiness(): Readiness}} pool
+ * @property {Registry} [registry] served on GET /metrics when given
  * @property {Logger} [logger] fastify's own errors go here, at warn and up
  */
 
 /**
+ * `/healthz` (liveness: the process answers), `/readyz` (every worker has
+ * loaded the bundle and the renderer is not draining), `/metrics`.
  * @param {HttpDeps} deps
  */
-export function build({ pool, logger }) {
+export function build({ pool, registry, logger }) {
   const app = Fastify({
     // At warn: request lines for probes every few seconds would flood the
     // log, and the start-up lines are ours, not fastify's.
@@ -30,11 +34,18 @@ export function build({ pool, logger }) {
     reply.code(503);
     return {
       status: 'not ready',
-      reason: `${state.loaded} of ${state.threads} workers have loaded the bundle`,
+      reason: state.draining ? 'draining' : `${state.loaded} of ${state.threads} workers have loaded the bundle`,
       workers: state.loaded,
       threads: state.threads,
     };
   });
+
+  if (registry) {
+    app.get('/metrics', async (_request, reply) => {
+      reply.type(registry.contentType);
+      return registry.metrics();
+    });
+  }
 
   return app;
 }

@@ -2,61 +2,118 @@
 // Wires config, pool, gRPC and HTTP together. `start` is what tests drive;
 // `main` adds the process: argv/env, signals, exit codes.
 import { existsSync } from 'node:fs';
+import { unlink } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig, unixSocketPath } from './config.js';
 import { startGrpcServer } from './grpc-server.js';
 import { build as buildHttp, listen as listenHttp } from './http-server.js';
+import { Metrics } from './metrics.js';
 import { RenderPool } from './pool.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Config } from './config.js' */
 
-/** How long SIGTERM lets in-flight calls finish before cutting them. */
-const SHUTDOWN_GRACE_MS = 5000;
+/**
+ * After the renders in flight are done, how long their answers may take to
+ * reach the socket before the gRPC server is cut, at least (the rest of
+ * drain_timeout when more is left).
+ */
+const FLUSH_GRACE_MS = 250;
 
 /**
  * @typedef {object} Renderer
  * @property {string} grpcAddress as bound (TCP port resolved)
  * @property {string} httpAddress `host:port` as bound
  * @property {RenderPool} pool
- * @property {() => Promise<void>} close stop accepting, stop the workers, close HTTP
+ * @property {Metrics} metrics
+ * @property {() => Promise<void>} close drain (design.md §5), then stop
+ *   everything; the same promise when called again
  */
 
 /**
  * Starts everything and resolves once every worker has loaded the bundle.
- * Rejects (having closed what it opened) when anything cannot start.
+ * Rejects (having closed what it opened) when anything cannot start, or when
+ * `signal` aborts before then.
+ *
+ * close() drains: health NOT_SERVING and /readyz 503 at once, new Render calls
+ * fail with UNAVAILABLE + RENDER_ERR_DRAINING, renders in flight (queued or
+ * running) finish within drain_timeout (those left then fail with the same
+ * code), the gRPC server shuts down, the workers stop, HTTP closes and the
+ * socket file goes.
  * @param {Config} config
- * @param {{logger?: Logger, onFatal?: (err: Error) => void}} [options]
+ * @param {{logger?: Logger, onFatal?: (err: Error) => void, signal?: AbortSignal}} [options]
  * @returns {Promise<Renderer>}
  */
-export async function start(config, { logger = createLogger(config.logLevel), onFatal } = {}) {
+export async function start(config, { logger = createLogger(config.logLevel), onFatal, signal } = {}) {
   if (!existsSync(config.bundle)) {
     throw new ConfigError('renderer.bundle', `no such file: ${config.bundle} (build the app, or point renderer.bundle at a server bundle)`);
   }
   const pool = new RenderPool({ ...config, logger, onFatal });
+  const metrics = new Metrics(pool);
   /** @type {Awaited<ReturnType<typeof startGrpcServer>> | undefined} */
   let grpc;
   /** @type {ReturnType<typeof buildHttp> | undefined} */
   let http;
 
-  const close = async () => {
-    await grpc?.shutdown(SHUTDOWN_GRACE_MS);
+  const drainAndStop = async () => {
+    const began = Date.now();
+    pool.drain();
+    grpc?.setServing(false);
+    logger.info({ inFlight: pool.stats().inFlight, drainTimeoutMs: config.drainTimeoutMs }, 'draining');
+    const timeout = new AbortController();
+    const drained = await Promise.race([
+      pool.whenIdle().then(() => true),
+      delay(config.drainTimeoutMs, false, { signal: timeout.signal }).catch(() => false),
+    ]);
+    timeout.abort();
+    if (!drained) {
+      logger.warn({ inFlight: pool.stats().inFlight }, 'drain_timeout passed: cutting the renders still in flight');
+      // Stopping the workers first fails those calls with UNAVAILABLE +
+      // RENDER_ERR_DRAINING; cutting the connections would say CANCELLED.
+      await pool.destroy();
+    }
+    const graceMs = drained ? Math.max(FLUSH_GRACE_MS, config.drainTimeoutMs - (Date.now() - began)) : FLUSH_GRACE_MS;
+    const clean = (await grpc?.shutdown(graceMs)) ?? true;
     await pool.destroy();
     await http?.close();
+    if (grpc && config.grpcAddress.startsWith('unix:')) {
+      // grpc-js's listener removes it when closed; this covers a forced stop.
+      await unlink(unixSocketPath(config.grpcAddress)).catch(() => {});
+    }
+    logger.info({ drained, clean, tookMs: Date.now() - began }, 'stopped');
   };
+  /** @type {Promise<void> | undefined} */
+  let closing;
+  const close = () => (closing ??= drainAndStop());
+
+  // The workers loading is the one long wait; an abort ends it at once.
+  /** @type {() => void} */
+  let onAbort = () => {};
+  /** @type {Promise<never>} */
+  const aborted = new Promise((_resolve, reject) => {
+    onAbort = () => reject(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  aborted.catch(() => {});
 
   try {
-    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, logger });
+    signal?.throwIfAborted();
+    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, metrics, logger });
     logger.info({ listener: 'grpc', address: grpc.address }, 'listening');
-    http = buildHttp({ pool, logger });
+    http = buildHttp({ pool, registry: metrics.registry, logger });
     const httpAddress = await listenHttp(http, config.httpListen);
     logger.info({ listener: 'http', address: httpAddress }, 'listening');
-    await pool.whenReady();
+    signal?.throwIfAborted();
+    await Promise.race([pool.whenReady(), aborted]);
+    grpc.setServing(true);
     logger.info({ threads: config.threads, bundle: config.bundle }, 'ready');
-    return { grpcAddress: grpc.address, httpAddress, pool, close };
+    return { grpcAddress: grpc.address, httpAddress, pool, metrics, close };
   } catch (err) {
-    await close().catch(() => {});
+    await close().catch((closeErr) => logger.error({ err: closeErr }, 'error while shutting down'));
     throw err;
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
   }
 }
 
@@ -86,18 +143,25 @@ export async function main(argv, env) {
   /** @type {Renderer | undefined} */
   let renderer;
   let stopping = false;
+  // Aborts a start still in progress (SIGTERM while the workers load).
+  const starting = new AbortController();
 
   /** @param {number} code */
   const stop = async (code) => {
     if (stopping) return;
     stopping = true;
-    await renderer?.close().catch((err) => logger.error({ err }, 'error while shutting down'));
+    if (!renderer) {
+      starting.abort(new Error('stopped while starting'));
+      return; // the start's own catch below exits
+    }
+    await renderer.close().catch((err) => logger.error({ err }, 'error while shutting down'));
     logger.flush();
     process.exit(code);
   };
+  // Once each: a second SIGTERM or Ctrl-C kills the process at once.
   for (const signal of /** @type {const} */ (['SIGTERM', 'SIGINT'])) {
     process.once(signal, () => {
-      logger.info({ signal }, 'shutting down');
+      logger.info({ signal }, 'signal received');
       void stop(0);
     });
   }
@@ -105,12 +169,23 @@ export async function main(argv, env) {
   try {
     renderer = await start(config, {
       logger,
+      signal: starting.signal,
       onFatal: (err) => {
         logger.fatal({ err }, 'worker pool cannot recover');
         void stop(1);
       },
     });
+    if (starting.signal.aborted) {
+      // The signal came after the start had finished but before we got here.
+      await renderer.close().catch((err) => logger.error({ err }, 'error while shutting down'));
+      logger.flush();
+      process.exit(0);
+    }
   } catch (err) {
+    if (starting.signal.aborted) {
+      logger.flush();
+      process.exit(0);
+    }
     if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
     logger.fatal({ err }, `start failed: ${/** @type {Error} */ (err).message}`);
     logger.flush();

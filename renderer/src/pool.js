@@ -1,7 +1,8 @@
 // The worker pool: Piscina sized by config, plus what Piscina does not track
-// itself: which workers have loaded the bundle (readiness), and a pool that
-// can no longer replace its workers (fatal).
+// itself: which workers have loaded the bundle (readiness), renders in flight
+// (drain), and a pool that can no longer replace its workers (fatal).
 import { Piscina } from 'piscina';
+import { ConfigError } from './config.js';
 import {
   CancelledError, DrainingError, RenderError, WorkerDiedError, WorkerOutOfMemoryError, fromDescriptor,
 } from './errors.js';
@@ -24,9 +25,21 @@ import {
 
 /**
  * @typedef {object} Readiness
- * @property {boolean} ready every worker has loaded the bundle
+ * @property {boolean} ready every worker has loaded the bundle and the pool
+ *   is neither draining nor closed
+ * @property {boolean} draining drain() or destroy() was called
  * @property {number} loaded
  * @property {number} threads
+ */
+
+/**
+ * What the metrics read at scrape time.
+ * @typedef {object} PoolStats
+ * @property {number} inFlight renders accepted by run() and not yet settled
+ * @property {number} queued renders waiting for a free worker (Piscina queueSize)
+ * @property {number} utilization Piscina's, averaged over the pool's life (0-1)
+ * @property {number} workers live worker threads
+ * @property {number} loaded live workers that have loaded the bundle
  */
 
 export class RenderPool {
@@ -35,9 +48,23 @@ export class RenderPool {
   #threads;
   #logger;
   #onFatal;
+  #bundle;
+  #maxOldGenerationMb;
+  #maxYoungGenerationMb;
   /** threadIds of live workers that have loaded the bundle. */
   #loaded = new Set();
+  /**
+   * Page names the bundle exports, as the first worker to load it reported.
+   * @type {Set<string>}
+   */
+  #pages = new Set();
+  #inFlight = 0;
+  /** @type {Array<() => void>} */
+  #idleWaiters = [];
+  #draining = false;
   #closing = false;
+  /** @type {Promise<void> | undefined} */
+  #destroyed;
   #failed = false;
   #startedUp = false;
   /** @type {Error | undefined} */
@@ -47,6 +74,9 @@ export class RenderPool {
   /** @param {PoolOptions} options */
   constructor({ bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal }) {
     this.#threads = threads;
+    this.#bundle = bundle;
+    this.#maxOldGenerationMb = maxOldGenerationMb;
+    this.#maxYoungGenerationMb = maxYoungGenerationMb;
     this.#logger = logger;
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
@@ -71,10 +101,7 @@ export class RenderPool {
       // Piscina replaces a dead worker synchronously, except after a worker
       // died during bootstrap: from then on it never respawns (design.md §12).
       queueMicrotask(() => {
-        if (!this.#closing && this.#piscina.threads.length < this.#threads) {
-          const last = this.#lastWorkerError ? ` (last: ${this.#lastWorkerError.message})` : '';
-          this.#fail(new Error(`workers die while loading the bundle${last}; Piscina stopped replacing them`));
-        }
+        if (!this.#closing && this.#piscina.threads.length < this.#threads) this.#fail(this.#bootstrapFailure());
       });
     });
     // Without a listener an 'error' (a worker crashing with no task) would
@@ -87,25 +114,78 @@ export class RenderPool {
 
   /**
    * Renders one task. Resolves with the worker's result; rejects with a
-   * RenderError (from the page, or the worker dying, or the signal).
+   * RenderError (from the page, or the worker dying, or the signal), at once
+   * with DrainingError once drain() or destroy() was called.
    * @param {RenderTask} task
    * @param {AbortSignal} signal its reason (a RenderError) becomes the rejection
    * @returns {Promise<RenderSuccess>}
    */
   async run(task, signal) {
-    let outcome;
+    if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
+    this.#inFlight++;
     try {
-      outcome = await this.#piscina.run(task, { signal });
-    } catch (err) {
-      throw this.#taskFailure(err, signal);
+      let outcome;
+      try {
+        outcome = await this.#piscina.run(task, { signal });
+      } catch (err) {
+        throw this.#taskFailure(err, signal);
+      }
+      if (!outcome.ok) {
+        const error = fromDescriptor(outcome.error);
+        error.startedAt = outcome.startedAt;
+        throw error;
+      }
+      return outcome;
+    } finally {
+      if (--this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
-    if (!outcome.ok) throw fromDescriptor(outcome.error);
-    return outcome;
+  }
+
+  /**
+   * Stops taking renders: run() rejects with DrainingError from now on and
+   * readiness turns false. Renders already accepted (queued or running) go on;
+   * whenIdle() tells when they are done.
+   */
+  drain() {
+    this.#draining = true;
+  }
+
+  /**
+   * Resolves when no render is in flight (at once when none is).
+   * @returns {Promise<void>}
+   */
+  whenIdle() {
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
   }
 
   /** @returns {Readiness} */
   readiness() {
-    return { ready: !this.#closing && this.#loaded.size >= this.#threads, loaded: this.#loaded.size, threads: this.#threads };
+    return {
+      ready: !this.#draining && this.#loaded.size >= this.#threads,
+      draining: this.#draining,
+      loaded: this.#loaded.size,
+      threads: this.#threads,
+    };
+  }
+
+  /** @returns {PoolStats} */
+  stats() {
+    return {
+      inFlight: this.#inFlight,
+      queued: this.#piscina.queueSize,
+      utilization: this.#piscina.utilization,
+      workers: this.#piscina.threads.length,
+      loaded: this.#loaded.size,
+    };
+  }
+
+  /**
+   * Whether the bundle exports this page (false until a worker has loaded it).
+   * @param {string} page
+   */
+  knownPage(page) {
+    return this.#pages.has(page);
   }
 
   /**
@@ -116,10 +196,19 @@ export class RenderPool {
     return this.#startup.promise;
   }
 
-  async destroy() {
-    this.#closing = true;
-    this.#startup.reject(new Error('worker pool destroyed before it was ready'));
-    await this.#piscina.destroy();
+  /**
+   * Rejects renders still in flight with DrainingError and stops the workers;
+   * the same promise when called again.
+   * @returns {Promise<void>}
+   */
+  destroy() {
+    if (!this.#destroyed) {
+      this.#closing = true;
+      this.#draining = true;
+      this.#startup.reject(new Error('worker pool destroyed before it was ready'));
+      this.#destroyed = this.#piscina.destroy();
+    }
+    return this.#destroyed;
   }
 
   /** @param {WorkerMessage} message */
@@ -128,6 +217,7 @@ export class RenderPool {
       const worker = this.#piscina.threads.find((w) => w.threadId === message.threadId);
       if (!worker) return; // it died before its message got here
       this.#loaded.add(message.threadId);
+      if (this.#pages.size === 0) for (const page of message.pages) this.#pages.add(page);
       // A replacement worker must report again, so forget this one on exit.
       worker.once('exit', () => this.#loaded.delete(message.threadId));
       this.#logger.debug({ workerId: message.threadId, loaded: this.#loaded.size }, 'worker loaded the bundle');
@@ -140,6 +230,21 @@ export class RenderPool {
       if (message.stack) err.stack = `${err.message}\n${message.stack}`;
       this.#fail(err);
     }
+  }
+
+  /**
+   * Why the pool lost a worker that never finished starting: the heap cap when
+   * it ran out of memory (a cap too small for the bundle), else the last error.
+   * @returns {Error}
+   */
+  #bootstrapFailure() {
+    const last = this.#lastWorkerError;
+    if (/** @type {{code?: string} | undefined} */ (last)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      return new ConfigError('renderer.max_old_generation_mb', `${this.#maxOldGenerationMb} MB is too small to load the bundle `
+        + `(a worker ran out of heap importing ${this.#bundle}, with max_young_generation_mb ${this.#maxYoungGenerationMb})`);
+    }
+    const detail = last ? ` (last: ${last.message})` : '';
+    return new Error(`workers die while loading the bundle${detail}; Piscina stopped replacing them`);
   }
 
   /** @param {Error} err */

@@ -14,7 +14,8 @@ import { renderPage } from './render-page.js';
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
- * @typedef {{type: 'bundle-loaded', threadId: number}
+ * `pages` are the names the bundle exports (metrics label only those).
+ * @typedef {{type: 'bundle-loaded', threadId: number, pages: string[]}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
  */
 
@@ -42,12 +43,15 @@ import { renderPage } from './render-page.js';
  * @property {number} externalBytes
  */
 
-/** @typedef {{ok: false, error: ErrorDescriptor}} RenderFailure */
+/**
+ * A render that failed in the worker; startedAt as in RenderTiming.
+ * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number}} RenderFailure
+ */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
 const bundle = await loadBundle(/** @type {{bundle: string}} */ (workerData).bundle);
 /** @type {WorkerMessage} */
-const loaded = { type: 'bundle-loaded', threadId };
+const loaded = { type: 'bundle-loaded', threadId, pages: Object.keys(bundle.pages) };
 parentPort?.postMessage(loaded);
 
 const encoder = new TextEncoder();
@@ -63,7 +67,7 @@ export default async function render(task) {
     result = await renderPage(bundle, task);
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-    return { ok: false, error: error.toDescriptor() };
+    return { ok: false, error: error.toDescriptor(), startedAt };
   }
   // TextEncoder gives each string its own exactly-sized ArrayBuffer, so both
   // can be transferred; a Buffer.from() slice of the shared pool cannot be.

@@ -18,6 +18,7 @@ test('no file: the embedded defaults that run the demo', () => {
     stackMb: 4,
     maxRequestMb: 4,
     defaultDeadlineMs: 2000,
+    drainTimeoutMs: 10_000,
     logLevel: 'info',
   });
 });
@@ -37,6 +38,7 @@ renderer:
   stack_mb: 2
   max_request_mb: 8
   default_deadline: 1m30s
+  drain_timeout: 25s
   log_level: debug
 `, { env: {}, cwd: '/x' });
   assert.equal(config.grpcAddress, '127.0.0.1:0');
@@ -48,6 +50,7 @@ renderer:
   assert.equal(config.stackMb, 2);
   assert.equal(config.maxRequestMb, 8);
   assert.equal(config.defaultDeadlineMs, 90_000);
+  assert.equal(config.drainTimeoutMs, 25_000);
   assert.equal(config.logLevel, 'debug');
 });
 
@@ -94,6 +97,7 @@ test('errors name the key', async (t) => {
     { name: 'bad duration', text: 'renderer: {default_deadline: 2}', env: {}, message: /^config: renderer.default_deadline: must be a duration/ },
     { name: 'duration with hours', text: 'renderer: {default_deadline: 1h}', env: {}, message: /^config: renderer.default_deadline: / },
     { name: 'zero duration', text: 'renderer: {default_deadline: 0s}', env: {}, message: /^config: renderer.default_deadline: / },
+    { name: 'bad drain timeout', text: 'renderer: {drain_timeout: soon}', env: {}, message: /^config: renderer.drain_timeout: must be a duration/ },
     { name: 'bad listen', text: 'renderer: {http_listen: "9101"}', env: {}, message: /^config: renderer.http_listen: must be host:port/ },
     { name: 'port out of range', text: 'renderer: {http_listen: ":70000"}', env: {}, message: /^config: renderer.http_listen: / },
     { name: 'bad grpc address', text: 'renderer: {grpc_address: "/tmp/x.sock"}', env: {}, message: /^config: renderer.grpc_address: must be unix:\/\/\/path or host:port/ },

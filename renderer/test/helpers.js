@@ -1,12 +1,16 @@
 // Shared test plumbing: start a renderer in-process on the fixture bundle,
 // with a temp-dir unix socket and port 0 for HTTP, and a real grpc-js client.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
+import { service as healthService } from 'grpc-health-check';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
 import { parseConfig } from '../src/config.js';
@@ -112,4 +116,64 @@ export async function waitFor(check, timeoutMs = 10_000) {
     if (Date.now() > until) throw new Error(`condition not met within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** @typedef {grpc.Client & {Check: Function, Watch: Function}} HealthClient */
+
+/**
+ * @param {string} address
+ * @returns {HealthClient}
+ */
+export function healthClient(address) {
+  const Client = grpc.makeGenericClientConstructor(/** @type {any} */ (healthService), 'grpc.health.v1.Health');
+  return /** @type {any} */ (new Client(address, grpc.credentials.createInsecure()));
+}
+
+/**
+ * The status string, or the gRPC error code when the call fails.
+ * @param {HealthClient} client
+ * @param {string} service
+ * @returns {Promise<string | grpc.status>}
+ */
+export function check(client, service) {
+  return new Promise((resolve) => {
+    client.Check({ service }, { deadline: Date.now() + 2000 }, (/** @type {grpc.ServiceError | null} */ err, /** @type {any} */ res) => {
+      resolve(err ? err.code : res.status);
+    });
+  });
+}
+
+const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
+
+/**
+ * Runs src/main.js as a child process; its JSON log lines are parsed as they come.
+ * @param {string[]} args
+ * @param {Record<string, string>} env added to a minimal environment
+ */
+export function runRenderer(args, env = {}) {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  /** @type {Array<Record<string, any>>} */
+  const lines = [];
+  /** @type {Array<() => void>} */
+  const waiters = [];
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    lines.push(JSON.parse(line));
+    for (const wake of waiters.splice(0)) wake();
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk) => { stderr += chunk; });
+  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal, stderr }));
+  /** @param {(line: Record<string, any>) => boolean} match */
+  const waitForLine = async (match) => {
+    for (;;) {
+      const found = lines.find(match);
+      if (found) return found;
+      const exit = await Promise.race([new Promise((resolve) => waiters.push(() => resolve(null))), exited]);
+      if (exit) throw new Error(`exited ${JSON.stringify(exit)} before the line; stdout: ${JSON.stringify(lines)}`);
+    }
+  };
+  return { child, lines, waitForLine, exited };
 }

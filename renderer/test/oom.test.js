@@ -1,20 +1,47 @@
-// A worker that runs out of heap fails that render with RENDER_ERR_WORKER_OOM;
-// Piscina replaces the worker and the next render is fine.
+// A worker that runs out of heap fails only its own render, with
+// RENDER_ERR_WORKER_OOM; renders on the other worker go on untouched, Piscina
+// replaces the dead worker, and the pool is back to full strength.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { render, startRenderer, waitFor } from './helpers.js';
 
-test('out of memory in a worker', async (t) => {
-  // One worker, so the render after the OOM can only succeed on its replacement.
-  const { app, client, logs } = await startRenderer(t, { threads: 1, max_old_generation_mb: 32, max_young_generation_mb: 6 });
+test('out of memory in a worker fails only its own render', async (t) => {
+  const { app, client, logs } = await startRenderer(t, { threads: 2, max_old_generation_mb: 32, max_young_generation_mb: 6 });
 
-  const { error } = await render(client, { page: 'oom' }, { deadlineMs: 30_000 });
+  const oom = render(client, { page: 'oom' }, { deadlineMs: 30_000 });
+  let oomSettled = false;
+  void oom.then(() => { oomSettled = true; });
+  // Keep the other worker busy with `home` for as long as the oom render runs,
+  // a few calls at a time, and a few more after it.
+  /** @type {Array<Promise<import('./helpers.js').RenderReply>>} */
+  const homes = [];
+  let after = 0;
+  while (!oomSettled || after++ < 3) {
+    const batch = Array.from({ length: 3 }, () => render(client, { page: 'home' }, { deadlineMs: 30_000 }));
+    homes.push(...batch);
+    await Promise.all(batch);
+  }
+
+  const { error } = await oom;
   assert.equal(error?.code, status.INTERNAL);
   assert.deepEqual(error?.metadata.get('ssr-error'), ['RENDER_ERR_WORKER_OOM']);
   assert.ok(logs.some((l) => l.code === 'RENDER_ERR_WORKER_OOM' && l.page === 'oom' && l.level === 50));
 
-  const { response } = await render(client, { page: 'home' }, { deadlineMs: 10_000 });
-  assert.equal(response?.status, 200);
+  const replies = await Promise.all(homes);
+  assert.ok(replies.length >= 12, `only ${replies.length} home renders`);
+  for (const [i, { response, error: homeError }] of replies.entries()) {
+    assert.equal(homeError, undefined, `home #${i}: ${homeError?.message}`);
+    assert.equal(response?.status, 200);
+  }
+
+  // Back to `threads` workers with the bundle loaded, and rendering on both.
   await waitFor(() => app.pool.readiness().ready);
+  assert.deepEqual(app.pool.readiness(), { ready: true, draining: false, loaded: 2, threads: 2 });
+  const workers = new Set();
+  for (const reply of await Promise.all(Array.from({ length: 6 }, () => render(client, { page: 'sleep', url: '/sleep?ms=20' }, { deadlineMs: 10_000 })))) {
+    assert.equal(reply.response?.status, 200);
+    workers.add(reply.response?.timing.workerId);
+  }
+  assert.equal(workers.size, 2, 'both workers render again');
 });

@@ -1,49 +1,12 @@
 // The renderer as a process: the start-up log lines the Go end-to-end tests
 // parse, exit codes, and SIGTERM.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { once } from 'node:events';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
-import { FIXTURE_BUNDLE, tempDir } from './helpers.js';
-
-const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
-
-/**
- * @param {string[]} args
- * @param {Record<string, string>} env added to a minimal environment
- */
-function run(args, env = {}) {
-  const child = spawn(process.execPath, [MAIN, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  /** @type {Array<Record<string, any>>} */
-  const lines = [];
-  /** @type {Array<() => void>} */
-  const waiters = [];
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(JSON.parse(line));
-    for (const wake of waiters.splice(0)) wake();
-  });
-  let stderr = '';
-  child.stderr.on('data', (chunk) => { stderr += chunk; });
-  const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal, stderr }));
-  /** @param {(line: Record<string, any>) => boolean} match */
-  const waitForLine = async (match) => {
-    for (;;) {
-      const found = lines.find(match);
-      if (found) return found;
-      const exit = await Promise.race([new Promise((resolve) => waiters.push(() => resolve(null))), exited]);
-      if (exit) throw new Error(`exited ${JSON.stringify(exit)} before the line; stdout: ${JSON.stringify(lines)}`);
-    }
-  };
-  return { child, lines, waitForLine, exited };
-}
+import { FIXTURE_BUNDLE, runRenderer as run, tempDir } from './helpers.js';
 
 test('start-up lines, then SIGTERM exits 0 and removes the socket', async (t) => {
   const dir = tempDir(t);
@@ -104,4 +67,19 @@ test('a bundle that cannot load exits 1 with the reason', async (t) => {
   assert.equal(exit.code, 1);
   const fatal = proc.lines.find((l) => l.level === 60);
   assert.match(fatal?.msg, /^start failed: worker \d+ could not load the bundle: .*fixture: bundle threw at import$/);
+});
+
+test('a heap cap too small for the bundle exits 1 naming renderer.max_old_generation_mb', async (t) => {
+  const dir = tempDir(t);
+  const proc = run([], {
+    SSR_RENDERER_BUNDLE: FIXTURE_BUNDLE,
+    SSR_RENDERER_GRPC_ADDRESS: `unix://${join(dir, 'renderer.sock')}`,
+    SSR_RENDERER_HTTP_LISTEN: '127.0.0.1:0',
+    SSR_RENDERER_THREADS: '1',
+    SSR_RENDERER_MAX_OLD_GENERATION_MB: '4',
+    SSR_RENDERER_MAX_YOUNG_GENERATION_MB: '1',
+  });
+  const exit = await proc.exited;
+  assert.equal(exit.code, 1);
+  assert.match(exit.stderr, /^config: renderer\.max_old_generation_mb: 4 MB is too small to load the bundle \(.*\)\n$/);
 });

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { startRenderer, tempDir } from './helpers.js';
+import { FIXTURE_BUNDLE, startRenderer, tempDir } from './helpers.js';
 
 const THROWS_AT_IMPORT = fileURLToPath(new URL('./fixtures/throws-at-import.js', import.meta.url));
 
@@ -22,10 +22,12 @@ test('a missing bundle is a config error naming renderer.bundle', async (t) => {
   });
 });
 
-test('a heap cap too small to load the bundle fails the start', async (t) => {
+test('a heap cap too small to load the bundle is a config error naming the key', async (t) => {
   // 4 MB: the worker starts, then runs out of heap importing the bundle, so it
   // never reports; Piscina replaces it once and then gives up (design.md §12).
   await assert.rejects(startRenderer(t, { threads: 2, max_old_generation_mb: 4, max_young_generation_mb: 1 }), {
-    message: 'workers die while loading the bundle (last: Worker terminated due to reaching memory limit: JS heap out of memory); Piscina stopped replacing them',
+    name: 'ConfigError',
+    key: 'renderer.max_old_generation_mb',
+    message: `config: renderer.max_old_generation_mb: 4 MB is too small to load the bundle (a worker ran out of heap importing ${FIXTURE_BUNDLE}, with max_young_generation_mb 1)`,
   });
 });

@@ -18,6 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
@@ -59,7 +62,9 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		return fmt.Errorf("renderer.grpc_address: %w", err)
 	}
 	defer renderer.Close()
-	handler, err := server.New(e, renderer, manifest, log)
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	handler, err := server.New(e, renderer, manifest, server.NewMetrics(registry), log)
 	if err != nil {
 		return fmt.Errorf("edge.assets_dir: %w", err)
 	}
@@ -76,7 +81,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	}
 	var draining atomic.Bool
 	admin := &http.Server{
-		Handler:           server.Admin(&draining),
+		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -103,7 +108,9 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	case <-ctx.Done():
 	}
 	draining.Store(true)
-	log.Info("draining", "timeout", e.ShutdownTimeout.String())
+	log.Info("draining", "delay", e.ShutdownDelay.String(), "timeout", e.ShutdownTimeout.String())
+	// Readiness is already false; keep serving while load balancers notice.
+	time.Sleep(e.ShutdownDelay)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), e.ShutdownTimeout)
 	defer cancel()
 	err = errors.Join(public.Shutdown(shutdownCtx), admin.Shutdown(shutdownCtx))

@@ -49,8 +49,13 @@ type Edge struct {
 	WriteTimeout      time.Duration `yaml:"write_timeout"`
 	IdleTimeout       time.Duration `yaml:"idle_timeout"`
 	ShutdownTimeout   time.Duration `yaml:"shutdown_timeout"`
-	MaxHeaderBytes    int           `yaml:"max_header_bytes"`
-	LogLevel          string        `yaml:"log_level"`
+	// ShutdownDelay keeps serving, with readiness false, for this long after SIGTERM before
+	// the listener closes, so load balancers stop sending first.
+	ShutdownDelay  time.Duration `yaml:"shutdown_delay"`
+	MaxHeaderBytes int           `yaml:"max_header_bytes"`
+	LogLevel       string        `yaml:"log_level"`
+	// AdminToken admits non-loopback callers to the admin port's debug endpoints.
+	AdminToken string `yaml:"admin_token"`
 
 	Routes []Route `yaml:"routes"`
 }
@@ -216,6 +221,7 @@ func (c *Config) validate() error {
 	}
 	for key, d := range map[string]time.Duration{
 		"edge.read_timeout": e.ReadTimeout, "edge.write_timeout": e.WriteTimeout, "edge.idle_timeout": e.IdleTimeout,
+		"edge.shutdown_delay": e.ShutdownDelay,
 	} {
 		if d < 0 {
 			bad(key, "must not be negative (0 means none), got %s", d)

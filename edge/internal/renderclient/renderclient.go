@@ -93,6 +93,9 @@ func (e *Error) Error() string {
 	return e.Status.Code().String() + ": " + e.Status.Message()
 }
 
+// GRPCStatus lets status.Code and status.FromError see the renderer's status.
+func (e *Error) GRPCStatus() *status.Status { return e.Status }
+
 // Fallback reasons, sent to clients in X-SSR-Fallback.
 const (
 	ReasonUnavailable  = "renderer-unavailable"

@@ -3,8 +3,10 @@ package server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 )
@@ -48,6 +50,27 @@ func withRecover(log *slog.Logger) func(http.Handler) http.Handler {
 				}
 			}()
 			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// privileged admits loopback callers, and others only with "Authorization: Bearer <token>"
+// when a token is configured. Profiles and purges must not be reachable by whoever can reach
+// the admin port from inside the cluster.
+func privileged(token string) func(http.Handler) http.Handler {
+	want := []byte("Bearer " + token)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			host, _, _ := net.SplitHostPort(r.RemoteAddr)
+			if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+				next.ServeHTTP(w, r)
+				return
+			}
+			if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) == 1 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			http.Error(w, "forbidden: loopback or admin token only", http.StatusForbidden)
 		})
 	}
 }

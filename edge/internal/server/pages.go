@@ -26,6 +26,7 @@ type Renderer interface {
 
 // page serves one route.
 type page struct {
+	route      string // the ServeMux pattern, for metrics
 	name       string
 	params     []string // wildcard names in the route pattern
 	variants   []string
@@ -36,14 +37,18 @@ type page struct {
 
 	renderer Renderer
 	shell    *document.Shell
+	metrics  *Metrics
 	log      *slog.Logger
 }
 
 var wildcard = regexp.MustCompile(`\{([^}.$]+)(?:\.\.\.)?\}`)
 
-func newPage(r config.Route, e config.Edge, renderer Renderer, shell *document.Shell, log *slog.Logger) *page {
+func newPage(r config.Route, e config.Edge, deps deps) *page {
 	soft, hard := r.EffectiveTimeouts(e)
-	p := &page{name: r.Page, variants: r.Variants, soft: soft, hard: hard, renderer: renderer, shell: shell, log: log}
+	p := &page{
+		route: r.Pattern, name: r.Page, variants: r.Variants, soft: soft, hard: hard,
+		renderer: deps.renderer, shell: deps.shell, metrics: deps.metrics, log: deps.log,
+	}
 	for _, m := range wildcard.FindAllStringSubmatch(r.Pattern, -1) {
 		p.params = append(p.params, m[1])
 	}
@@ -64,7 +69,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), p.hard)
 		defer cancel()
+		p.metrics.rendersInFlight.Inc()
+		defer p.metrics.rendersInFlight.Dec()
+		began := time.Now()
 		resp, err := p.renderer.Render(ctx, req)
+		p.metrics.observeRender(p.route, began, err)
 		done <- rendered{resp, err}
 	}()
 

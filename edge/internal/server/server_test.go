@@ -10,9 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -56,6 +59,7 @@ func renders(html string) func(context.Context, *ssrv1.RenderRequest) (*ssrv1.Re
 type stack struct {
 	url      string
 	renderer *fakeRenderer
+	registry *prometheus.Registry
 }
 
 // start runs the edge handler against a fake renderer on a temp unix socket, over real gRPC.
@@ -91,13 +95,14 @@ func start(t *testing.T, edge func(*config.Edge)) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	h, err := New(e, client, &document.Manifest{Scripts: []string{"/assets/client-1.js"}}, slog.New(slog.DiscardHandler))
+	registry := prometheus.NewRegistry()
+	h, err := New(e, client, &document.Manifest{Scripts: []string{"/assets/client-1.js"}}, NewMetrics(registry), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &stack{url: ts.URL, renderer: fake}
+	return &stack{url: ts.URL, renderer: fake, registry: registry}
 }
 
 func get(t *testing.T, url string) (*http.Response, string) {
@@ -259,7 +264,7 @@ func TestRendererDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	h, _ := New(e, client, &document.Manifest{Scripts: []string{"/assets/c.js"}}, slog.New(slog.DiscardHandler))
+	h, _ := New(e, client, &document.Manifest{Scripts: []string{"/assets/c.js"}}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	resp, body := get(t, ts.URL+"/")
@@ -307,5 +312,92 @@ func TestAssets(t *testing.T) {
 				t.Errorf("got Cache-Control %q", resp.Header.Get("Cache-Control"))
 			}
 		})
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+	s.renderer.render = renders("ok")
+	get(t, s.url+"/")
+	get(t, s.url+"/products/1")
+	get(t, s.url+"/assets/client-1.js")
+	get(t, s.url+"/nowhere")
+	s.renderer.render = failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom")
+	get(t, s.url+"/")
+
+	want := `
+# HELP edge_requests_total HTTP requests by route pattern, status code and outcome (ssr, asset, a fallback reason, or client-closed).
+# TYPE edge_requests_total counter
+edge_requests_total{code="200",outcome="asset",route="GET /assets/"} 1
+edge_requests_total{code="200",outcome="render-error",route="GET /{$}"} 1
+edge_requests_total{code="200",outcome="ssr",route="GET /products/{id}"} 1
+edge_requests_total{code="200",outcome="ssr",route="GET /{$}"} 1
+edge_requests_total{code="404",outcome="ssr",route="GET /"} 1
+`
+	if err := testutil.GatherAndCompare(s.registry, strings.NewReader(want), "edge_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n := testutil.CollectAndCount(s.registry, "edge_render_duration_seconds"); n != 4 {
+		t.Errorf("got %d render duration series, want 4 (three routes OK, one Internal)", n)
+	}
+	idle := "# HELP edge_renders_in_flight Render calls waiting for the renderer, including those past their soft deadline.\n" +
+		"# TYPE edge_renders_in_flight gauge\nedge_renders_in_flight 0\n"
+	if err := testutil.GatherAndCompare(s.registry, strings.NewReader(idle), "edge_renders_in_flight"); err != nil {
+		t.Errorf("in-flight renders after every answer: %v", err)
+	}
+}
+
+func TestAdmin(t *testing.T) {
+	var draining atomic.Bool
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "probe_total", Help: "x"}))
+	h := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret"})
+
+	serve := func(path, remote, auth string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("GET", path, nil)
+		req.RemoteAddr = remote
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	tests := []struct {
+		name, path, remote, auth string
+		want                     int
+	}{
+		{"liveness", "/healthz", "10.0.0.9:1", "", 200},
+		{"readiness", "/readyz", "10.0.0.9:1", "", 200},
+		{"metrics", "/metrics", "10.0.0.9:1", "", 200},
+		{"pprof from loopback", "/debug/pprof/", "127.0.0.1:5", "", 200},
+		{"pprof from loopback v6", "/debug/pprof/cmdline", "[::1]:5", "", 200},
+		{"pprof from the network", "/debug/pprof/", "10.0.0.9:1", "", 403},
+		{"pprof with a wrong token", "/debug/pprof/", "10.0.0.9:1", "Bearer nope", 403},
+		{"pprof with the token", "/debug/pprof/", "10.0.0.9:1", "Bearer s3cret", 200},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := serve(tt.path, tt.remote, tt.auth).Code; got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
+	if body := serve("/metrics", "10.0.0.9:1", "").Body.String(); !strings.Contains(body, "probe_total 0") {
+		t.Errorf("metrics do not come from the given gatherer:\n%s", body)
+	}
+	draining.Store(true)
+	if got := serve("/readyz", "127.0.0.1:1", "").Code; got != 503 {
+		t.Errorf("readiness while draining: got %d, want 503", got)
+	}
+
+	noToken := Admin(AdminOptions{Draining: &draining, Gatherer: registry})
+	req := httptest.NewRequest("GET", "/debug/pprof/", nil)
+	req.RemoteAddr = "10.0.0.9:1"
+	req.Header.Set("Authorization", "Bearer ")
+	rec := httptest.NewRecorder()
+	noToken.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Errorf("no token configured, empty bearer: got %d, want 403", rec.Code)
 	}
 }

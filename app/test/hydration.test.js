@@ -1,0 +1,403 @@
+// Hydration in a real browser, against the real stack: the renderer (pinned Node, demo server
+// bundle, gRPC on a unix socket) and the edge binary (document shell, /assets/), with Debian's
+// Chromium driven by playwright-core (which never downloads a browser).
+//
+//   make test-browser                                    # builds what it needs, installs Chromium
+//   renderer/node_modules/.bin/node --test app/test/     # from the repository root, once built
+//
+// Needs: bin/edge, app/dist/server/server.js, the production client build app/dist/client and
+// the development client build app/dist/client-dev (`node app/build.mjs --dev --client-outdir
+// app/dist/client-dev`). Production React does not report attribute mismatches, so every case
+// runs against both client builds, each behind its own edge; the renderer is shared.
+//
+// A page passes when: the document came server-rendered (no X-SSR-Fallback, #root not empty),
+// the browser logged no console error, no page error and no warning about hydration, the
+// server's DOM nodes were adopted by React (hydrated, not replaced), and a click updates the
+// cart counter. The client-side-render shell is checked with the renderer SIGKILLed. A
+// self-check serves tampered documents and proves the collector and the "not replaced" check
+// would catch a mismatch.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { chromium } from 'playwright-core';
+
+const repoDir = path.resolve(import.meta.dirname, '..', '..');
+const CHROMIUM = '/usr/bin/chromium';
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--no-first-run',
+  '--disable-sync',
+  '--disable-quic',
+];
+const paths = {
+  node: path.join(repoDir, 'renderer', 'node_modules', '.bin', 'node'),
+  renderer: path.join(repoDir, 'renderer', 'src', 'main.js'),
+  edge: path.join(repoDir, 'bin', 'edge'),
+  bundle: path.join(repoDir, 'app', 'dist', 'server', 'server.js'),
+};
+const builds = [
+  { name: 'production', dir: path.join(repoDir, 'app', 'dist', 'client') },
+  { name: 'development', dir: path.join(repoDir, 'app', 'dist', 'client-dev') },
+];
+const PAGES = ['/', '/products/42'];
+const STEP_MS = 10_000; // any single wait (page load, hydration, a click's effect)
+
+// ---------------------------------------------------------------------------------------
+// Processes: started with JSON logs on stdout, killed at the end whatever happens.
+
+/** @type {Set<import('node:child_process').ChildProcess>} */
+const children = new Set();
+function killChildren() {
+  for (const child of children) child.kill('SIGKILL');
+}
+process.once('exit', killChildren);
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    killChildren();
+    process.exit(128 + os.constants.signals[signal]);
+  });
+}
+
+/** Starts a process whose stdout/stderr lines are kept (JSON lines parsed) for waitLog. */
+function startProcess(name, file, args, env) {
+  const child = spawn(file, args, { cwd: repoDir, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  const proc = { name, child, output: '', lines: [], exited: null, waiters: new Set() };
+  const onData = (chunk) => {
+    const text = chunk.toString();
+    proc.output += text;
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        proc.lines.push(JSON.parse(line));
+      } catch {
+        // a line split across chunks: the raw output still has it
+      }
+    }
+    for (const check of proc.waiters) check();
+  };
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
+  proc.exit = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      proc.exited = { code, signal };
+      children.delete(child);
+      for (const check of proc.waiters) check();
+      resolve(proc.exited);
+    });
+  });
+  return proc;
+}
+
+/** Resolves with the first log line that has every field of `want`. */
+function waitLog(proc, want, timeoutMs = 30_000) {
+  return new Promise((resolve, reject) => {
+    const matches = (line) => Object.entries(want).every(([key, value]) => line[key] === value);
+    const done = (fn, value) => {
+      proc.waiters.delete(check);
+      clearTimeout(timer);
+      fn(value);
+    };
+    const check = () => {
+      const line = proc.lines.find(matches);
+      if (line) done(resolve, line);
+      else if (proc.exited) done(reject, new Error(`${proc.name} exited (${JSON.stringify(proc.exited)}) before logging ${JSON.stringify(want)}:\n${proc.output}`));
+    };
+    const timer = setTimeout(() => done(reject, new Error(`${proc.name}: no log line ${JSON.stringify(want)} within ${timeoutMs} ms:\n${proc.output}`)), timeoutMs);
+    proc.waiters.add(check);
+    check();
+  });
+}
+
+async function stopProcess(proc) {
+  if (!proc || proc.exited) return;
+  proc.child.kill('SIGKILL');
+  await proc.exit;
+}
+
+// ---------------------------------------------------------------------------------------
+// Browser side.
+
+/**
+ * Collects what makes a page fail: any console error, any uncaught page error, any console
+ * warning that mentions hydration.
+ */
+function collectProblems(page) {
+  const problems = [];
+  page.on('console', (message) => {
+    const type = message.type();
+    const text = message.text();
+    const where = message.location()?.url ?? '';
+    if (type === 'error' || (type === 'warning' && /hydrat|mismatch|did not match|didn't match/i.test(text))) {
+      problems.push(`console.${type}: ${text.slice(0, 2000)}${where ? ` (${where})` : ''}`);
+    }
+  });
+  page.on('pageerror', (error) => problems.push(`pageerror: ${error.stack ?? error.message}`));
+  return problems;
+}
+
+// Runs before any page script: remembers the first element the HTML parser puts in #root,
+// i.e. the server-rendered header (in the CSR shell, the first node React creates instead).
+function rememberFirstRootChild() {
+  const observer = new MutationObserver(() => {
+    const first = document.getElementById('root')?.firstElementChild;
+    if (first) {
+      window.__firstRootChild = first;
+      observer.disconnect();
+    }
+  });
+  observer.observe(document, { childList: true, subtree: true });
+}
+
+/**
+ * React marks every DOM node it owns with a `__reactFiber$<random>` property: a server node
+ * that has it was adopted by hydration. (A React internal: if a React upgrade renames it, the
+ * test fails, it never passes by accident.)
+ */
+const OWNED_BY_REACT = (node) => !!node && Object.keys(node).some((key) => key.startsWith('__reactFiber$'));
+
+/** Opens url in a fresh context; returns the page, its document response and its problems. */
+async function open(browser, url, { route } = {}) {
+  const context = await browser.newContext();
+  // Chromium asks every origin for /favicon.ico on its own; the demo declares no icon, so the
+  // edge answers it with the not-found page (404), which Chromium logs as a console error
+  // that has nothing to do with the page. Answer it here; every other request is real.
+  await context.route(/\/favicon\.ico$/, (route) => route.fulfill({ status: 204 }));
+  await context.addInitScript(rememberFirstRootChild);
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_MS);
+  const problems = collectProblems(page);
+  if (route) await page.route(url, route);
+  const response = await page.goto(url, { waitUntil: 'load' });
+  return { context, page, response, problems };
+}
+
+/** The #root inner HTML and the __SSR_DATA__ of a document the edge wrote. */
+function parseDocument(html) {
+  const root = html.match(/<div id="root">([\s\S]*?)<\/div>\s*<script id="__SSR_DATA__" type="application\/json">([\s\S]*?)<\/script>/);
+  assert.ok(root, `no #root followed by __SSR_DATA__ in the document:\n${html.slice(0, 2000)}`);
+  return { rootHTML: root[1], data: JSON.parse(root[2]) };
+}
+
+/** Waits until React owns the first "Add to cart" button (hydration or client render done). */
+async function waitForReact(page) {
+  await page.waitForFunction(
+    `(${OWNED_BY_REACT})(document.querySelector('[data-testid="add-to-cart"]'))`,
+    null,
+    { timeout: STEP_MS },
+  );
+}
+
+/** Clicks "Add to cart" twice and waits for the header counter to follow. */
+async function assertCartCounts(page) {
+  const count = page.locator('[data-testid="cart-count"]');
+  assert.equal(await count.textContent(), '0', 'cart counter before any click');
+  const buttons = page.locator('[data-testid="add-to-cart"]');
+  for (const [i, want] of [[0, '1'], [1, '2']]) {
+    await buttons.nth(i).click();
+    await page.waitForFunction(
+      (w) => document.querySelector('[data-testid="cart-count"]')?.textContent === w,
+      want,
+      { timeout: STEP_MS },
+    ).catch(async () => {
+      assert.fail(`cart counter did not become ${want} after a click (it reads ${await count.textContent()}): the page is not interactive`);
+    });
+  }
+}
+
+/** Lets late console messages (e.g. from the last commit) arrive before the final check. */
+async function settle(page) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50))));
+}
+
+function assertNoProblems(problems, what) {
+  assert.deepEqual(problems, [], `${what}: the browser reported problems:\n${problems.join('\n')}`);
+}
+
+// ---------------------------------------------------------------------------------------
+
+/** Why the test cannot run (a message saying what to do), or null. */
+function missingPrerequisite() {
+  if (!existsSync(CHROMIUM)) {
+    return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
+  }
+  for (const need of [paths.node, paths.edge, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
+    if (!existsSync(need)) {
+      return `${path.relative(repoDir, need)} is missing: run \`make test-browser\` (it builds the edge, the app and the development client)`;
+    }
+  }
+  return null;
+}
+
+// Its own test, so that a missing browser counts as a failure, not only as cancelled tests.
+test('prerequisites: Chromium, the edge binary, the server bundle and both client builds', () => {
+  const missing = missingPrerequisite();
+  if (missing) assert.fail(missing);
+});
+
+describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, () => {
+  let tmpDir;
+  let renderer;
+  let browser;
+  /** @type {Promise<import('playwright-core').Browser> | undefined} */
+  let browserLaunch;
+  /** @type {Record<string, {proc: any, url: string, manifest: any}>} */
+  const edges = {};
+
+  before(async () => {
+    const missing = missingPrerequisite();
+    if (missing) throw new Error(missing);
+    tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-ssr-hydration-'));
+    const socket = path.join(tmpDir, 'r.sock');
+
+    // Launched alongside the stack; after() closes it even when a later step of this hook fails.
+    browserLaunch = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+    renderer = startProcess('renderer', paths.node, [paths.renderer], {
+      SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
+      SSR_RENDERER_HTTP_LISTEN: '127.0.0.1:0',
+      SSR_RENDERER_BUNDLE: paths.bundle,
+      SSR_RENDERER_THREADS: '2',
+    });
+    await Promise.all([
+      waitLog(renderer, { msg: 'ready' }, 60_000),
+      ...builds.map(async (build) => {
+        const proc = startProcess(`edge (${build.name})`, paths.edge, [], {
+          SSR_EDGE_LISTEN: '127.0.0.1:0',
+          SSR_EDGE_ADMIN_LISTEN: '127.0.0.1:0',
+          SSR_EDGE_ASSETS_DIR: build.dir,
+          SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
+          // A busy 2-core machine (Chromium is rendering too) must not turn a page into the
+          // CSR fallback: this test is about hydration, not deadlines.
+          SSR_EDGE_RENDER_TIMEOUT: '2s',
+        });
+        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
+        const manifest = JSON.parse(readFileSync(path.join(build.dir, 'manifest.json'), 'utf8'));
+        edges[build.name] = { proc, url: `http://${line.address}`, manifest };
+      }),
+    ]);
+    browser = await browserLaunch;
+  });
+
+  after(async () => {
+    const launched = await browserLaunch?.catch(() => null);
+    await launched?.close().catch(() => {});
+    await Promise.all([renderer, ...Object.values(edges).map((e) => e.proc)].map(stopProcess));
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  });
+
+  for (const build of builds) {
+    for (const pathname of PAGES) {
+      test(`${build.name}: ${pathname} hydrates the server markup without errors`, async () => {
+        const edge = edges[build.name];
+        const { context, page, response, problems } = await open(browser, edge.url + pathname);
+        try {
+          assert.equal(response.status(), 200);
+          assert.equal(response.headers()['x-ssr-fallback'], undefined, 'the edge fell back to the CSR shell');
+          const html = await response.text();
+          assert.ok(html.includes(`src="${edge.manifest.scripts[0]}"`), `the document does not load the ${build.name} client (${edge.manifest.scripts[0]})`);
+          const { rootHTML, data } = parseDocument(html);
+          assert.match(rootHTML, /^<header/, 'the server markup in #root');
+          assert.ok(data.props, '__SSR_DATA__ has props');
+
+          await waitForReact(page);
+          assert.ok(
+            await page.evaluate(
+              `(${OWNED_BY_REACT})(window.__firstRootChild) && window.__firstRootChild === document.getElementById('root').firstElementChild`,
+            ),
+            'the server-rendered <header> was replaced instead of hydrated',
+          );
+          await assertCartCounts(page);
+          await settle(page);
+          assertNoProblems(problems, `${build.name} ${pathname}`);
+        } finally {
+          await context.close();
+        }
+      });
+    }
+  }
+
+  // The harness must be able to fail: documents whose server markup differs from what the
+  // client renders, served in place of the edge's (page.route), with the development client.
+  describe('self-check: a mismatch is caught', () => {
+    const tampered = (replace) => async (route) => {
+      const response = await route.fetch();
+      const html = await response.text();
+      const changed = replace(html);
+      assert.notEqual(changed, html, 'the tampering matched nothing');
+      await route.fulfill({ response, body: changed });
+    };
+
+    test('an attribute mismatch is reported on the console (development React)', async () => {
+      const { context, page, problems } = await open(browser, edges.development.url + '/', {
+        route: tampered((html) => html.replace('<a class="logo" href="/">', '<a class="logo" href="/elsewhere">')),
+      });
+      try {
+        await waitForReact(page);
+        await settle(page);
+        assert.ok(
+          problems.some((p) => /hydrat/i.test(p) && p.includes('/elsewhere')),
+          `the collector did not report the attribute mismatch; it has:\n${problems.join('\n') || '(nothing)'}`,
+        );
+      } finally {
+        await context.close();
+      }
+    });
+
+    for (const build of builds) {
+      test(`${build.name}: a text mismatch is reported and the server markup is replaced`, async () => {
+        const { context, page, problems } = await open(browser, edges[build.name].url + '/', {
+          route: tampered((html) => html.replace('<h1>All products</h1>', '<h1>All productz</h1>')),
+        });
+        try {
+          await waitForReact(page);
+          await settle(page);
+          assert.ok(
+            problems.some((p) => /hydrat/i.test(p)),
+            `the collector did not report the text mismatch; it has:\n${problems.join('\n') || '(nothing)'}`,
+          );
+          assert.equal(
+            await page.evaluate(`window.__firstRootChild === document.getElementById('root').firstElementChild`),
+            false,
+            'the "hydrated, not replaced" check did not notice that React re-rendered the root',
+          );
+        } finally {
+          await context.close();
+        }
+      });
+    }
+  });
+
+  describe('renderer down: the client-side-render shell', () => {
+    before(async () => {
+      await stopProcess(renderer);
+    });
+
+    for (const build of builds) {
+      test(`${build.name}: / renders in the browser from the empty shell`, async () => {
+        const { context, page, response, problems } = await open(browser, edges[build.name].url + '/');
+        try {
+          assert.equal(response.status(), 200);
+          assert.ok(response.headers()['x-ssr-fallback'], 'no X-SSR-Fallback header with the renderer down');
+          const { rootHTML, data } = parseDocument(await response.text());
+          assert.equal(rootHTML, '', 'the fallback root is empty');
+          assert.equal(data.props, undefined, 'the fallback sends no props');
+
+          await waitForReact(page);
+          assert.equal(await page.locator('article.card').count(), 100, 'product cards rendered client-side');
+          await assertCartCounts(page);
+          await settle(page);
+          assertNoProblems(problems, `${build.name} CSR shell`);
+        } finally {
+          await context.close();
+        }
+      });
+    }
+  });
+});

@@ -1,0 +1,93 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/status"
+)
+
+// Metrics are the edge's Prometheus metrics, registered on a registry the caller owns.
+type Metrics struct {
+	requests        *prometheus.CounterVec
+	renderDuration  *prometheus.HistogramVec
+	rendersInFlight prometheus.Gauge
+}
+
+// NewMetrics registers the edge's metrics on reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_requests_total",
+			Help: "HTTP requests by route pattern, status code and outcome (ssr, asset, a fallback reason, or client-closed).",
+		}, []string{"route", "code", "outcome"}),
+		renderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "edge_render_duration_seconds",
+			Help:    "Render calls to the renderer, from the edge's side, by route and gRPC result; late renders included.",
+			Buckets: []float64{.002, .005, .01, .02, .035, .05, .075, .1, .15, .25, .5, 1, 2, 5},
+		}, []string{"route", "result"}),
+		rendersInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "edge_renders_in_flight",
+			Help: "Render calls waiting for the renderer, including those past their soft deadline.",
+		}),
+	}
+	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight)
+	return m
+}
+
+// observeRender records one render call; err is nil on success.
+func (m *Metrics) observeRender(route string, began time.Time, err error) {
+	result := "OK"
+	if err != nil {
+		result = status.Code(err).String()
+	}
+	m.renderDuration.WithLabelValues(route, result).Observe(time.Since(began).Seconds())
+}
+
+// instrument counts requests by the ServeMux pattern that matched. It must wrap the mux
+// directly: the mux records the pattern on the *http.Request it was given.
+func (m *Metrics) instrument(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		mux.ServeHTTP(rec, r)
+		outcome := "ssr"
+		switch {
+		case rec.code == 0:
+			outcome = "client-closed"
+		case r.Pattern == assetsPattern:
+			outcome = "asset"
+		case w.Header().Get("X-SSR-Fallback") != "":
+			outcome = w.Header().Get("X-SSR-Fallback")
+		}
+		route := r.Pattern
+		if route == "" {
+			route = "(none)" // the mux answered itself: 405, or a redirect to a cleaned path
+		}
+		m.requests.WithLabelValues(route, strconv.Itoa(rec.code), outcome).Inc()
+	})
+}
+
+// statusRecorder remembers the status code written.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.code == 0 {
+		s.code = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
