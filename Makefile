@@ -118,6 +118,10 @@ chromium: ## Install Debian's Chromium when missing (the browser test drives /us
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread
 	bench/figures.sh
 
+.PHONY: figures-cache
+figures-cache: build $(GO_TOOLS) ## Cache-hit RPS vs a bare net/http handler with the same bytes; thundering herd on a cold key
+	bench/cache.sh
+
 .PHONY: clean
 clean: ## Remove build outputs (not node_modules)
 	rm -rf bin app/dist renderer/test/fixtures/dist

@@ -186,7 +186,8 @@ func startRenderer(t *testing.T, socket string, env ...string) *process {
 	return p
 }
 
-// edgeConfig routes the demo pages and the fixture's misbehaving pages.
+// edgeConfig routes the demo pages and the fixture's misbehaving pages; only the /cached/
+// routes are cached (with short windows, so tests can walk through them in real time).
 const edgeConfig = `
 edge:
   routes:
@@ -198,6 +199,12 @@ edge:
     - {pattern: "GET /redirect", page: redirect}
     - {pattern: "GET /slow", page: sleep, render_timeout: 3s, hard_timeout: 4s}
     - {pattern: "GET /oom", page: oom, render_timeout: 4s, hard_timeout: 5s}
+    - pattern: "GET /cached/products/{id}"
+      page: product
+      cache: {ttl: 1s, stale_while_revalidate: 1s, stale_if_error: 3s}
+    - pattern: "GET /cached/slow"
+      page: sleep
+      cache: {ttl: 60s}
 `
 
 type edgeProcess struct {

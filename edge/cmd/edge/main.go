@@ -64,7 +64,9 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	defer renderer.Close()
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	handler, err := server.New(e, renderer, manifest, server.NewMetrics(registry), log)
+	metrics := server.NewMetrics(registry)
+	cache := server.NewCache(e, metrics)
+	handler, err := server.New(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Metrics: metrics, Log: log})
 	if err != nil {
 		return fmt.Errorf("edge.assets_dir: %w", err)
 	}
@@ -81,7 +83,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	}
 	var draining atomic.Bool
 	admin := &http.Server{
-		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken}),
+		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken, Cache: cache}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,

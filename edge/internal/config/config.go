@@ -57,7 +57,37 @@ type Edge struct {
 	// AdminToken admits non-loopback callers to the admin port's debug endpoints.
 	AdminToken string `yaml:"admin_token"`
 
+	// CacheMaxMB bounds the HTML cache by bytes (LRU).
+	CacheMaxMB int `yaml:"cache_max_mb"`
+	// CacheMaxEntryMB refuses to store larger documents (all encodings together).
+	CacheMaxEntryMB int `yaml:"cache_max_entry_mb"`
+	// CacheNotFoundTTL is the freshness of 404 pages: the one entry shared by unmatched paths,
+	// and 404s a page chose (capped by the route's ttl).
+	CacheNotFoundTTL time.Duration `yaml:"cache_not_found_ttl"`
+	// CacheTTLJitter shortens each stored TTL by up to this fraction, at random, so the
+	// entries of one deploy do not all expire together.
+	CacheTTLJitter float64 `yaml:"cache_ttl_jitter"`
+	// CacheIgnoreQuery are query parameters left out of cache keys and render requests on
+	// routes that do not list their own; a trailing * matches a prefix.
+	CacheIgnoreQuery []string `yaml:"cache_ignore_query"`
+	// MaxRendersInFlight caps concurrent render calls, background ones included; past it a
+	// request gets a stale copy or the client-side-render shell at once.
+	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
+
 	Routes []Route `yaml:"routes"`
+}
+
+// RouteCache is a route's cache policy. A zero TTL means the route is not cached.
+type RouteCache struct {
+	TTL                  time.Duration `yaml:"ttl"`
+	StaleWhileRevalidate time.Duration `yaml:"stale_while_revalidate"`
+	StaleIfError         time.Duration `yaml:"stale_if_error"`
+	// Query lists the query parameters the page depends on; the others are left out of the
+	// key and of the render. Empty means all but edge.cache_ignore_query.
+	Query []string `yaml:"query"`
+	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
+	// the cache.
+	PersonalizeCookies []string `yaml:"personalize_cookies"`
 }
 
 // Route maps a ServeMux pattern to a page of the app.
@@ -69,8 +99,9 @@ type Route struct {
 	RenderTimeout time.Duration `yaml:"render_timeout"`
 	HardTimeout   time.Duration `yaml:"hard_timeout"`
 	// Variants name the request parts the page depends on: "header:Accept-Language",
-	// "cookie:currency". They are sent to the renderer.
-	Variants []string `yaml:"variants"`
+	// "cookie:currency". They are sent to the renderer and are part of the cache key.
+	Variants []string   `yaml:"variants"`
+	Cache    RouteCache `yaml:"cache"`
 }
 
 // Renderer holds the renderer keys the edge shares; the renderer validates its own section.
@@ -145,7 +176,7 @@ func decodeStrict(data []byte, into *file) error {
 		return nil
 	}
 	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		section := map[string]string{"file": "", "Edge": "edge.", "Route": "edge.routes[]."}[m[3]]
+		section := map[string]string{"file": "", "Edge": "edge.", "Route": "edge.routes[].", "RouteCache": "edge.routes[].cache."}[m[3]]
 		return fmt.Errorf("%s%s: unknown key (line %s)", section, m[2], m[1])
 	}
 	return err
@@ -192,6 +223,12 @@ func setScalar(edge *Edge, key, value string) error {
 				return fmt.Errorf("edge.%s: not an integer: %q", key, value)
 			}
 			field.SetInt(int64(n))
+		case field.Kind() == reflect.Float64:
+			f, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				return fmt.Errorf("edge.%s: not a number: %q", key, value)
+			}
+			field.SetFloat(f)
 		default:
 			return fmt.Errorf("edge.%s can only be set in the config file", key)
 		}
@@ -230,6 +267,21 @@ func (c *Config) validate() error {
 	if e.MaxPageMB < 1 {
 		bad("edge.max_page_mb", "must be at least 1, got %d", e.MaxPageMB)
 	}
+	if e.CacheMaxMB < 1 {
+		bad("edge.cache_max_mb", "must be at least 1, got %d", e.CacheMaxMB)
+	}
+	if e.CacheMaxEntryMB < 1 || e.CacheMaxEntryMB > e.CacheMaxMB {
+		bad("edge.cache_max_entry_mb", "must be between 1 and edge.cache_max_mb (%d), got %d", e.CacheMaxMB, e.CacheMaxEntryMB)
+	}
+	if e.CacheNotFoundTTL < 0 {
+		bad("edge.cache_not_found_ttl", "must not be negative, got %s", e.CacheNotFoundTTL)
+	}
+	if e.CacheTTLJitter < 0 || e.CacheTTLJitter >= 1 {
+		bad("edge.cache_ttl_jitter", "must be in [0, 1), got %v", e.CacheTTLJitter)
+	}
+	if e.MaxRendersInFlight < 1 {
+		bad("edge.max_renders_in_flight", "must be at least 1, got %d", e.MaxRendersInFlight)
+	}
 	if e.MaxHeaderBytes < 4096 {
 		bad("edge.max_header_bytes", "must be at least 4096, got %d", e.MaxHeaderBytes)
 	}
@@ -265,6 +317,11 @@ func (c *Config) validate() error {
 		soft, hard := r.EffectiveTimeouts(*e)
 		if soft > hard {
 			bad(key, "render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard)
+		}
+		for name, d := range map[string]time.Duration{"ttl": r.Cache.TTL, "stale_while_revalidate": r.Cache.StaleWhileRevalidate, "stale_if_error": r.Cache.StaleIfError} {
+			if d < 0 {
+				bad(key+".cache."+name, "must not be negative, got %s", d)
+			}
 		}
 		for j, v := range r.Variants {
 			if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {

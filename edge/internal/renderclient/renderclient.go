@@ -27,8 +27,9 @@ type Options struct {
 
 // Client renders pages on the renderer.
 type Client struct {
-	conn *grpc.ClientConn
-	rpc  ssrv1.RenderServiceClient
+	conn    *grpc.ClientConn
+	rpc     ssrv1.RenderServiceClient
+	circuit circuit
 }
 
 // New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
@@ -55,11 +56,17 @@ func New(target string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn)}, nil
+	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: circuit{openFor: opts.MaxReconnectDelay}}, nil
 }
 
 // Render asks the renderer for one page. ctx carries the hard deadline. A failure is an *Error.
+//
+// While the renderer is unreachable the circuit is open: calls fail at once with
+// UNAVAILABLE, and one call at a time probes whether it is back.
 func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	if !c.circuit.allow(time.Now()) {
+		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
+	}
 	var trailer metadata.MD
 	resp, err := c.rpc.Render(ctx, req, grpc.Trailer(&trailer))
 	if err != nil {
@@ -67,8 +74,13 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 		if v := trailer.Get(ErrorTrailer); len(v) > 0 {
 			code = v[0]
 		}
-		return nil, &Error{Status: status.Convert(err), RendererCode: code}
+		e := &Error{Status: status.Convert(err), RendererCode: code}
+		// Only a failure to reach the renderer opens the circuit; an answer, even an
+		// error, proves it is there.
+		c.circuit.record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
+		return nil, e
 	}
+	c.circuit.record(time.Now(), false)
 	return resp, nil
 }
 

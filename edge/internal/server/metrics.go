@@ -6,19 +6,27 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"google.golang.org/grpc/status"
 )
 
 // Metrics are the edge's Prometheus metrics, registered on a registry the caller owns.
 type Metrics struct {
+	reg             prometheus.Registerer
 	requests        *prometheus.CounterVec
 	renderDuration  *prometheus.HistogramVec
 	rendersInFlight prometheus.Gauge
+	cacheRequests   *prometheus.CounterVec
+	collapsed       *prometheus.CounterVec
+	refreshes       *prometheus.CounterVec
+	evictions       prometheus.Counter
 }
 
 // NewMetrics registers the edge's metrics on reg.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
+		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_requests_total",
 			Help: "HTTP requests by route pattern, status code and outcome (ssr, asset, a fallback reason, or client-closed).",
@@ -32,9 +40,39 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_renders_in_flight",
 			Help: "Render calls waiting for the renderer, including those past their soft deadline.",
 		}),
+		cacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_cache_requests_total",
+			Help: "Page requests by route and what the cache had: hit, stale (served while refreshing), stale-if-error, miss, pass (hit-for-miss), bypass.",
+		}, []string{"route", "result"}),
+		collapsed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_cache_collapsed_total",
+			Help: "Requests that waited for a render another request had started (coalesced misses).",
+		}, []string{"route"}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_cache_background_refreshes_total",
+			Help: "Background renders started to refresh a stale entry (stale-while-revalidate).",
+		}, []string{"route"}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_cache_evictions_total",
+			Help: "Entries evicted to stay within cache_max_mb, or dropped past every staleness window.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight)
+	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.evictions)
 	return m
+}
+
+// watch exports the cache's size.
+func (m *Metrics) watch(c *htmlcache.Cache) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_cache_entries", Help: "Entries in the HTML cache."},
+			func() float64 { n, _ := c.Stats(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "edge_cache_bytes", Help: "Bytes used by the HTML cache, every encoding counted."},
+			func() float64 { _, b := c.Stats(); return float64(b) }),
+	)
+}
+
+func (m *Metrics) cacheResult(route, result string) {
+	m.cacheRequests.WithLabelValues(route, result).Inc()
 }
 
 // observeRender records one render call; err is nil on success.

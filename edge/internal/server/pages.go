@@ -1,20 +1,22 @@
-// Package server is the edge's HTTP side: routes to pages, renders them through the
-// renderer with a soft deadline, falls back to the client-side-render shell, serves assets.
+// Package server is the edge's HTTP side: routes to pages, serves them from the HTML cache,
+// renders misses through the renderer with a soft deadline, falls back to a stale copy or
+// the client-side-render shell, and serves assets.
 package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
@@ -24,30 +26,44 @@ type Renderer interface {
 	Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error)
 }
 
-// page serves one route.
-type page struct {
-	route      string // the ServeMux pattern, for metrics
-	name       string
-	params     []string // wildcard names in the route pattern
-	variants   []string
-	soft, hard time.Duration
-	// unmatched marks the catch-all: every unmatched path shares one render request and
-	// answers 404, whatever the page says.
-	unmatched bool
-
+// deps are what every page handler shares.
+type deps struct {
 	renderer Renderer
 	shell    *document.Shell
-	metrics  *Metrics
-	log      *slog.Logger
+	buildID  string
+	cache    *htmlcache.Cache
+	flights  *flights
+	// slots caps render calls in flight, background ones included.
+	slots   chan struct{}
+	jitter  float64
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// page serves one route.
+type page struct {
+	route       string // the ServeMux pattern, for metrics
+	name        string
+	params      []string // wildcard names in the route pattern
+	soft, hard  time.Duration
+	policy      config.RouteCache // TTL zero: not cached
+	keys        keyRule
+	personal    []string // cookies that make a request personal
+	notFoundTTL time.Duration
+	// unmatched marks the catch-all: every unmatched path shares one render request and one
+	// cache entry, and answers 404 whatever the page says.
+	unmatched bool
+	deps
 }
 
 var wildcard = regexp.MustCompile(`\{([^}.$]+)(?:\.\.\.)?\}`)
 
-func newPage(r config.Route, e config.Edge, deps deps) *page {
+func newPage(r config.Route, e config.Edge, d deps) *page {
 	soft, hard := r.EffectiveTimeouts(e)
 	p := &page{
-		route: r.Pattern, name: r.Page, variants: r.Variants, soft: soft, hard: hard,
-		renderer: deps.renderer, shell: deps.shell, metrics: deps.metrics, log: deps.log,
+		route: r.Pattern, name: r.Page, soft: soft, hard: hard, policy: r.Cache,
+		keys: newKeyRule(r, e.CacheIgnoreQuery), personal: r.Cache.PersonalizeCookies,
+		notFoundTTL: e.CacheNotFoundTTL, deps: d,
 	}
 	for _, m := range wildcard.FindAllStringSubmatch(r.Pattern, -1) {
 		p.params = append(p.params, m[1])
@@ -55,41 +71,192 @@ func newPage(r config.Route, e config.Edge, deps deps) *page {
 	return p
 }
 
-type rendered struct {
-	resp *ssrv1.RenderResponse
-	err  error
-}
-
 func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := p.request(r)
-	// The render runs on its own context: it is bounded by the hard deadline, not by this
-	// request, so a render that outlives the soft deadline can still complete (and, with the
-	// cache, serve the next request).
-	done := make(chan rendered, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), p.hard)
-		defer cancel()
-		p.metrics.rendersInFlight.Inc()
-		defer p.metrics.rendersInFlight.Dec()
-		began := time.Now()
-		resp, err := p.renderer.Render(ctx, req)
-		p.metrics.observeRender(p.route, began, err)
-		done <- rendered{resp, err}
-	}()
+	if reason := p.bypass(r); reason != "" {
+		p.metrics.cacheResult(p.route, "bypass")
+		p.serveRendered(w, r, req, "sidecar-ssr; fwd=bypass; detail="+reason)
+		return
+	}
+	key := p.keys.key(p.buildID, req.Url, req.Variants)
+	entry, state := p.cache.Get(key)
+	if entry != nil && entry.Pass {
+		// Hit-for-miss: the last render was not storable; do not queue behind one another.
+		p.metrics.cacheResult(p.route, "pass")
+		p.serveRendered(w, r, req, "sidecar-ssr; fwd=miss; detail=uncacheable")
+		return
+	}
+	switch state {
+	case htmlcache.Fresh:
+		p.metrics.cacheResult(p.route, "hit")
+		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
+		return
+	case htmlcache.Stale:
+		p.metrics.cacheResult(p.route, "stale")
+		if _, started := p.flights.join(key, p.renderInto(key, req)); started {
+			p.metrics.refreshes.WithLabelValues(p.route).Inc()
+		}
+		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
+		return
+	case htmlcache.StaleIfError:
+		p.metrics.cacheResult(p.route, "stale-if-error")
+	default:
+		p.metrics.cacheResult(p.route, "miss")
+	}
 
+	fwd := "miss"
+	if entry != nil {
+		fwd = "stale"
+	}
+	fl, started := p.flights.join(key, p.renderInto(key, req))
+	if !started {
+		p.metrics.collapsed.WithLabelValues(p.route).Inc()
+	}
+	status := "sidecar-ssr; fwd=" + fwd
+	if !started {
+		status += "; collapsed"
+	}
+	var failure error
+	reason := ""
 	soft := time.NewTimer(p.soft)
 	defer soft.Stop()
 	select {
-	case res := <-done:
-		if res.err != nil {
-			p.fallback(w, r, req, renderclient.Reason(res.err), res.err)
+	case <-fl.done:
+		switch {
+		case fl.err != nil:
+			failure, reason = fl.err, reasonFor(fl.err)
+		case fl.entry != nil:
+			setTiming(w.Header(), "miss", fl.resp.GetTiming())
+			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.entry.Status))
+			return
+		default:
+			p.write(w, r, req, fl.resp, fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()))
 			return
 		}
-		p.write(w, r, req, res.resp)
 	case <-soft.C:
-		p.fallback(w, r, req, renderclient.ReasonTimeout, nil)
+		reason = renderclient.ReasonTimeout
 	case <-r.Context().Done():
+		return
 	}
+	if entry != nil {
+		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
+		p.serveEntry(w, r, entry, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(entry.TTLAt(p.cache.Now())), reason))
+		return
+	}
+	p.fallback(w, r, req, reason, failure, status)
+}
+
+// bypass says why a request must not use the cache, or "".
+func (p *page) bypass(r *http.Request) string {
+	switch {
+	case p.policy.TTL == 0:
+		return "uncacheable-route"
+	case r.Header.Get("Authorization") != "":
+		return "authorization"
+	}
+	for _, name := range p.personal {
+		if _, err := r.Cookie(name); err == nil {
+			return "personalized"
+		}
+	}
+	return ""
+}
+
+// errShed reports that no render slot was free.
+var errShed = errors.New("edge: max_renders_in_flight reached")
+
+// reasonFor names a render failure for X-SSR-Fallback.
+func reasonFor(err error) string {
+	if errors.Is(err, errShed) {
+		return renderclient.ReasonOverloaded
+	}
+	return renderclient.Reason(err)
+}
+
+// render calls the renderer within the hard deadline, holding a render slot. It does not
+// wait for a slot: past the cap, the request sheds at once.
+func (p *page) render(req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		return nil, errShed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), p.hard)
+	defer cancel()
+	p.metrics.rendersInFlight.Inc()
+	defer p.metrics.rendersInFlight.Dec()
+	began := time.Now()
+	resp, err := p.renderer.Render(ctx, req)
+	p.metrics.observeRender(p.route, began, err)
+	return resp, err
+}
+
+// renderInto is a flight's work: render, then store what may be stored (or a hit-for-miss
+// marker when the page is not storable).
+func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
+	return func(fl *flight) {
+		fl.resp, fl.err = p.render(req)
+		if fl.err != nil {
+			return
+		}
+		if e := p.entryFor(key, req, fl.resp); e != nil && p.cache.Set(e) && !e.Pass {
+			fl.entry = e
+		}
+	}
+}
+
+// entryFor builds the cache entry for a rendered response: the document in every coding,
+// or a hit-for-miss marker when the page must not be stored.
+func (p *page) entryFor(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) *htmlcache.Entry {
+	status := p.status(resp)
+	e := &htmlcache.Entry{
+		Key: key, Path: req.Url, Status: status, Stored: p.cache.Now(),
+		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
+	}
+	if !storable(status, resp) {
+		e.Pass = true
+		return e
+	}
+	if status == http.StatusNotFound {
+		e.TTL = min(e.TTL, p.notFoundTTL)
+	}
+	if hint := time.Duration(resp.GetCache().GetMaxAgeSeconds()) * time.Second; hint > 0 {
+		e.TTL = min(e.TTL, hint)
+	}
+	e.TTL -= time.Duration(float64(e.TTL) * p.jitter * rand.Float64())
+	e.Header = pageHeaders(resp)
+	if status < 300 || status >= 400 {
+		e.Bodies = encodeAll(p.shell.Append(nil, p.documentPage(req, resp)))
+		e.ETag = etag(e.Bodies[""])
+	}
+	return e
+}
+
+// storable: complete pages, the app's 404 and permanent redirects; never errors, temporary
+// redirects, or what the page marked private, no-store or cookie-setting.
+func storable(status int, resp *ssrv1.RenderResponse) bool {
+	switch status {
+	case http.StatusOK, http.StatusNotFound, http.StatusMovedPermanently, http.StatusPermanentRedirect:
+	default:
+		return false
+	}
+	if resp.GetCache().GetNoStore() {
+		return false
+	}
+	for _, h := range resp.GetHeaders() {
+		name := http.CanonicalHeaderKey(h.GetName())
+		if name == "Set-Cookie" {
+			return false
+		}
+		if name == "Cache-Control" {
+			v := strings.ToLower(h.GetValue())
+			if strings.Contains(v, "private") || strings.Contains(v, "no-store") {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
@@ -97,25 +264,30 @@ func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
 	if p.unmatched {
 		return req
 	}
-	req.Url = r.URL.RequestURI()
+	req.Url = p.keys.renderURL(r.URL)
 	if len(p.params) > 0 {
 		req.Params = make(map[string]string, len(p.params))
 		for _, name := range p.params {
 			req.Params[name] = r.PathValue(name)
 		}
 	}
-	if len(p.variants) > 0 {
-		req.Variants = make(map[string]string, len(p.variants))
-		for _, v := range p.variants {
-			kind, name, _ := strings.Cut(v, ":")
-			if kind == "header" {
-				req.Variants[v] = r.Header.Get(name)
-			} else if c, err := r.Cookie(name); err == nil {
-				req.Variants[v] = c.Value
-			}
-		}
-	}
+	req.Variants = p.keys.variantValues(r)
 	return req
+}
+
+// status is the status to answer with, or 0 when the page chose an impossible one.
+func (p *page) status(resp *ssrv1.RenderResponse) int {
+	status := int(resp.GetStatus())
+	switch {
+	case status == 0:
+		status = http.StatusOK
+	case status < 200 || status > 599:
+		return 0
+	}
+	if p.unmatched && status == http.StatusOK {
+		return http.StatusNotFound
+	}
+	return status
 }
 
 // blockedHeaders are headers the edge owns; a page cannot set them.
@@ -123,34 +295,21 @@ var blockedHeaders = map[string]bool{
 	"Content-Length": true, "Content-Type": true, "Content-Encoding": true, "Transfer-Encoding": true,
 	"Connection": true, "Keep-Alive": true, "Upgrade": true, "Trailer": true, "Te": true,
 	"Proxy-Connection": true, "X-Ssr-Fallback": true, "X-Request-Id": true, "Server-Timing": true,
+	"Etag": true, "Age": true, "Cache-Status": true,
 }
 
-func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) {
-	status := int(resp.GetStatus())
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if status < 200 || status > 599 {
-		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, status))
-		return
-	}
-	if p.unmatched && status == http.StatusOK {
-		status = http.StatusNotFound
-	}
-	h := w.Header()
+func pageHeaders(resp *ssrv1.RenderResponse) http.Header {
+	h := http.Header{}
 	for _, kv := range resp.GetHeaders() {
 		if name := http.CanonicalHeaderKey(kv.GetName()); !blockedHeaders[name] {
 			h.Add(name, kv.GetValue())
 		}
 	}
-	if t := resp.GetTiming(); t != nil {
-		h.Set("Server-Timing", fmt.Sprintf("queue;dur=%.1f, load;dur=%.1f, render;dur=%.1f",
-			float64(t.GetQueueUs())/1e3, float64(t.GetLoadUs())/1e3, float64(t.GetRenderUs())/1e3))
-	}
-	if status >= 300 && status < 400 {
-		w.WriteHeader(status)
-		return
-	}
+	return h
+}
+
+// documentPage is what the document of a rendered response holds.
+func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) document.Page {
 	name := resp.GetPage()
 	if name == "" {
 		name = req.Page
@@ -159,39 +318,55 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	if props == nil {
 		props = []byte("{}")
 	}
-	p.respond(w, status, document.Page{
+	return document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props,
-	})
+	}
 }
 
-// fallback answers with the client-side-render shell: the browser renders the page itself.
-func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error) {
-	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
-	if err != nil {
-		attrs = append(attrs, "err", err.Error())
+// serveRendered renders without the cache (bypass, hit-for-miss) within the soft deadline.
+func (p *page) serveRendered(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, cacheStatus string) {
+	done := make(chan rendered, 1)
+	go func() {
+		resp, err := p.render(req)
+		done <- rendered{resp, err}
+	}()
+	soft := time.NewTimer(p.soft)
+	defer soft.Stop()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			p.fallback(w, r, req, reasonFor(res.err), res.err, cacheStatus)
+			return
+		}
+		p.write(w, r, req, res.resp, cacheStatus)
+	case <-soft.C:
+		p.fallback(w, r, req, renderclient.ReasonTimeout, nil, cacheStatus)
+	case <-r.Context().Done():
 	}
-	p.log.Warn("serving client-side-render fallback", attrs...)
-	status := http.StatusOK
-	if p.unmatched {
-		status = http.StatusNotFound
-	}
-	h := w.Header()
-	h.Set("X-SSR-Fallback", reason)
-	h.Set("Cache-Control", "no-store")
-	p.respond(w, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params})
 }
 
-var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+type rendered struct {
+	resp *ssrv1.RenderResponse
+	err  error
+}
 
-func (p *page) respond(w http.ResponseWriter, status int, doc document.Page) {
-	bp := buffers.Get().(*[]byte)
-	body := p.shell.Append((*bp)[:0], doc)
+// write answers with a rendered response that was not stored.
+func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse, cacheStatus string) {
+	status := p.status(resp)
+	if status == 0 {
+		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus)
+		return
+	}
 	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	w.Write(body)
-	*bp = body[:0]
-	buffers.Put(bp)
+	for k, vs := range pageHeaders(resp) {
+		h[k] = vs
+	}
+	h.Set("Cache-Status", cacheStatus)
+	setTiming(h, "miss", resp.GetTiming())
+	if status >= 300 && status < 400 {
+		w.WriteHeader(status)
+		return
+	}
+	p.respondDocument(w, status, p.documentPage(req, resp))
 }

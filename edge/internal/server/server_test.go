@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
@@ -60,10 +62,30 @@ type stack struct {
 	url      string
 	renderer *fakeRenderer
 	registry *prometheus.Registry
+	clock    *fakeClock
+	cache    *htmlcache.Cache
+	handler  http.Handler
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }
 
 // start runs the edge handler against a fake renderer on a temp unix socket, over real gRPC.
-func start(t *testing.T, edge func(*config.Edge)) *stack {
+func start(t testing.TB, edge func(*config.Edge)) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "r.sock")
@@ -87,6 +109,12 @@ func start(t *testing.T, edge func(*config.Edge)) *stack {
 	os.WriteFile(filepath.Join(e.AssetsDir, "assets", "client-1.js"), []byte("console.log(1)"), 0o644)
 	os.WriteFile(filepath.Join(e.AssetsDir, "manifest.json"), []byte("secret"), 0o644)
 	e.MaxPageMB = 1
+	// Caching is opt-in per test: these tests count render calls.
+	for i := range e.Routes {
+		e.Routes[i].Cache = config.RouteCache{}
+	}
+	e.CacheNotFoundTTL = 0
+	e.CacheTTLJitter = 0
 	if edge != nil {
 		edge(&e)
 	}
@@ -96,13 +124,19 @@ func start(t *testing.T, edge func(*config.Edge)) *stack {
 	}
 	t.Cleanup(func() { client.Close() })
 	registry := prometheus.NewRegistry()
-	h, err := New(e, client, &document.Manifest{Scripts: []string{"/assets/client-1.js"}}, NewMetrics(registry), slog.New(slog.DiscardHandler))
+	metrics := NewMetrics(registry)
+	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
+	cache := htmlcache.New(htmlcache.Options{Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() }})
+	h, err := New(e, Options{
+		Renderer: client, Manifest: &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}},
+		Cache: cache, Metrics: metrics, Log: slog.New(slog.DiscardHandler),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
-	return &stack{url: ts.URL, renderer: fake, registry: registry}
+	return &stack{url: ts.URL, renderer: fake, registry: registry, clock: clock, cache: cache, handler: h}
 }
 
 func get(t *testing.T, url string) (*http.Response, string) {
@@ -264,7 +298,10 @@ func TestRendererDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	h, _ := New(e, client, &document.Manifest{Scripts: []string{"/assets/c.js"}}, NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler))
+	h, _ := New(e, Options{
+		Renderer: client, Manifest: &document.Manifest{Scripts: []string{"/assets/c.js"}},
+		Cache: htmlcache.New(htmlcache.Options{}), Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.DiscardHandler),
+	})
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	resp, body := get(t, ts.URL+"/")
@@ -351,7 +388,7 @@ func TestAdmin(t *testing.T) {
 	var draining atomic.Bool
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "probe_total", Help: "x"}))
-	h := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret"})
+	h := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: htmlcache.New(htmlcache.Options{})})
 
 	serve := func(path, remote, auth string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest("GET", path, nil)

@@ -1,0 +1,3 @@
+module github.com/sidecar-ssr/sidecar-ssr/bench
+
+go 1.26

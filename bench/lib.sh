@@ -1,0 +1,59 @@
+# Shared by the bench scripts: start and stop the stack, summarize a hey CSV.
+# Source it from the repository root; it sets $node, $work and an EXIT trap.
+
+node=renderer/node_modules/.bin/node
+work=$(mktemp -d)
+pids=()
+stop_all() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; pids=(); }
+trap 'stop_all; rm -rf "$work"' EXIT
+
+EDGE=127.0.0.1:18080
+ADMIN=127.0.0.1:19100
+
+# wait_for DESCRIPTION COMMAND...: retry for up to 60 s.
+wait_for() {
+  local what=$1; shift
+  for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
+  echo "bench: $what did not happen within 60 s" >&2; cat "$work"/*.log >&2; exit 1
+}
+
+http_ok() { "$node" -e "fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" "$1"; }
+
+# start_stack: the renderer (2 threads unless THREADS is set), then the edge on $EDGE, with
+# extra SSR_* settings from the environment.
+start_stack() {
+  SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0 \
+    SSR_RENDERER_THREADS=${THREADS:-2} "$node" renderer/src/main.js > "$work/renderer.log" 2>&1 & pids+=($!)
+  wait_for "renderer ready" grep -q '"msg":"ready"' "$work/renderer.log"
+  SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE SSR_EDGE_ADMIN_LISTEN=$ADMIN \
+    SSR_EDGE_LOG_LEVEL=error bin/edge > "$work/edge.log" 2>&1 & pids+=($!)
+  wait_for "edge ready" http_ok "http://$ADMIN/readyz"
+}
+
+# metric NAME [LABEL-SUBSTRING...]: the sum of the edge's samples of NAME that match.
+metric() {
+  "$node" -e "
+    const [name, ...labels] = process.argv.slice(1);
+    fetch('http://$ADMIN/metrics').then(r => r.text()).then(t => {
+      let sum = 0;
+      for (const l of t.split('\n')) {
+        if (!(l.startsWith(name + '{') || l.startsWith(name + ' '))) continue;
+        if (labels.every(x => l.includes(x))) sum += Number(l.split(' ').at(-1));
+      }
+      console.log(sum);
+    })" "$@"
+}
+
+# hey_summary CSV SECONDS: JSON with rps, p50/p90/p99/max in ms and status counts.
+# (hey 0.1.5's text summary misprints its percentiles; its per-request CSV is exact.)
+hey_summary() {
+  "$node" -e "
+    const rows = require('fs').readFileSync(process.argv[1], 'utf8').trim().split('\n').slice(1).map(l => l.split(','));
+    const ms = rows.map(r => Number(r[0]) * 1000).sort((a, b) => a - b);
+    const at = q => +ms[Math.min(ms.length - 1, Math.floor(q * ms.length))].toFixed(1);
+    const status = {}; for (const r of rows) status[r[6]] = (status[r[6]] ?? 0) + 1;
+    const seconds = Number(process.argv[2]);
+    console.log(JSON.stringify({ requests: rows.length, rps: seconds ? Math.round(rows.length / seconds) : undefined,
+      p50_ms: at(0.5), p90_ms: at(0.9), p99_ms: at(0.99), max_ms: +ms.at(-1).toFixed(1), status }));
+  " "$1" "${2:-0}"
+}

@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"net/http"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func cacheStatus(r response) string { return r.Header.Get("Cache-Status") }
+
+func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+
+	first := get(t, edge.url+"/cached/products/5")
+	assertSSR(t, first, 200)
+	if !strings.Contains(cacheStatus(first), "fwd=miss") || !strings.Contains(cacheStatus(first), "stored") {
+		t.Errorf("first request: got Cache-Status %q, want a stored miss", cacheStatus(first))
+	}
+	second := get(t, edge.url+"/cached/products/5?utm_source=newsletter")
+	assertSSR(t, second, 200)
+	if !strings.HasPrefix(cacheStatus(second), "sidecar-ssr; hit; ttl=") || second.body != first.body {
+		t.Errorf("second request (tracking parameter ignored): got Cache-Status %q, same body %v", cacheStatus(second), second.body == first.body)
+	}
+
+	time.Sleep(1100 * time.Millisecond) // past the 1s ttl, inside the 1s stale-while-revalidate
+	stale := get(t, edge.url+"/cached/products/5")
+	assertSSR(t, stale, 200)
+	if !strings.HasPrefix(cacheStatus(stale), "sidecar-ssr; hit; ttl=-") || stale.took > 100*time.Millisecond {
+		t.Errorf("stale request: got Cache-Status %q after %s, want a stale hit served at once", cacheStatus(stale), stale.took)
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		r := get(t, edge.url+"/cached/products/5")
+		if strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit; ttl=") && !strings.Contains(cacheStatus(r), "ttl=-") {
+			break // the background refresh stored a fresh copy
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no fresh copy 3s after a stale hit: %q", cacheStatus(r))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	metrics := scrape(t, edge.admin+"/metrics")
+	if n := sum(metrics, "edge_cache_background_refreshes_total", `route="GET /cached/products/{id}"`); n != 1 {
+		t.Errorf("got %v background refreshes, want exactly 1", n)
+	}
+	if n := sum(metrics, "edge_cache_requests_total", `result="hit"`); n < 2 {
+		t.Errorf("got %v cache hits in metrics, want at least 2", n)
+	}
+}
+
+func TestStaleIfErrorWhileRendererIsDown(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	renderer := startRenderer(t, socket)
+	edge := startEdge(t, socket)
+	stored := get(t, edge.url+"/cached/products/8")
+	assertSSR(t, stored, 200)
+	storedAt := time.Now()
+
+	renderer.signal(syscall.SIGKILL)
+	<-renderer.exit
+	time.Sleep(time.Until(storedAt.Add(2200 * time.Millisecond))) // past ttl + swr, inside stale-if-error
+	r := get(t, edge.url+"/cached/products/8")
+	if r.StatusCode != 200 || r.body != stored.body || !strings.Contains(cacheStatus(r), "fwd=stale") ||
+		!strings.Contains(cacheStatus(r), "detail=renderer-unavailable") {
+		t.Errorf("inside stale-if-error: got %d Cache-Status %q, same body %v; want the stale copy", r.StatusCode, cacheStatus(r), r.body == stored.body)
+	}
+
+	time.Sleep(time.Until(storedAt.Add(4200 * time.Millisecond))) // past stale-if-error
+	assertFallback(t, get(t, edge.url+"/cached/products/8"), 200, "renderer-unavailable")
+}
+
+func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+
+	first := get(t, edge.url+"/cached/slow?ms=400")
+	assertFallback(t, first, 200, "timeout")
+	if first.took > 150*time.Millisecond+200*time.Millisecond {
+		t.Errorf("first request took %s, want about the 150ms soft deadline", first.took)
+	}
+	time.Sleep(400 * time.Millisecond) // the render goes on in the background and is stored
+	second := get(t, edge.url+"/cached/slow?ms=400")
+	assertSSR(t, second, 200)
+	if !strings.HasPrefix(cacheStatus(second), "sidecar-ssr; hit") {
+		t.Errorf("second request: got Cache-Status %q, want a hit on the page the late render stored", cacheStatus(second))
+	}
+}
+
+func TestPurgeOnAdminPort(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+	get(t, edge.url+"/cached/products/3")
+	resp, err := http.Post(edge.admin+"/cache/purge?prefix=/cached/products/", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("purge: got %d", resp.StatusCode)
+	}
+	if r := get(t, edge.url+"/cached/products/3"); !strings.Contains(cacheStatus(r), "fwd=miss") {
+		t.Errorf("after purge: got Cache-Status %q, want a miss", cacheStatus(r))
+	}
+}

@@ -1,0 +1,146 @@
+package htmlcache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func entry(key string, body int) *Entry {
+	return &Entry{Key: key, Path: key, Status: 200, Bodies: map[string][]byte{"": make([]byte, body)},
+		TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second}
+}
+
+func TestStates(t *testing.T) {
+	clk := &clock{t: time.Unix(1000, 0)}
+	c := New(Options{Now: clk.now})
+	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second})
+
+	tests := []struct {
+		at      time.Duration
+		want    State
+		wantTTL time.Duration
+	}{
+		{0, Fresh, 10 * time.Second},
+		{9 * time.Second, Fresh, time.Second},
+		{10 * time.Second, Stale, 0},
+		{14 * time.Second, Stale, -4 * time.Second},
+		{15 * time.Second, StaleIfError, -5 * time.Second},
+		{69 * time.Second, StaleIfError, -59 * time.Second},
+		{70 * time.Second, Missing, 0},
+	}
+	start := clk.t
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.at), func(t *testing.T) {
+			clk.t = start.Add(tt.at)
+			e, got := c.Get("k")
+			if got != tt.want {
+				t.Fatalf("at +%s: got %s, want %s", tt.at, got, tt.want)
+			}
+			if e != nil && e.TTLAt(clk.t) != tt.wantTTL {
+				t.Errorf("at +%s: got ttl %s, want %s", tt.at, e.TTLAt(clk.t), tt.wantTTL)
+			}
+		})
+	}
+	if n, _ := c.Stats(); n != 0 {
+		t.Errorf("an entry past every window is still stored (%d entries)", n)
+	}
+}
+
+func TestSWRWiderThanSIE(t *testing.T) {
+	// stale_while_revalidate longer than stale_if_error: the stale copy is still served
+	// at once until SWR ends.
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: time.Second, StaleWhileRevalidate: time.Minute, StaleIfError: 2 * time.Second})
+	clk.advance(30 * time.Second)
+	if _, got := c.Get("k"); got != Stale {
+		t.Errorf("got %s, want stale", got)
+	}
+}
+
+func TestEvictsLeastRecentlyUsedByBytes(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	var evicted []string
+	c := New(Options{MaxBytes: 3 * 1300, MaxEntryBytes: 2000, Now: clk.now, OnEvict: func(e *Entry) { evicted = append(evicted, e.Key) }})
+	for _, k := range []string{"a", "b", "c"} {
+		e := entry(k, 1000)
+		e.Stored = clk.t
+		c.Set(e)
+	}
+	c.Get("a") // a is now more recent than b
+	d := entry("d", 1000)
+	d.Stored = clk.t
+	c.Set(d)
+	if strings.Join(evicted, ",") != "b" {
+		t.Errorf("evicted %v, want [b]", evicted)
+	}
+	for key, want := range map[string]bool{"a": true, "b": false, "c": true, "d": true} {
+		if _, state := c.Get(key); (state != Missing) != want {
+			t.Errorf("%s: got %s, want present=%v", key, state, want)
+		}
+	}
+	if _, bytes := c.Stats(); bytes > 3*1300 {
+		t.Errorf("cache holds %d bytes, over its bound", bytes)
+	}
+	if c.Set(entry("huge", 5000)) {
+		t.Errorf("an entry over MaxEntryBytes was stored")
+	}
+}
+
+func TestReplaceKeepsAccounting(t *testing.T) {
+	c := New(Options{})
+	for range 3 {
+		c.Set(entry("k", 1000))
+	}
+	n, bytes := c.Stats()
+	if n != 1 || bytes != entry("k", 1000).Size() {
+		t.Errorf("got %d entries, %d bytes after replacing one key thrice", n, bytes)
+	}
+}
+
+func TestPurge(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	for _, p := range []string{"/products/1", "/products/12", "/product", "/"} {
+		e := entry("build|"+p, 10)
+		e.Path, e.Stored = p, clk.t
+		c.Set(e)
+	}
+	if !c.Purge("build|/") || c.Purge("build|/") {
+		t.Errorf("purging a key should succeed once")
+	}
+	if n := c.PurgeIf(func(e *Entry) bool { return strings.HasPrefix(e.Path, "/products/") }); n != 2 {
+		t.Errorf("purged %d by prefix, want 2", n)
+	}
+	if _, state := c.Get("build|/product"); state != Fresh {
+		t.Errorf("/product was purged by the prefix /products/")
+	}
+	if n, bytes := c.Stats(); n != 1 || bytes != c.items["build|/product"].Value.(*Entry).Size() {
+		t.Errorf("after purges: %d entries, %d bytes", n, bytes)
+	}
+}
+
+func BenchmarkGetHit(b *testing.B) {
+	c := New(Options{})
+	for i := range 1000 {
+		e := entry(fmt.Sprintf("build|/products/%d", i), 100)
+		e.Stored = time.Now()
+		e.TTL = time.Hour
+		c.Set(e)
+	}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, s := c.Get("build|/products/7"); s != Fresh {
+				b.Fatal(s)
+			}
+		}
+	})
+}

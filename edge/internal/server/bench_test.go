@@ -1,0 +1,50 @@
+package server
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// BenchmarkServeHit is the whole public handler answering a cache hit of a 200 KB page.
+func BenchmarkServeHit(b *testing.B) {
+	s := start(b, func(e *config.Edge) {
+		e.Routes[0].Cache = config.RouteCache{TTL: time.Hour}
+	})
+	s.renderer.render = func(_ context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		return &ssrv1.RenderResponse{Status: 200, Html: []byte(strings.Repeat("<div class=card>x</div>", 9000)), PropsJson: []byte(`{}`)}, nil
+	}
+	http.Get(s.url + "/") // stores it
+	b.ReportAllocs()
+	for _, enc := range []string{"identity", "br"} {
+		b.Run(enc, func(b *testing.B) {
+			req := httptest.NewRequest("GET", "/?utm_source=x", nil)
+			req.Header.Set("Accept-Encoding", enc)
+			b.ReportAllocs()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				s.handler.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkKey(b *testing.B) {
+	rule := newKeyRule(config.Route{Variants: []string{"header:Accept-Language"}}, []string{"utm_*", "fbclid", "gclid"})
+	u, _ := url.Parse("/products/7?utm_source=news&color=red&size=m&fbclid=abc")
+	r := &http.Request{URL: u, Header: http.Header{"Accept-Language": {"de-DE,de;q=0.9"}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		rule.key("build", rule.renderURL(u), rule.variantValues(r))
+	}
+}

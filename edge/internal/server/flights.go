@@ -1,0 +1,51 @@
+package server
+
+import (
+	"sync"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// flight is one render shared by every request for its key that arrives while it runs.
+type flight struct {
+	done chan struct{} // closed when the fields below are set
+	resp *ssrv1.RenderResponse
+	// entry is the stored document, nil when the result was not storable.
+	entry *htmlcache.Entry
+	err   error
+}
+
+// flights coalesces renders per cache key, like singleflight, except that the work runs on
+// its own goroutine and context: no waiter's deadline or disconnect can fail the others, and
+// a render that outlives every waiter still completes and fills the cache.
+type flights struct {
+	mu sync.Mutex
+	m  map[string]*flight // guarded by mu
+}
+
+// join returns the flight for key, starting run in the background when there is none.
+// started reports whether this call started it.
+func (f *flights) join(key string, run func(*flight)) (fl *flight, started bool) {
+	f.mu.Lock()
+	if fl, ok := f.m[key]; ok {
+		f.mu.Unlock()
+		return fl, false
+	}
+	if f.m == nil {
+		f.m = map[string]*flight{}
+	}
+	fl = &flight{done: make(chan struct{})}
+	f.m[key] = fl
+	f.mu.Unlock()
+	go func() {
+		defer func() {
+			f.mu.Lock()
+			delete(f.m, key)
+			f.mu.Unlock()
+			close(fl.done)
+		}()
+		run(fl)
+	}()
+	return fl, true
+}

@@ -1,0 +1,125 @@
+package server
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// serveEntry answers from a stored entry in the coding the client prefers, with Age, a
+// strong ETag per coding, and 304 when If-None-Match matches.
+func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry, cacheStatus string) {
+	h := w.Header()
+	for k, vs := range e.Header {
+		h[k] = slices.Clone(vs) // the entry is shared: never let a writer append to its slices
+	}
+	h.Set("Cache-Status", cacheStatus)
+	h.Set("Age", strconv.Itoa(max(0, seconds(p.cache.Now().Sub(e.Stored)))))
+	if h.Get("Server-Timing") == "" {
+		h.Set("Server-Timing", "cache;desc=hit")
+	}
+	if e.Bodies == nil { // a stored redirect
+		w.WriteHeader(e.Status)
+		return
+	}
+	h.Add("Vary", "Accept-Encoding")
+	coding := negotiate(r.Header.Get("Accept-Encoding"), e.Bodies)
+	tag := e.ETag
+	if coding != "" {
+		tag = strings.TrimSuffix(tag, `"`) + "-" + coding + `"`
+		h.Set("Content-Encoding", coding)
+	}
+	h.Set("ETag", tag)
+	if e.Status == http.StatusOK && etagMatches(r.Header.Get("If-None-Match"), tag) {
+		h.Del("Content-Encoding")
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	p.respond(w, e.Status, e.Bodies[coding])
+}
+
+// fallback answers with the client-side-render shell: the browser renders the page itself.
+func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string) {
+	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
+	if err != nil {
+		attrs = append(attrs, "err", err.Error())
+	}
+	p.log.Warn("serving client-side-render fallback", attrs...)
+	status := http.StatusOK
+	if p.unmatched {
+		status = http.StatusNotFound
+	}
+	h := w.Header()
+	h.Set("X-SSR-Fallback", reason)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Cache-Status", cacheStatus+"; detail="+reason)
+	p.respondDocument(w, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params})
+}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+
+// respondDocument assembles doc in a pooled buffer and writes it.
+func (p *page) respondDocument(w http.ResponseWriter, status int, doc document.Page) {
+	bp := buffers.Get().(*[]byte)
+	body := p.shell.Append((*bp)[:0], doc)
+	p.respond(w, status, body)
+	*bp = body[:0]
+	buffers.Put(bp)
+}
+
+func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	w.Write(body)
+}
+
+// setTiming reports where a render's time went (Server-Timing).
+func setTiming(h http.Header, cache string, t *ssrv1.Timing) {
+	if t == nil {
+		h.Set("Server-Timing", "cache;desc="+cache)
+		return
+	}
+	h.Set("Server-Timing", fmt.Sprintf("cache;desc=%s, queue;dur=%.1f, load;dur=%.1f, render;dur=%.1f",
+		cache, float64(t.GetQueueUs())/1e3, float64(t.GetLoadUs())/1e3, float64(t.GetRenderUs())/1e3))
+}
+
+// etag is a strong validator of the identity body.
+func etag(body []byte) string {
+	sum := sha256.Sum256(body)
+	return `"` + hex.EncodeToString(sum[:12]) + `"`
+}
+
+// etagMatches applies If-None-Match's weak comparison (RFC 9110 §13.1.2).
+func etagMatches(ifNoneMatch, tag string) bool {
+	if ifNoneMatch == "" {
+		return false
+	}
+	for candidate := range strings.SplitSeq(ifNoneMatch, ",") {
+		candidate = strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if candidate == "*" || candidate == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// seconds rounds d down to whole seconds, toward negative infinity for negative d.
+func seconds(d time.Duration) int {
+	s := int(d / time.Second)
+	if d < 0 && d%time.Second != 0 {
+		s--
+	}
+	return s
+}
