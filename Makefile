@@ -12,7 +12,15 @@ export PATH := $(BIN):$(PATH)
 APP_SOURCES := $(shell find app/src -type f 2>/dev/null) app/build.mjs
 RENDERER_DEPS := renderer/node_modules/.package-lock.json
 APP_DEPS := app/node_modules/.package-lock.json
-GO_TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl $(BIN)/hey
+K6 := $(BIN)/k6
+K6_VERSION := v1.8.1
+GO_TOOLS := $(BIN)/buf $(BIN)/protoc-gen-go $(BIN)/protoc-gen-go-grpc $(BIN)/grpcurl $(BIN)/hey $(BIN)/kustomize
+VENV := $(BIN)/venv
+# kubernetes-validate's pinned version is in deploy/k8s/requirements.txt (with its dependencies).
+KUBERNETES_VALIDATE := $(VENV)/bin/kubernetes-validate
+# The oldest Kubernetes this project supports (native sidecars, preStop sleep) and the newest
+# whose schemas kubernetes-validate 1.37.0 ships.
+K8S_VERSIONS := 1.30.0 1.37.0
 
 ##@ General
 
@@ -74,7 +82,7 @@ proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 ##@ Test
 
 .PHONY: test
-test: lint test-go test-app test-node test-e2e test-browser ## Run every test (installs what it needs)
+test: lint test-go test-app test-node test-k8s test-e2e test-browser test-loadtest ## Run every test (installs what it needs)
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
@@ -100,6 +108,16 @@ test-app: app fixture ## Render every page of the demo and fixture bundles once,
 test-node: $(RENDERER_DEPS) fixture ## Renderer tests (node:test on the pinned Node)
 	cd renderer && npm test
 
+$(KUBERNETES_VALIDATE): deploy/k8s/requirements.txt
+	rm -rf $(VENV)
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --disable-pip-version-check --no-deps -r deploy/k8s/requirements.txt
+	@touch $@
+
+.PHONY: test-k8s
+test-k8s: $(BIN)/kustomize $(KUBERNETES_VALIDATE) ## Render every kustomize overlay; validate it strictly against Kubernetes 1.30 and 1.37 schemas, offline
+	deploy/k8s/validate.sh $(BIN)/kustomize $(KUBERNETES_VALIDATE) $(K8S_VERSIONS)
+
 .PHONY: test-e2e
 test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over a unix socket
 	cd edge && go test -race -count=1 ./e2e/...
@@ -108,11 +126,24 @@ test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over
 test-browser: build app/dist/client-dev/manifest.json chromium ## Hydration in Chromium: real renderer + edge, production and development React
 	$(NODE) --test app/test/
 
+.PHONY: test-loadtest
+test-loadtest: ## The k6 smoke scenario against a fresh stack, so the load scripts never rot
+	$(MAKE) --no-print-directory loadtest SCENARIO=smoke
+
 .PHONY: chromium
 chromium: ## Install Debian's Chromium when missing (the browser test drives /usr/bin/chromium)
 	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
 ##@ Measure
+
+# k6 is heavy to build (2-3 min): pinned here and built once into bin/.
+$(K6):
+	GOBIN=$(BIN) go install go.k6.io/k6@$(K6_VERSION)
+
+SCENARIO ?= smoke
+.PHONY: loadtest
+loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos [RATE=] [DURATION=]
+	SCENARIO=$(SCENARIO) loadtest/run.sh
 
 .PHONY: figures
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread

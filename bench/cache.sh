@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 concurrency=${2:-8}
-source bench/lib.sh
+source scripts/stack.sh
 start_stack
 
 hit_url=http://$EDGE/

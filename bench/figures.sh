@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-20}
 concurrency=${2:-8}
-source bench/lib.sh
+source scripts/stack.sh
 
 # Uncached: the home route's cache is off, and the soft deadline is raised so that every
 # request is a real server render (fallbacks would flatter the figures); the edge's metrics

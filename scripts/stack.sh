@@ -1,5 +1,6 @@
-# Shared by the bench scripts: start and stop the stack, summarize a hey CSV.
-# Source it from the repository root; it sets $node, $work and an EXIT trap.
+# Shared by bench/ and loadtest/: start and stop the stack (production-like: built bundles,
+# no debug), read metrics, summarize a hey CSV. Source it from the repository root; it sets
+# $node, $work and an EXIT trap.
 
 node=renderer/node_modules/.bin/node
 work=$(mktemp -d)
@@ -17,24 +18,38 @@ wait_for() {
   echo "bench: $what did not happen within 60 s" >&2; cat "$work"/*.log >&2; exit 1
 }
 
+fetch_text() { "$node" -e "fetch(process.argv[1]).then(r => r.text()).then(t => process.stdout.write(t))" "$1"; }
+
 http_ok() { "$node" -e "fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" "$1"; }
 
-# start_stack: the renderer (2 threads unless THREADS is set), then the edge on $EDGE, with
-# extra SSR_* settings from the environment.
-start_stack() {
+# start_renderer: the renderer (2 threads unless THREADS is set) on $work/renderer.sock, with
+# extra SSR_* settings from the environment; sets $renderer_pid and $RENDERER_HTTP.
+start_renderer() {
+  : > "$work/renderer.log"
   SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0 \
-    SSR_RENDERER_THREADS=${THREADS:-2} "$node" renderer/src/main.js > "$work/renderer.log" 2>&1 & pids+=($!)
+    SSR_RENDERER_THREADS=${THREADS:-2} "$node" renderer/src/main.js >> "$work/renderer.log" 2>&1 & renderer_pid=$!
+  pids+=($renderer_pid)
   wait_for "renderer ready" grep -q '"msg":"ready"' "$work/renderer.log"
+  RENDERER_HTTP=$(grep -o '"listener":"http","address":"[^"]*"' "$work/renderer.log" | head -1 | sed 's/.*"address":"\(.*\)"/\1/')
+}
+
+# start_stack: start_renderer, then the edge on $EDGE (admin on $ADMIN); sets $edge_pid.
+start_stack() {
+  start_renderer
   SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE SSR_EDGE_ADMIN_LISTEN=$ADMIN \
-    SSR_EDGE_LOG_LEVEL=error bin/edge > "$work/edge.log" 2>&1 & pids+=($!)
+    SSR_EDGE_LOG_LEVEL=error bin/edge > "$work/edge.log" 2>&1 & edge_pid=$!
+  pids+=($edge_pid)
   wait_for "edge ready" http_ok "http://$ADMIN/readyz"
 }
 
 # metric NAME [LABEL-SUBSTRING...]: the sum of the edge's samples of NAME that match.
-metric() {
+metric() { metric_at "http://$ADMIN/metrics" "$@"; }
+
+# metric_at URL NAME [LABEL-SUBSTRING...]: the same, from any Prometheus endpoint.
+metric_at() {
   "$node" -e "
-    const [name, ...labels] = process.argv.slice(1);
-    fetch('http://$ADMIN/metrics').then(r => r.text()).then(t => {
+    const [url, name, ...labels] = process.argv.slice(1);
+    fetch(url).then(r => r.text()).then(t => {
       let sum = 0;
       for (const l of t.split('\n')) {
         if (!(l.startsWith(name + '{') || l.startsWith(name + ' '))) continue;

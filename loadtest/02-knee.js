@@ -1,0 +1,51 @@
+// Knee: what is the highest uncached arrival rate the stack sustains within the SLO?
+// Stepped constant-arrival-rate stages (thresholds are cumulative over a run, so each step is
+// its own scenario, tagged, and judged on its own), uncached (the documented bypass header).
+// SLO per step: p99 ≤ SLO_P99_MS (default 150: the soft deadline, past which users get
+// fallbacks), ≥ 99 % server-rendered, and at most 1 % of iterations dropped. Writes the
+// highest passing rate (below the first failing step) to loadtest/results/knee.json.
+import { SUMMARY_TREND_STATS, UNCACHED, page, summarize, RESULTS_DIR } from './lib/common.js';
+
+const steps = (__ENV.STEPS || '50,100,150,200,250,300,350,400,450,500').split(',').map(Number);
+const stepSeconds = Number(__ENV.STEP_SECONDS || 15);
+const sloP99 = Number(__ENV.SLO_P99_MS || 150);
+
+const scenarios = {};
+const thresholds = {};
+steps.forEach((rate, i) => {
+  scenarios[`step_${rate}`] = {
+    executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration: `${stepSeconds}s`,
+    startTime: `${i * stepSeconds}s`, preAllocatedVUs: Math.ceil(rate / 4), maxVUs: rate,
+    tags: { step: String(rate) }, gracefulStop: '2s',
+  };
+  // Always-true thresholds: they only make k6 keep per-step submetrics for the summary.
+  thresholds[`http_req_duration{step:${rate}}`] = ['p(99)>=0'];
+  thresholds[`ssr_rendered{step:${rate}}`] = ['rate>=0'];
+  thresholds[`dropped_iterations{scenario:step_${rate}}`] = ['count>=0'];
+});
+
+export const options = { scenarios, thresholds, summaryTrendStats: SUMMARY_TREND_STATS };
+
+export default function () {
+  page('/', { ...UNCACHED, tags: { page: 'home' } });
+}
+
+export function handleSummary(data) {
+  const m = data.metrics;
+  const results = steps.map((rate) => {
+    const p99 = m[`http_req_duration{step:${rate}}`]?.values['p(99)'] ?? Infinity;
+    const ssrRate = m[`ssr_rendered{step:${rate}}`]?.values.rate ?? 0;
+    const dropped = m[`dropped_iterations{scenario:step_${rate}}`]?.values.count ?? 0;
+    const pass = p99 <= sloP99 && ssrRate >= 0.99 && dropped <= 0.01 * rate * stepSeconds;
+    return { rate, p99_ms: p99, ssr_rate: ssrRate, dropped, pass };
+  });
+  const firstFail = results.findIndex((r) => !r.pass);
+  const passing = firstFail === -1 ? results : results.slice(0, firstFail);
+  const knee = { rps: passing.length ? passing.at(-1).rate : 0, slo_p99_ms: sloP99, step_seconds: stepSeconds, steps: results };
+  const body = JSON.stringify(knee, null, 2);
+  return {
+    'loadtest/results/knee.json': body,
+    [`${RESULTS_DIR}/summary.json`]: JSON.stringify(summarize(data, { knee_rps: knee.rps, steps: results }), null, 2),
+    stdout: `\nknee: ${knee.rps} req/s (SLO p99 ≤ ${sloP99} ms, ≥ 99 % SSR)\n${body}\n`,
+  };
+}

@@ -1,0 +1,41 @@
+// Load: at a steady uncached arrival rate (default 70 % of the knee), is the tail flat?
+// A low-rate warm-up scenario first, excluded from the thresholds by its scenario tag; then
+// RATE req/s for DURATION, uncached (the documented bypass header). Thresholds: p95/p99,
+// server-rendered share, no 5xx, no dropped iterations.
+import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
+
+// 150 req/s when there is no knee.json yet: about 70 % of what 2 workers render on 2 cores.
+let rate = Number(__ENV.RATE || 0);
+if (!rate) {
+  try {
+    rate = Math.max(1, Math.round(0.7 * JSON.parse(open('./results/knee.json')).rps));
+  } catch {
+    rate = 150;
+  }
+}
+const duration = __ENV.DURATION || '60s';
+
+export const options = {
+  summaryTrendStats: SUMMARY_TREND_STATS,
+  scenarios: {
+    warmup: { executor: 'constant-arrival-rate', rate: 20, timeUnit: '1s', duration: '10s', preAllocatedVUs: 10, maxVUs: 50 },
+    load: {
+      executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, startTime: '10s',
+      preAllocatedVUs: Math.ceil(rate / 5), maxVUs: rate * 2,
+    },
+  },
+  thresholds: {
+    ...NO_SERVER_ERRORS,
+    'http_req_duration{scenario:load}': ['p(95)<100', 'p(99)<150'],
+    'ssr_rendered{scenario:load}': ['rate>0.99'],
+    'dropped_iterations{scenario:load}': ['count==0'],
+  },
+};
+
+export default function () {
+  page('/', { ...UNCACHED, tags: { page: 'home' } });
+}
+
+export function handleSummary(data) {
+  return writeSummary(data, { rate });
+}

@@ -1,0 +1,80 @@
+// Shared by every scenario: where the edge is, how a response is judged, the page mix and
+// the summary every run writes (results/<run>/summary.json, read by run.sh and compare.mjs).
+import http from 'k6/http';
+import { check } from 'k6';
+import { Counter, Rate } from 'k6/metrics';
+
+export const BASE_URL = __ENV.BASE_URL || 'http://127.0.0.1:18080';
+export const RESULTS_DIR = __ENV.RESULTS_DIR || 'loadtest/results/latest';
+
+// 404 pages are correct answers, not failures.
+http.setResponseCallback(http.expectedStatuses(200, 301, 302, 304, 404));
+
+/** Server-rendered responses: the edge answered with the page, not a fallback. */
+export const ssr = new Rate('ssr_rendered');
+/** Fallbacks by reason (X-SSR-Fallback): the CSR shell or a stale copy was served. */
+export const fallbacks = new Counter('ssr_fallbacks');
+/** 5xx answers: the edge must never give one. */
+export const serverErrors = new Counter('server_errors');
+
+/** Headers that make the edge skip its cache (documented bypass): uncached load. */
+export const UNCACHED = { headers: { Authorization: 'Bearer loadtest-bypasses-the-cache' } };
+
+/**
+ * GET path and record how it was answered.
+ * @param {string} path
+ * @param {object} [params] k6 request params (headers, tags)
+ */
+export function page(path, params = {}) {
+  const res = http.get(BASE_URL + path, params);
+  const reason = res.headers['X-Ssr-Fallback'];
+  const tags = params.tags || {};
+  if (reason) fallbacks.add(1, { reason, ...tags });
+  if (res.status >= 500) serverErrors.add(1, tags);
+  ssr.add(!reason && res.status < 500 && res.body && res.body.includes('<div id="root"><'), tags);
+  check(res, { 'no 5xx': (r) => r.status < 500 });
+  return res;
+}
+
+/** A product id spread over the catalog (ids 1..1000). */
+export function anyProduct() {
+  return 1 + Math.floor(Math.random() * 1000);
+}
+
+/** The figures every run reports, for run.sh's summary.md and compare.mjs. */
+export function summarize(data, extra = {}) {
+  const m = data.metrics;
+  const trend = (name) => (m[name] ? m[name].values : {});
+  const d = trend('http_req_duration');
+  const summary = {
+    requests: m.http_reqs ? m.http_reqs.values.count : 0,
+    rps: m.http_reqs ? m.http_reqs.values.rate : 0,
+    p50_ms: d.med, p90_ms: d['p(90)'], p95_ms: d['p(95)'], p99_ms: d['p(99)'], p999_ms: d['p(99.9)'], max_ms: d.max,
+    failed_rate: m.http_req_failed ? m.http_req_failed.values.rate : 0,
+    server_errors: m.server_errors ? m.server_errors.values.count : 0,
+    ssr_rate: m.ssr_rendered ? m.ssr_rendered.values.rate : 0,
+    fallbacks: m.ssr_fallbacks ? m.ssr_fallbacks.values.count : 0,
+    fallbacks_by_reason: Object.fromEntries(Object.entries(m)
+      .filter(([k]) => k.startsWith('ssr_fallbacks{reason:'))
+      .map(([k, v]) => [k.slice('ssr_fallbacks{reason:'.length, -1), v.values.count])),
+    dropped_iterations: m.dropped_iterations ? m.dropped_iterations.values.count : 0,
+    thresholds_ok: Object.values(m).every((v) => !v.thresholds || Object.values(v.thresholds).every((t) => t.ok)),
+    ...extra,
+  };
+  return summary;
+}
+
+/** handleSummary for scenarios that need nothing special. */
+export function writeSummary(data, extra) {
+  return {
+    [`${RESULTS_DIR}/summary.json`]: JSON.stringify(summarize(data, extra), null, 2),
+    [`${RESULTS_DIR}/k6-summary.json`]: JSON.stringify(data, null, 2),
+    stdout: `\n${JSON.stringify(summarize(data, extra), null, 2)}\n`,
+  };
+}
+
+/** Thresholds every scenario holds: no 5xx, ever. */
+export const NO_SERVER_ERRORS = { server_errors: ['count==0'] };
+
+/** Trend stats every scenario reports, p99.9 included. */
+export const SUMMARY_TREND_STATS = ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)', 'p(99.9)'];

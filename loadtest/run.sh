@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# make loadtest SCENARIO=<name> [RATE=..] [DURATION=..]
+# Starts the stack (built bundles, production-like config, no debug), waits for readiness,
+# runs one k6 scenario, stops the stack, and writes loadtest/results/<scenario>-<timestamp>/:
+# summary.json and k6-summary.json (k6), report.html (k6's dashboard), figures.json and
+# summary.md (this script: adds CPU per 1000 requests for edge and renderer, GC pauses).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scenario=${SCENARIO:-smoke}
+script=$(ls loadtest/[0-9][0-9]-"$scenario".js 2>/dev/null) ||
+  { echo "loadtest: no scenario '$scenario'; have: $(ls loadtest/[0-9][0-9]-*.js | sed 's#.*/[0-9][0-9]-##; s#\.js##' | paste -sd' ')" >&2; exit 2; }
+source scripts/stack.sh
+dir=loadtest/results/$scenario-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$dir"
+
+if [ "$scenario" = soak-leak ]; then
+  # The leaky page lives in the test fixture bundle, routed next to the demo's pages.
+  export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
+  cat > "$SSR_CONFIG" <<'YAML'
+edge:
+  routes:
+    - {pattern: "GET /{$}", page: home, cache: {ttl: 60s, stale_while_revalidate: 60s, stale_if_error: 10m, query: [page]}}
+    - {pattern: "GET /products/{id}", page: product, cache: {ttl: 5m, stale_while_revalidate: 5m, stale_if_error: 1h}}
+    - {pattern: "GET /leaks", page: leaks}
+YAML
+fi
+start_stack
+
+cpu() { metric_at "$1" process_cpu_seconds_total; }
+edge_cpu_before=$(cpu "http://$ADMIN/metrics")
+renderer_cpu_before=$(cpu "http://$RENDERER_HTTP/metrics")
+
+k6_env=(-e "BASE_URL=http://$EDGE" -e "RESULTS_DIR=$dir")
+[ -n "${RATE:-}" ] && k6_env+=(-e "RATE=$RATE")
+[ -n "${DURATION:-}" ] && k6_env+=(-e "DURATION=$DURATION")
+K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 K6_WEB_DASHBOARD_EXPORT="$dir/report.html" K6_NO_USAGE_REPORT=true \
+  bin/k6 run --quiet "${k6_env[@]}" "$script" > "$dir/k6.log" 2>&1 & k6_pid=$!
+
+extra='{}'
+if [ "$scenario" = chaos ]; then
+  sleep 10
+  kill -9 "$renderer_pid"
+  killed_at=$(date +%s%3N)
+  sleep 5
+  start_renderer
+  restarted_at=$(date +%s%3N)
+  extra="{\"renderer_killed_epoch_ms\": $killed_at, \"renderer_restarted_epoch_ms\": $restarted_at}"
+  renderer_cpu_before=0 # a new process: its counter starts at zero
+fi
+k6_status=0
+wait "$k6_pid" || k6_status=$?
+cat "$dir/k6.log"
+
+edge_cpu=$("$node" -p "$(cpu "http://$ADMIN/metrics") - $edge_cpu_before")
+renderer_cpu=$("$node" -p "$(cpu "http://$RENDERER_HTTP/metrics") - $renderer_cpu_before")
+renderer_metrics=$(fetch_text "http://$RENDERER_HTTP/metrics")
+stop_all
+
+"$node" loadtest/report.mjs "$dir" "$scenario" "$edge_cpu" "$renderer_cpu" "$extra" <<< "$renderer_metrics"
+echo "loadtest: results in $dir (k6 exit $k6_status)"
+exit "$k6_status"
