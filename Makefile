@@ -145,6 +145,17 @@ SCENARIO ?= smoke
 loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos [RATE=] [DURATION=]
 	SCENARIO=$(SCENARIO) loadtest/run.sh
 
+VENV_BENCH := $(BIN)/venv-bench
+$(VENV_BENCH)/bin/python: bench/requirements.txt
+	rm -rf $(VENV_BENCH)
+	python3 -m venv $(VENV_BENCH)
+	$(VENV_BENCH)/bin/pip install --quiet --disable-pip-version-check --no-deps -r bench/requirements.txt
+	@touch $@
+
+.PHONY: bench
+bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached (about 12 min)
+	bench/run.sh
+
 .PHONY: figures
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread
 	bench/figures.sh

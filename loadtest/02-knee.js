@@ -3,12 +3,14 @@
 // its own scenario, tagged, and judged on its own), uncached (the documented bypass header).
 // SLO per step: p99 ≤ SLO_P99_MS (default 150: the soft deadline, past which users get
 // fallbacks), ≥ 99 % server-rendered, and at most 1 % of iterations dropped. Writes the
-// highest passing rate (below the first failing step) to loadtest/results/knee.json.
+// highest passing rate (below the first failing step) to KNEE_FILE
+// (default loadtest/results/knee.json, which the load scenario reads).
 import { SUMMARY_TREND_STATS, UNCACHED, page, summarize, RESULTS_DIR } from './lib/common.js';
 
 const steps = (__ENV.STEPS || '50,100,150,200,250,300,350,400,450,500').split(',').map(Number);
 const stepSeconds = Number(__ENV.STEP_SECONDS || 15);
 const sloP99 = Number(__ENV.SLO_P99_MS || 150);
+const kneeFile = __ENV.KNEE_FILE || 'loadtest/results/knee.json';
 
 const scenarios = {};
 const thresholds = {};
@@ -44,7 +46,7 @@ export function handleSummary(data) {
   const knee = { rps: passing.length ? passing.at(-1).rate : 0, slo_p99_ms: sloP99, step_seconds: stepSeconds, steps: results };
   const body = JSON.stringify(knee, null, 2);
   return {
-    'loadtest/results/knee.json': body,
+    [kneeFile]: body,
     [`${RESULTS_DIR}/summary.json`]: JSON.stringify(summarize(data, { knee_rps: knee.rps, steps: results }), null, 2),
     stdout: `\nknee: ${knee.rps} req/s (SLO p99 ≤ ${sloP99} ms, ≥ 99 % SSR)\n${body}\n`,
   };

@@ -17,8 +17,11 @@ export const fallbacks = new Counter('ssr_fallbacks');
 /** 5xx answers: the edge must never give one. */
 export const serverErrors = new Counter('server_errors');
 
-/** Headers that make the edge skip its cache (documented bypass): uncached load. */
-export const UNCACHED = { headers: { Authorization: 'Bearer loadtest-bypasses-the-cache' } };
+/**
+ * Request params for uncached load: the edge's cache always bypasses requests with an
+ * Authorization header. USE_CACHE=1 (make bench's cached contender) drops it.
+ */
+export const UNCACHED = __ENV.USE_CACHE ? {} : { headers: { Authorization: 'Bearer loadtest-bypasses-the-cache' } };
 
 /**
  * GET path and record how it was answered.

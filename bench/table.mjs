@@ -1,0 +1,26 @@
+// Prints make bench's table (markdown) from a results folder:
+//   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
+import { existsSync, readFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+
+const [dir, fixedRate, threads] = process.argv.slice(2);
+const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
+const ceiling = json('ceiling.json');
+const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached'];
+const rows = names.filter((n) => existsSync(`${dir}/${n}-knee.json`)).map((n) => {
+  const knee = json(`${n}-knee.json`);
+  const fixed = existsSync(`${dir}/${n}-fixed/summary.json`) ? json(`${n}-fixed/summary.json`) : {};
+  return { n, knee: knee.rps, fixed };
+});
+const base = rows.find((r) => r.n === 'node-baseline')?.knee;
+const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
+console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
+console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
+console.log(`| contender | RPS at the knee | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
+console.log('| --- | --- | --- | --- | --- | --- | --- |');
+for (const { n, knee, fixed } of rows) {
+  console.log(`| ${n} | ${knee} | ${(knee / (ceiling.ops_per_second * cpus().length)).toFixed(2)}× | ${base ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
+    `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
+    `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} |`);
+}
+console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations.');

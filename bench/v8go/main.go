@@ -1,0 +1,270 @@
+// Command v8go-ssr is the "in-process V8 in Go" contender of `make bench`: the architecture
+// sidecar-ssr's motivating users ran. A pool of V8 isolates (github.com/tommie/v8go) renders
+// the demo app's server bundle inside a Go net/http server, tuned the way its users would
+// tune it: one isolate per core, the bundle compiled once into a long-lived context per
+// isolate, that context reused for every request, and every per-request V8 handle released.
+//
+// Per request, like the Node contenders, it runs the home page's load() (the demo's is pure
+// and synchronous, but it is not hoisted out of the request), renders head() with
+// renderToStaticMarkup and the page with renderToString, and writes the same document shape
+// the edge writes (docs/app-contract.md), props escaped for a script element.
+//
+// The bundle is app/dist/v8/server.js (`node app/build.mjs --v8`): the app's server exports as
+// a classic script that assigns them to globalThis.SSR.
+//
+//	v8go-ssr [-bundle app/dist/v8/server.js] [-addr 127.0.0.1:18082] [-isolates NumCPU] [-assets dir]
+//
+// GET / renders the home page (?page=N is passed to load as the query); GET /healthz is 200.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	v8 "github.com/tommie/v8go"
+)
+
+// glue runs once per context after the bundle: one function per request, so a render costs
+// one call across cgo plus reading three strings back. It returns { head, html, props } (props
+// as JSON), or a promise of it when a page's load() is async.
+const glue = `
+globalThis.__render = function (name, url, queryJSON) {
+  const page = SSR.pages[name];
+  const ctx = { url, params: {}, query: JSON.parse(queryJSON), variants: {}, props: {} };
+  const finish = (result) => {
+    const props = (result && result.props) || {};
+    return {
+      head: page.head ? SSR.renderToStaticMarkup(page.head(props, ctx)) : '',
+      html: SSR.renderToString(SSR.createElement(page.component, props)),
+      props: JSON.stringify(props),
+    };
+  };
+  const result = page.load ? page.load(ctx) : { props: {} };
+  return result && typeof result.then === 'function' ? result.then(finish) : finish(result);
+};
+`
+
+// renderer is one isolate with its long-lived context. Only one goroutine uses it at a time
+// (the pool hands it out), as V8 requires.
+type renderer struct {
+	iso    *v8.Isolate
+	ctx    *v8.Context
+	render *v8.Function
+}
+
+func newRenderer(bundle *v8.UnboundScript, iso *v8.Isolate) (*renderer, error) {
+	ctx := v8.NewContext(iso)
+	if _, err := bundle.Run(ctx); err != nil {
+		return nil, fmt.Errorf("running the bundle: %w", err)
+	}
+	if _, err := ctx.RunScript(glue, "glue.js"); err != nil {
+		return nil, fmt.Errorf("glue: %w", err)
+	}
+	fn, err := ctx.Global().Get("__render")
+	if err != nil {
+		return nil, err
+	}
+	render, err := fn.AsFunction()
+	if err != nil {
+		return nil, err
+	}
+	return &renderer{iso: iso, ctx: ctx, render: render}, nil
+}
+
+type page struct {
+	Head, HTML, PropsJSON string
+}
+
+// Render runs load, head and renderToString for one request. Every handle it creates is
+// released before it returns, so the long-lived context does not accumulate values.
+func (r *renderer) Render(name, url, queryJSON string) (page, error) {
+	var args [3]*v8.Value
+	for i, s := range []string{name, url, queryJSON} {
+		v, err := v8.NewValue(r.iso, s)
+		if err != nil {
+			return page{}, err
+		}
+		defer v.Release()
+		args[i] = v
+	}
+	res, err := r.render.Call(v8.Undefined(r.iso), args[0], args[1], args[2])
+	if err != nil {
+		return page{}, err
+	}
+	defer res.Release()
+	if res.IsPromise() { // an async load(): settle it (no I/O here, microtasks suffice)
+		p, _ := res.AsPromise()
+		r.ctx.PerformMicrotaskCheckpoint()
+		if p.State() != v8.Fulfilled {
+			return page{}, fmt.Errorf("load() did not fulfil: %s", p.Result().DetailString())
+		}
+		res = p.Result()
+		defer res.Release()
+	}
+	obj, err := res.AsObject()
+	if err != nil {
+		return page{}, err
+	}
+	var out [3]string
+	for i, key := range []string{"head", "html", "props"} {
+		v, err := obj.Get(key)
+		if err != nil {
+			return page{}, err
+		}
+		out[i] = v.String()
+		v.Release()
+	}
+	return page{Head: out[0], HTML: out[1], PropsJSON: out[2]}, nil
+}
+
+// shell is the document around a page: the same shape the edge writes.
+type shell struct {
+	top, assets string
+}
+
+func newShell(assetsDir string) (*shell, error) {
+	s := &shell{
+		top: "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+	}
+	var assets bytes.Buffer
+	if assetsDir != "" {
+		data, err := os.ReadFile(filepath.Join(assetsDir, "manifest.json"))
+		if err != nil {
+			return nil, err
+		}
+		var m struct{ Scripts, Styles []string }
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, err
+		}
+		for _, href := range m.Styles {
+			fmt.Fprintf(&assets, "<link rel=\"stylesheet\" href=\"%s\">\n", html.EscapeString(href))
+		}
+		for _, src := range m.Scripts {
+			fmt.Fprintf(&assets, "<script type=\"module\" src=\"%s\"></script>\n", html.EscapeString(src))
+		}
+	}
+	assets.WriteString("</head>\n<body>\n<div id=\"root\">")
+	s.assets = assets.String()
+	return s, nil
+}
+
+func (s *shell) append(dst []byte, name, url string, p page) []byte {
+	dst = append(dst, s.top...)
+	if p.Head != "" {
+		dst = append(dst, p.Head...)
+		dst = append(dst, '\n')
+	}
+	dst = append(dst, s.assets...)
+	dst = append(dst, p.HTML...)
+	dst = append(dst, "</div>\n<script id=\"__SSR_DATA__\" type=\"application/json\">"...)
+	envelope, _ := json.Marshal(struct {
+		Page   string            `json:"page"`
+		URL    string            `json:"url"`
+		Params map[string]string `json:"params"`
+	}{name, url, map[string]string{}})
+	dst = append(dst, envelope[:len(envelope)-1]...)
+	dst = append(dst, `,"props":`...)
+	// <, >, &, U+2028 and U+2029 as \uXXXX: no prop can end the script element.
+	buf := bytes.NewBuffer(dst)
+	json.HTMLEscape(buf, []byte(p.PropsJSON))
+	dst = append(buf.Bytes(), '}')
+	return append(dst, "</script>\n</body>\n</html>\n"...)
+}
+
+func main() {
+	bundlePath := flag.String("bundle", "app/dist/v8/server.js", "server bundle built by `node app/build.mjs --v8`")
+	addr := flag.String("addr", "127.0.0.1:18082", "listen address")
+	isolates := flag.Int("isolates", runtime.NumCPU(), "isolates in the pool (renders in parallel)")
+	assetsDir := flag.String("assets", "", "client build folder whose manifest.json names the asset tags (empty: none)")
+	warmup := flag.Int("warmup", 20, "renders of / per isolate before listening (JIT warm-up)")
+	flag.Parse()
+	log.SetFlags(0)
+
+	source, err := os.ReadFile(*bundlePath)
+	if err != nil {
+		log.Fatalf("bundle: %v (build it: node app/build.mjs --v8)", err)
+	}
+	doc, err := newShell(*assetsDir)
+	if err != nil {
+		log.Fatalf("assets: %v", err)
+	}
+
+	started := time.Now()
+	pool := make(chan *renderer, *isolates)
+	for i := 0; i < *isolates; i++ {
+		iso := v8.NewIsolate()
+		// Compiled once per isolate (compiled code belongs to its isolate); run into the
+		// context that serves every request.
+		script, err := iso.CompileUnboundScript(string(source), *bundlePath, v8.CompileOptions{})
+		if err != nil {
+			log.Fatalf("compiling %s: %v", *bundlePath, err)
+		}
+		r, err := newRenderer(script, iso)
+		if err != nil {
+			log.Fatalf("isolate %d: %v", i, err)
+		}
+		for j := 0; j < *warmup; j++ {
+			if _, err := r.Render("home", "/", "{}"); err != nil {
+				log.Fatalf("warm-up render: %v", err)
+			}
+		}
+		pool <- r
+	}
+
+	bufs := sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, req *http.Request) {
+		query := map[string]string{}
+		for k, v := range req.URL.Query() {
+			query[k] = v[0]
+		}
+		queryJSON, _ := json.Marshal(query)
+		url := req.URL.RequestURI()
+
+		r := <-pool
+		p, err := r.Render("home", url, string(queryJSON))
+		pool <- r
+		if err != nil {
+			var jsErr *v8.JSError
+			if errors.As(err, &jsErr) {
+				err = fmt.Errorf("%s", jsErr.StackTrace)
+			}
+			log.Printf("render %s: %v", url, err)
+			http.Error(w, "render failed", http.StatusInternalServerError)
+			return
+		}
+		bp := bufs.Get().(*[]byte)
+		out := doc.append((*bp)[:0], "home", url, p)
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(len(out)))
+		w.Write(out)
+		*bp = out
+		bufs.Put(bp)
+	})
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	log.Printf(`{"msg":"listening","address":"http://%s","isolates":%d,"v8":"%s","ready_ms":%d}`,
+		ln.Addr(), *isolates, v8.Version(), time.Since(started).Milliseconds())
+	log.Fatal(http.Serve(ln, mux))
+}
