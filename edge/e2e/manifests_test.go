@@ -39,8 +39,8 @@ const (
 	imageRoot = "/app"
 )
 
-// imageEntrypoints are the ENTRYPOINTs of edge/Dockerfile and renderer/Dockerfile, by
-// container name; TestManifestDockerfiles holds them to the files.
+// imageEntrypoints are the ENTRYPOINTs of the root Dockerfile's targets, named like the
+// containers; TestManifestDockerfiles holds them to the file.
 var imageEntrypoints = map[string][]string{
 	"edge":     {"/app/bin/edge"},
 	"renderer": {"node", "/app/renderer/src/main.js"},
@@ -572,39 +572,51 @@ func TestManifestDockerfiles(t *testing.T) {
 			ignored = append(ignored, line)
 		}
 	}
-	for name, want := range imageEntrypoints {
-		text, err := os.ReadFile(filepath.Join(repoRoot, name, "Dockerfile"))
-		if err != nil {
-			t.Fatal(err)
+	dockerfile, err := os.ReadFile(filepath.Join(repoRoot, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^COPY\s+(.+)$`).FindAllStringSubmatch(string(dockerfile), -1) {
+		fields := strings.Fields(m[1])
+		if strings.HasPrefix(fields[0], "--from=") {
+			continue
 		}
-		for _, m := range regexp.MustCompile(`(?m)^COPY\s+(.+)$`).FindAllStringSubmatch(string(text), -1) {
-			fields := strings.Fields(m[1])
-			if strings.HasPrefix(fields[0], "--from=") {
-				continue
+		for _, src := range fields[:len(fields)-1] {
+			if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
+				t.Errorf("Dockerfile: COPY %s: not in the repository", src)
 			}
-			for _, src := range fields[:len(fields)-1] {
-				if _, err := os.Stat(filepath.Join(repoRoot, src)); err != nil {
-					t.Errorf("%s/Dockerfile: COPY %s: not in the repository", name, src)
-				}
-				for _, pattern := range ignored {
-					for p := filepath.Clean(src); p != "."; p = filepath.Dir(p) {
-						if ok, _ := filepath.Match(strings.TrimPrefix(pattern, "**/"), p); ok || pattern == p {
-							t.Errorf("%s/Dockerfile: COPY %s: excluded by .dockerignore %q", name, src, pattern)
-						}
-						if ok, _ := filepath.Match(strings.TrimPrefix(pattern, "**/"), filepath.Base(p)); ok && strings.HasPrefix(pattern, "**/") {
-							t.Errorf("%s/Dockerfile: COPY %s: excluded by .dockerignore %q", name, src, pattern)
-						}
+			for _, pattern := range ignored {
+				for p := filepath.Clean(src); p != "."; p = filepath.Dir(p) {
+					if ok, _ := filepath.Match(strings.TrimPrefix(pattern, "**/"), p); ok || pattern == p {
+						t.Errorf("Dockerfile: COPY %s: excluded by .dockerignore %q", src, pattern)
+					}
+					if ok, _ := filepath.Match(strings.TrimPrefix(pattern, "**/"), filepath.Base(p)); ok && strings.HasPrefix(pattern, "**/") {
+						t.Errorf("Dockerfile: COPY %s: excluded by .dockerignore %q", src, pattern)
 					}
 				}
 			}
 		}
-		m := regexp.MustCompile(`(?m)^ENTRYPOINT\s+(\[.*\])\s*$`).FindStringSubmatch(string(text))
+	}
+	// Each target's stage runs from its FROM ... AS <name> to the next FROM.
+	stages := map[string]string{}
+	for _, stage := range regexp.MustCompile(`(?m)^FROM `).Split(string(dockerfile), -1)[1:] {
+		if m := regexp.MustCompile(`^\S+\s+AS\s+(\S+)`).FindStringSubmatch(stage); m != nil {
+			stages[m[1]] = stage
+		}
+	}
+	for name, want := range imageEntrypoints {
+		text, ok := stages[name]
+		if !ok {
+			t.Errorf("Dockerfile: no target %q", name)
+			continue
+		}
+		m := regexp.MustCompile(`(?m)^ENTRYPOINT\s+(\[.*\])\s*$`).FindStringSubmatch(text)
 		if m == nil {
-			t.Fatalf("%s/Dockerfile: no ENTRYPOINT in exec form", name)
+			t.Fatalf("Dockerfile target %s: no ENTRYPOINT in exec form", name)
 		}
 		var got []string
 		if err := yaml.Unmarshal([]byte(m[1]), &got); err != nil || !slices.Equal(got, want) {
-			t.Errorf("%s/Dockerfile: ENTRYPOINT %s, want %q (the test runs the binaries as the images would)", name, m[1], want)
+			t.Errorf("Dockerfile target %s: ENTRYPOINT %s, want %q (the test runs the binaries as the images would)", name, m[1], want)
 		}
 	}
 }
