@@ -152,8 +152,18 @@ $(VENV_BENCH)/bin/python: bench/requirements.txt
 	$(VENV_BENCH)/bin/pip install --quiet --disable-pip-version-check --no-deps -r bench/requirements.txt
 	@touch $@
 
+# The demo's server exports as one classic script for a bare V8 isolate (bench/v8go).
+app/dist/v8/server.js: $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
+	$(NODE) app/build.mjs --v8
+
+# In-process V8 in Go (bench contender). The cgo build of tommie/v8go is heavy and its
+# prebuilt V8 (~120 MB of static libraries) comes through the Go module proxy: built only for
+# make bench, never by make build.
+bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go) app/dist/v8/server.js
+	cd bench/v8go && go build -o $(BIN)/v8go-ssr .
+
 .PHONY: bench
-bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached (about 12 min)
+bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached (about 12 min)
 	bench/run.sh
 
 .PHONY: figures

@@ -9,6 +9,8 @@
 //                             for the browser test; dist/server and dist/client are untouched
 //   node build.mjs --fixture  only renderer/test/fixtures/dist/server.js, the renderer's
 //                             test bundle (demo pages + pages that throw, loop, leak...)
+//   node build.mjs --v8       only dist/v8/server.js: the same exports (src/server.js) as one
+//                             classic script for a bare V8 isolate (bench/v8go), see buildV8
 //
 // Paths are resolved from this file, so it runs from any working directory.
 import { createHash } from 'node:crypto';
@@ -67,6 +69,45 @@ async function buildServer() {
   const outDir = path.join(distDir, 'server');
   await rm(outDir, { recursive: true, force: true });
   await esbuild.build(serverOptions(path.join(appDir, 'src', 'server.js'), path.join(outDir, 'server.js')));
+  return path.join(outDir, 'server.js');
+}
+
+/**
+ * The server entry as a classic script for a bare V8 isolate (no modules, no require, no
+ * Node or web APIs): an IIFE that assigns src/server.js's exports to `globalThis.SSR`.
+ *
+ * react-dom/server is pointed at React's legacy browser renderer, the file that provides
+ * renderToString and renderToStaticMarkup. Its node build require()s Node builtins, and its
+ * browser entry (server.browser.js) also loads the streaming renderer, which calls
+ * `new TextEncoder()` and `new MessageChannel()` when it is evaluated; the legacy file
+ * needs neither. What it does touch, `console.error` (render errors) and `Intl` (the
+ * app's prices), V8 provides itself, so the script carries no polyfills.
+ */
+async function buildV8() {
+  const outDir = path.join(distDir, 'v8');
+  const legacyServer = path.join(appDir, 'node_modules', 'react-dom', 'cjs', 'react-dom-server-legacy.browser.production.js');
+  await rm(outDir, { recursive: true, force: true });
+  await esbuild.build({
+    entryPoints: [path.join(appDir, 'src', 'server.js')],
+    outfile: path.join(outDir, 'server.js'),
+    bundle: true,
+    platform: 'browser',
+    format: 'iife',
+    globalName: 'SSR',
+    target: 'es2022',
+    jsx: 'automatic',
+    define: { 'process.env.NODE_ENV': '"production"' },
+    plugins: [
+      {
+        name: 'react-dom-server-legacy',
+        setup(build) {
+          build.onResolve({ filter: /^react-dom\/server$/ }, () => ({ path: legacyServer }));
+        },
+      },
+    ],
+    absWorkingDir: appDir,
+    logLevel: 'warning',
+  });
   return path.join(outDir, 'server.js');
 }
 
@@ -129,6 +170,7 @@ async function main(args) {
     options: {
       dev: { type: 'boolean', default: false },
       fixture: { type: 'boolean', default: false },
+      v8: { type: 'boolean', default: false },
       'client-outdir': { type: 'string' },
     },
   });
@@ -136,6 +178,10 @@ async function main(args) {
 
   if (opts.fixture) {
     console.log(`fixture bundle: ${rel(await buildFixture())}`);
+    return;
+  }
+  if (opts.v8) {
+    console.log(`bare V8 server bundle: ${rel(await buildV8())}`);
     return;
   }
   const { dev } = opts;
