@@ -20,6 +20,26 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} drainTimeoutMs After SIGTERM, how long renders in flight
  *   may take before they are cut.
  * @property {string} logLevel
+ * @property {number} warmupRounds times each worker renders the bundle's
+ *   warm-up set before it takes traffic (0: no warm-up)
+ * @property {number} maxQueue renders that may wait for a worker; beyond it
+ *   RESOURCE_EXHAUSTED at once ("auto" in the file: threads x default_deadline
+ *   / 25 ms, what the pool drains within the deadline at 25 ms a render)
+ * @property {number} maxRenders a worker retires after about this many
+ *   renders (+-10 % jitter per worker; 0: never)
+ * @property {number} recycleHeapRatio a worker retires when its V8 heap used
+ *   after a render passes this share of max_old_generation_mb, its
+ *   old-generation cap (not of heap_size_limit, which adds the young
+ *   generation: design.md §12) (0: never)
+ * @property {number} maxExternalMb a worker retires when its external memory
+ *   (Buffers, ArrayBuffers: not bounded by the heap cap) passes this (0: never)
+ * @property {string} debugListen `host:port` of the debug listener
+ *   (/debug/workers, heap snapshots); empty: off
+ * @property {string} heapSnapshotDir where POST /debug/heap-snapshot writes;
+ *   empty: snapshots off. Use a writable volume with a size limit.
+ * @property {number} heapSnapshotNearLimit how many workers retiring for heap
+ *   (recycle_heap_ratio: near their cap) write a snapshot into
+ *   heap_snapshot_dir before they exit, over the renderer's life (0: none)
  */
 
 export class ConfigError extends Error {
@@ -59,7 +79,19 @@ const KEYS = {
   // Keep it below the pod's terminationGracePeriodSeconds (30 s by default).
   drain_timeout: { field: 'drainTimeoutMs', fallback: '10s', check: duration },
   log_level: { field: 'logLevel', fallback: 'info', check: oneOf(LOG_LEVELS) },
+  warmup_rounds: { field: 'warmupRounds', fallback: 3, check: integerAtLeast(0) },
+  max_queue: { field: 'maxQueue', fallback: 'auto', check: autoOr(integerAtLeast(0)) },
+  max_renders: { field: 'maxRenders', fallback: 5000, check: integerAtLeast(0) },
+  recycle_heap_ratio: { field: 'recycleHeapRatio', fallback: 0.8, check: numberBetween(0, 1) },
+  max_external_mb: { field: 'maxExternalMb', fallback: 256, check: integerAtLeast(0) },
+  // 127.0.0.1:9102 is the documented value (design.md §9); never a public interface.
+  debug_listen: { field: 'debugListen', fallback: '', check: optional(hostPort) },
+  heap_snapshot_dir: { field: 'heapSnapshotDir', fallback: '', check: optional(nonEmptyString) },
+  heap_snapshot_near_limit: { field: 'heapSnapshotNearLimit', fallback: 0, check: integerAtLeast(0) },
 };
+
+/** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */
+export const AUTO_QUEUE_RENDER_MS = 25;
 
 const SECTIONS = new Set(['edge', 'renderer']);
 const ENV_PREFIX = 'SSR_RENDERER_';
@@ -101,6 +133,16 @@ export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
   const config = /** @type {Config} */ (/** @type {unknown} */ (out));
   config.bundle = resolve(cwd, config.bundle);
   if (config.threads === 0) config.threads = availableParallelism();
+  if (/** @type {unknown} */ (config.maxQueue) === 'auto') {
+    config.maxQueue = Math.ceil((config.threads * config.defaultDeadlineMs) / AUTO_QUEUE_RENDER_MS);
+  }
+  if (config.heapSnapshotDir !== '') config.heapSnapshotDir = resolve(cwd, config.heapSnapshotDir);
+  if (config.heapSnapshotNearLimit > 0 && config.heapSnapshotDir === '') {
+    throw new ConfigError('renderer.heap_snapshot_near_limit', 'needs renderer.heap_snapshot_dir (a writable volume with a size limit)');
+  }
+  if (config.heapSnapshotNearLimit > 0 && config.recycleHeapRatio === 0) {
+    throw new ConfigError('renderer.heap_snapshot_near_limit', 'snapshots are taken from workers retiring for heap: needs renderer.recycle_heap_ratio > 0');
+  }
   return config;
 }
 
@@ -168,6 +210,44 @@ function integerAtLeast(min) {
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < min) throw `must be an integer >= ${min}`;
     return n;
   };
+}
+
+/**
+ * @param {number} min
+ * @param {number} max
+ */
+function numberBetween(min, max) {
+  /** @param {unknown} value */
+  return (value) => {
+    const n = typeof value === 'string' && value.trim() !== '' ? Number(value) : value;
+    if (typeof n !== 'number' || !Number.isFinite(n) || n < min || n > max) throw `must be a number from ${min} to ${max}`;
+    return n;
+  };
+}
+
+/**
+ * "auto" or what `check` accepts.
+ * @param {(value: unknown) => string | number} check
+ */
+function autoOr(check) {
+  /** @param {unknown} value */
+  return (value) => {
+    if (value === 'auto') return value;
+    try {
+      return check(value);
+    } catch (problem) {
+      throw typeof problem === 'string' ? `must be auto or ${problem.replace(/^must be /, '')}` : problem;
+    }
+  };
+}
+
+/**
+ * "" (off) or what `check` accepts.
+ * @param {(value: unknown) => string | number} check
+ */
+function optional(check) {
+  /** @param {unknown} value */
+  return (value) => (value === '' || value == null ? '' : check(value));
 }
 
 /** @param {string[]} allowed */

@@ -10,6 +10,7 @@ export const codes = Object.freeze({
   WORKER_OOM: 'RENDER_ERR_WORKER_OOM',
   WORKER_DIED: 'RENDER_ERR_WORKER_DIED',
   QUEUE_FULL: 'RENDER_ERR_QUEUE_FULL',
+  WOULD_MISS_DEADLINE: 'RENDER_ERR_WOULD_MISS_DEADLINE',
   DRAINING: 'RENDER_ERR_DRAINING',
   CANCELLED: 'RENDER_ERR_CANCELLED',
   INTERNAL: 'RENDER_ERR_INTERNAL',
@@ -85,6 +86,14 @@ export class QueueFullError extends RenderError {
   code = codes.QUEUE_FULL;
 }
 
+/**
+ * Shed at once: the call's remaining deadline is shorter than the expected
+ * wait for a worker (queue length x recent mean render time / threads).
+ */
+export class WouldMissDeadlineError extends RenderError {
+  code = codes.WOULD_MISS_DEADLINE;
+}
+
 export class DrainingError extends RenderError {
   code = codes.DRAINING;
 }
@@ -101,7 +110,7 @@ export class InternalError extends RenderError {
 
 const classByCode = new Map(
   [PageNotFoundError, InvalidPropsError, PageThrewError, DeadlineError, WorkerOutOfMemoryError,
-    WorkerDiedError, QueueFullError, DrainingError, CancelledError, InternalError]
+    WorkerDiedError, QueueFullError, WouldMissDeadlineError, DrainingError, CancelledError, InternalError]
     .map((Class) => [new Class('').code, Class]),
 );
 

@@ -37,6 +37,7 @@ const grpcStatusByCode = {
   [codes.WORKER_OOM]: grpc.status.INTERNAL,
   [codes.WORKER_DIED]: grpc.status.INTERNAL,
   [codes.QUEUE_FULL]: grpc.status.RESOURCE_EXHAUSTED,
+  [codes.WOULD_MISS_DEADLINE]: grpc.status.RESOURCE_EXHAUSTED,
   [codes.DRAINING]: grpc.status.UNAVAILABLE,
   [codes.CANCELLED]: grpc.status.CANCELLED,
   [codes.INTERNAL]: grpc.status.INTERNAL,
@@ -47,7 +48,8 @@ const grpcStatusByCode = {
  * (expected at every shutdown). The rest are the page's or the renderer's trouble.
  * @type {Set<ErrorCode>}
  */
-const warnCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED, codes.DRAINING]);
+const warnCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED, codes.DRAINING,
+  codes.QUEUE_FULL, codes.WOULD_MISS_DEADLINE]);
 
 /** Timer jitter allowed when deciding that a cancellation was the deadline. */
 const DEADLINE_SLACK_MS = 5;
@@ -184,7 +186,7 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
         params: req.params,
         variants: req.variants,
         propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
-      }, controller.signal);
+      }, controller.signal, arrivedAt + remainingMs);
       callback(null, toResponse(result, arrivedAt));
       metrics?.observeRender({
         page: req.page,

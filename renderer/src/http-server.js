@@ -16,7 +16,7 @@ import { splitHostPort } from './config.js';
 
 /**
  * `/healthz` (liveness: the process answers), `/readyz` (every worker has
- * loaded the bundle and the renderer is not draining), `/metrics`.
+ * loaded the bundle and finished its warm-up and the renderer is not draining), `/metrics`.
  * @param {HttpDeps} deps
  */
 export function build({ pool, registry, logger }) {
@@ -34,7 +34,7 @@ export function build({ pool, registry, logger }) {
     reply.code(503);
     return {
       status: 'not ready',
-      reason: state.draining ? 'draining' : `${state.loaded} of ${state.threads} workers have loaded the bundle`,
+      reason: state.draining ? 'draining' : `${state.loaded} of ${state.threads} workers are warm`,
       workers: state.loaded,
       threads: state.threads,
     };

@@ -7,6 +7,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
 import { ConfigError, loadConfig, unixSocketPath } from './config.js';
 import { startGrpcServer } from './grpc-server.js';
+import { build as buildDebug } from './debug-server.js';
 import { build as buildHttp, listen as listenHttp } from './http-server.js';
 import { Metrics } from './metrics.js';
 import { RenderPool } from './pool.js';
@@ -27,12 +28,14 @@ const FLUSH_GRACE_MS = 250;
  * @property {string} httpAddress `host:port` as bound
  * @property {RenderPool} pool
  * @property {Metrics} metrics
+ * @property {string} debugAddress `host:port` of the debug listener as bound; empty when off
  * @property {() => Promise<void>} close drain (design.md §5), then stop
  *   everything; the same promise when called again
  */
 
 /**
- * Starts everything and resolves once every worker has loaded the bundle.
+ * Starts everything and resolves once every worker has loaded the bundle and
+ * finished its warm-up.
  * Rejects (having closed what it opened) when anything cannot start, or when
  * `signal` aborts before then.
  *
@@ -51,10 +54,13 @@ export async function start(config, { logger = createLogger(config.logLevel), on
   }
   const pool = new RenderPool({ ...config, logger, onFatal });
   const metrics = new Metrics(pool);
+  pool.observe(metrics.poolObserver);
   /** @type {Awaited<ReturnType<typeof startGrpcServer>> | undefined} */
   let grpc;
   /** @type {ReturnType<typeof buildHttp> | undefined} */
   let http;
+  /** @type {ReturnType<typeof buildDebug> | undefined} */
+  let debug;
 
   const drainAndStop = async () => {
     const began = Date.now();
@@ -77,6 +83,8 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     const clean = (await grpc?.shutdown(graceMs)) ?? true;
     await pool.destroy();
     await http?.close();
+    await debug?.close();
+    metrics.close();
     if (grpc && config.grpcAddress.startsWith('unix:')) {
       // grpc-js's listener removes it when closed; this covers a forced stop.
       await unlink(unixSocketPath(config.grpcAddress)).catch(() => {});
@@ -104,11 +112,17 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     http = buildHttp({ pool, registry: metrics.registry, logger });
     const httpAddress = await listenHttp(http, config.httpListen);
     logger.info({ listener: 'http', address: httpAddress }, 'listening');
+    let debugAddress = '';
+    if (config.debugListen !== '') {
+      debug = buildDebug({ pool, heapSnapshotDir: config.heapSnapshotDir, logger });
+      debugAddress = await listenHttp(debug, config.debugListen);
+      logger.info({ listener: 'debug', address: debugAddress }, 'listening');
+    }
     signal?.throwIfAborted();
     await Promise.race([pool.whenReady(), aborted]);
     grpc.setServing(true);
     logger.info({ threads: config.threads, bundle: config.bundle }, 'ready');
-    return { grpcAddress: grpc.address, httpAddress, pool, metrics, close };
+    return { grpcAddress: grpc.address, httpAddress, debugAddress, pool, metrics, close };
   } catch (err) {
     await close().catch((closeErr) => logger.error({ err: closeErr }, 'error while shutting down'));
     throw err;

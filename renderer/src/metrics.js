@@ -1,9 +1,11 @@
 // Prometheus metrics for the renderer's HTTP listener (`GET /metrics`): its own
 // Registry, never prom-client's global one, so tests and embedders can run
 // several renderers in one process.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** @import { PoolStats } from './pool.js' */
+/** @import { PoolObserver, PoolStats } from './pool.js' */
+/** @import { GcPause } from './worker.js' */
 
 /** The `page` label of a page the bundle does not export: keeps label values bounded. */
 export const UNKNOWN_PAGE = '(unknown)';
@@ -13,6 +15,9 @@ export const OK = 'ok';
 
 /** 1 ms to 5 s, roughly doubling (a render is ~4 ms warm; the hard deadline is ~2 s). */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+/** 0.1 ms to 1 s: a young-generation pause is ~1 ms, a full mark-compact of a big heap 100s. */
+const GC_BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1];
 
 const MiB = 1024 * 1024;
 /** 4 MiB to 2 GiB: heap caps are tens to hundreds of MB; Buffers are not capped. */
@@ -70,6 +75,55 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  #gcPause = new Histogram({
+    name: 'renderer_gc_pause_seconds',
+    help: 'GC pauses inside the worker threads (PerformanceObserver gc entries, reported with each render), by kind: minor, major, incremental, weakcb.',
+    labelNames: /** @type {const} */ (['kind']),
+    buckets: GC_BUCKETS,
+    registers: [this.registry],
+  });
+
+  #gcPauseMax = new Gauge({
+    name: 'renderer_gc_pause_max_seconds',
+    help: 'Longest GC pause seen in any worker since the renderer started, by kind.',
+    labelNames: /** @type {const} */ (['kind']),
+    registers: [this.registry],
+  });
+
+  /** @type {Map<string, number>} */
+  #gcMax = new Map();
+
+  #retirements = new Counter({
+    name: 'renderer_worker_retirements_total',
+    help: 'Workers retired on purpose after a warm spare took their place, by reason: max_renders, heap (recycle_heap_ratio), external (max_external_mb).',
+    labelNames: /** @type {const} */ (['reason']),
+    registers: [this.registry],
+  });
+
+  #exits = new Counter({
+    name: 'renderer_worker_exits_total',
+    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (render aborted at its deadline), cancelled (caller went away), error.',
+    labelNames: /** @type {const} */ (['reason']),
+    registers: [this.registry],
+  });
+
+  #loopDelay = monitorEventLoopDelay({ resolution: 10 });
+
+  /** What the pool reports as it happens: give it to pool.observe(). @type {PoolObserver} */
+  poolObserver = {
+    gc: (/** @type {GcPause[]} */ pauses) => {
+      for (const { kind, ms } of pauses) {
+        this.#gcPause.observe({ kind }, ms / 1000);
+        if (ms > (this.#gcMax.get(kind) ?? -1)) {
+          this.#gcMax.set(kind, ms);
+          this.#gcPauseMax.set({ kind }, ms / 1000);
+        }
+      }
+    },
+    retired: (reason) => this.#retirements.inc({ reason }),
+    exited: (reason) => this.#exits.inc({ reason }),
+  };
+
   /**
    * @param {{stats(): PoolStats, knownPage(page: string): boolean}} pool
    */
@@ -96,8 +150,32 @@ export class Metrics {
       'Piscina utilization: mean run time x tasks / (pool age x threads), averaged over the pool\'s whole life, not a current value.',
       (s) => s.utilization);
     poolGauge('renderer_workers', 'Live worker threads (briefly below threads while a dead worker is replaced).', (s) => s.workers);
-    poolGauge('renderer_workers_loaded', 'Live workers that have loaded the bundle (ready for traffic when equal to threads).', (s) => s.loaded);
+    poolGauge('renderer_workers_loaded', 'Live workers that loaded the bundle and finished their warm-up (ready for traffic when equal to threads; retiring ones included).', (s) => s.loaded);
+    poolGauge('renderer_workers_accepting', 'Warm workers taking tasks (not retiring); never below threads while recycling.', (s) => s.accepting);
+    for (const reason of ['max_renders', 'heap', 'external']) this.#retirements.inc({ reason }, 0);
+    for (const reason of ['oom', 'deadline', 'cancelled', 'error']) this.#exits.inc({ reason }, 0);
+    this.#loopDelay.enable();
+    const loopDelay = this.#loopDelay;
+    new Gauge({
+      name: 'renderer_event_loop_delay_seconds',
+      help: 'Event-loop delay of the main thread (gRPC, admission, probes) since the previous scrape (perf_hooks monitorEventLoopDelay, 10 ms resolution), by quantile; 1 is the max.',
+      labelNames: /** @type {const} */ (['quantile']),
+      registers,
+      collect() {
+        if (loopDelay.count > 0) {
+          this.set({ quantile: '0.5' }, loopDelay.percentile(50) / 1e9);
+          this.set({ quantile: '0.99' }, loopDelay.percentile(99) / 1e9);
+          this.set({ quantile: '1' }, loopDelay.max / 1e9);
+        }
+        loopDelay.reset();
+      },
+    });
     collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Stops the event-loop delay monitor. */
+  close() {
+    this.#loopDelay.disable();
   }
 
   /**

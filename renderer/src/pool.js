@@ -1,15 +1,34 @@
-// The worker pool: Piscina sized by config, plus what Piscina does not track
-// itself: which workers have loaded the bundle (readiness), renders in flight
-// (drain), and a pool that can no longer replace its workers (fatal).
+// The worker pool: Piscina sized by config, plus what Piscina does not do
+// itself (design.md §5, §12):
+// - admission: a bounded queue in front of Piscina (max_queue), shedding a
+//   call at once when its deadline is shorter than the expected wait;
+// - warm-only dispatch: a loadBalancer that only picks workers that reported
+//   warm, are idle and are not retiring, so no task ever lands on a worker
+//   that is still warming or about to exit;
+// - recycling: one worker at a time retires (max_renders, heap or external
+//   memory) after a warm spare has joined, so capacity never drops;
+// - readiness (every worker warm), drain, and a pool that can no longer
+//   replace its workers (fatal).
+//
+// Piscina 5 has no API to grow the pool by one or to retire one worker; both
+// are done here through documented behaviour of its source (pinned version):
+// `piscina.options` is the live options object, and a task the balancer
+// refuses makes Piscina start a worker when it has fewer than maxThreads; a
+// worker whose thread exits with no task posted is dropped without an error
+// and replaced only below minThreads.
+import { mkdir } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { ConfigError } from './config.js';
 import {
-  CancelledError, DrainingError, RenderError, WorkerDiedError, WorkerOutOfMemoryError, fromDescriptor,
+  CancelledError, DeadlineError, DrainingError, InternalError, QueueFullError, RenderError, WorkerDiedError,
+  WorkerOutOfMemoryError, WouldMissDeadlineError, fromDescriptor,
 } from './errors.js';
 
 /** @import { Logger } from 'pino' */
+/** @import { MessagePort, Worker } from 'node:worker_threads' */
 /** @import { RenderTask } from './render-page.js' */
-/** @import { RenderOutcome, RenderSuccess, WorkerMessage } from './worker.js' */
+/** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from './worker.js' */
 
 /**
  * @typedef {object} PoolOptions
@@ -18,6 +37,15 @@ import {
  * @property {number} maxOldGenerationMb
  * @property {number} maxYoungGenerationMb
  * @property {number} stackMb
+ * @property {number} [warmupRounds] default 3
+ * @property {number} [maxQueue] default Infinity
+ * @property {number} [maxRenders] 0 or absent: never
+ * @property {number} [recycleHeapRatio] retire when heap used passes this
+ *   share of max_old_generation_mb (0 or absent: never)
+ * @property {number} [maxExternalMb] 0 or absent: never
+ * @property {string} [heapSnapshotDir] where snapshots go ('' or absent: none)
+ * @property {number} [heapSnapshotNearLimit] how many workers retiring for
+ *   heap write a snapshot before they exit
  * @property {Logger} logger
  * @property {(err: Error) => void} [onFatal] called when, after start, the pool
  *   can no longer keep `threads` workers with the bundle loaded.
@@ -25,10 +53,10 @@ import {
 
 /**
  * @typedef {object} Readiness
- * @property {boolean} ready every worker has loaded the bundle and the pool
- *   is neither draining nor closed
+ * @property {boolean} ready every worker is warm and the pool is neither
+ *   draining nor closed
  * @property {boolean} draining drain() or destroy() was called
- * @property {number} loaded
+ * @property {number} loaded live workers that finished their warm-up
  * @property {number} threads
  */
 
@@ -36,11 +64,70 @@ import {
  * What the metrics read at scrape time.
  * @typedef {object} PoolStats
  * @property {number} inFlight renders accepted by run() and not yet settled
- * @property {number} queued renders waiting for a free worker (Piscina queueSize)
+ * @property {number} queued renders waiting for a free worker
  * @property {number} utilization Piscina's, averaged over the pool's life (0-1)
- * @property {number} workers live worker threads
- * @property {number} loaded live workers that have loaded the bundle
+ * @property {number} workers live worker threads (threads + 1 while a spare warms)
+ * @property {number} loaded live workers that finished their warm-up
+ * @property {number} accepting warm workers that take tasks (not retiring)
+ * @property {number} meanRenderMs recent mean time a task holds a worker
  */
+
+/**
+ * What the pool reports as it happens (the metrics subscribe).
+ * @typedef {object} PoolObserver
+ * @property {(pauses: GcPause[]) => void} [gc]
+ * @property {(reason: string) => void} [retired] max_renders, heap or external
+ * @property {(reason: string) => void} [exited] a worker died: oom, deadline,
+ *   cancelled or error
+ */
+
+/**
+ * @typedef {object} WorkerInfo what /debug/workers shows
+ * @property {number} id
+ * @property {'warming' | 'ready' | 'retiring'} state
+ * @property {string | null} retire why it retires (set while a spare warms)
+ * @property {number} renders
+ * @property {number} maxRenders
+ * @property {number} heapUsedBytes
+ * @property {number} heapLimitBytes
+ * @property {number} externalBytes
+ * @property {number} warmupMs
+ * @property {GcPause[]} lastGc
+ */
+
+/**
+ * @typedef {object} WorkerState a live worker that finished its warm-up
+ * @property {number} id threadId
+ * @property {Worker} worker
+ * @property {MessagePort} control
+ * @property {'ready' | 'retiring'} state retiring: the balancer skips it
+ * @property {string | null} retireReason
+ * @property {Token | null} task the task posted to it and not yet settled
+ * @property {boolean} snapshotting
+ * @property {boolean} held waits for its retirement turn without taking tasks
+ *   (memory too close to its cap to risk another render)
+ * @property {number} renders
+ * @property {number} maxRenders jittered max_renders (Infinity: never)
+ * @property {number} heapUsedBytes
+ * @property {number} heapLimitBytes
+ * @property {number} externalBytes
+ * @property {number} warmupMs
+ * @property {GcPause[]} lastGc
+ */
+
+/**
+ * Rides on each task (a symbol key: structured clone leaves it behind) so the
+ * balancer can record which worker took it.
+ * @typedef {{workerId?: number, probe?: true}} Token
+ */
+
+/** How many recent GC pauses /debug/workers keeps per worker. */
+const LAST_GC = 10;
+/** Weight of the newest render in the recent mean render time. */
+const EWMA_ALPHA = 0.1;
+/** After a retirement had to be called off, wait this long before the next. */
+const RETIRE_BACKOFF_MS = 5000;
+const MiB = 1024 * 1024;
 
 export class RenderPool {
   /** @type {Piscina<RenderTask, RenderOutcome>} */
@@ -51,13 +138,31 @@ export class RenderPool {
   #bundle;
   #maxOldGenerationMb;
   #maxYoungGenerationMb;
-  /** threadIds of live workers that have loaded the bundle. */
-  #loaded = new Set();
-  /**
-   * Page names the bundle exports, as the first worker to load it reported.
-   * @type {Set<string>}
-   */
+  #maxQueue;
+  #maxRenders;
+  #recycleHeapRatio;
+  #maxExternalBytes;
+  /** The old-generation cap: a leak's objects end up there, and a worker dies
+   * when it fills, whatever the (larger) heap_size_limit says. */
+  #oldLimitBytes;
+  #heapSnapshotDir;
+  #autoSnapshotsLeft;
+  /** @type {PoolObserver} */
+  #observer = {};
+  /** @type {Map<number, WorkerState>} */
+  #workers = new Map();
+  /** @type {Set<string>} page names the bundle exports */
   #pages = new Set();
+  /** @type {Array<{go: () => void, fail: (err: unknown) => void}>} */
+  #queue = [];
+  /** Tasks allowed through to Piscina that no worker has taken yet. */
+  #unassigned = 0;
+  /** @type {number | undefined} */
+  #meanMs;
+  /** @type {{id: number, reason: string, began: number, terminating: boolean} | null} */
+  #retiring = null;
+  #nextRetireAt = 0;
+  #snapshotIds = 0;
   #inFlight = 0;
   /** @type {Array<() => void>} */
   #idleWaiters = [];
@@ -72,11 +177,22 @@ export class RenderPool {
   #startup = Promise.withResolvers();
 
   /** @param {PoolOptions} options */
-  constructor({ bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal }) {
+  constructor({
+    bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
+    warmupRounds = 3, maxQueue = Infinity, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
+    heapSnapshotDir = '', heapSnapshotNearLimit = 0,
+  }) {
+    this.#heapSnapshotDir = heapSnapshotDir;
+    this.#autoSnapshotsLeft = heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit;
     this.#threads = threads;
     this.#bundle = bundle;
     this.#maxOldGenerationMb = maxOldGenerationMb;
     this.#maxYoungGenerationMb = maxYoungGenerationMb;
+    this.#maxQueue = maxQueue;
+    this.#maxRenders = maxRenders;
+    this.#recycleHeapRatio = recycleHeapRatio;
+    this.#maxExternalBytes = maxExternalMb * MiB;
+    this.#oldLimitBytes = maxOldGenerationMb * MiB;
     this.#logger = logger;
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
@@ -87,17 +203,21 @@ export class RenderPool {
       maxThreads: threads,
       concurrentTasksPerWorker: 1,
       idleTimeout: Infinity,
+      // Idle workers run their event loop (not Atomics.wait), so their GC
+      // observer and control port work between tasks (design.md §12).
+      atomics: 'disabled',
+      loadBalancer: (task, workers) => this.#balance(/** @type {any} */ (task), workers),
       resourceLimits: {
         maxOldGenerationSizeMb: maxOldGenerationMb,
         maxYoungGenerationSizeMb: maxYoungGenerationMb,
         stackSizeMb: stackMb,
       },
-      workerData: { bundle },
+      workerData: { bundle, warmupRounds },
     });
     // Piscina re-emits a worker's own parentPort messages as the pool's 'message'.
     this.#piscina.on('message', (/** @type {WorkerMessage} */ message) => this.#onWorkerMessage(message));
     this.#piscina.on('workerDestroy', (/** @type {{id: number}} */ worker) => {
-      this.#loaded.delete(worker.id);
+      if (worker.id >= 0) this.#gone(worker.id);
       // Piscina replaces a dead worker synchronously, except after a worker
       // died during bootstrap: from then on it never respawns (design.md §12).
       queueMicrotask(() => {
@@ -109,27 +229,56 @@ export class RenderPool {
     this.#piscina.on('error', (/** @type {Error} */ err) => {
       this.#lastWorkerError = err;
       this.#logger.error({ err }, 'worker error');
+      this.#observer.exited?.(/** @type {{code?: string}} */ (err).code === 'ERR_WORKER_OUT_OF_MEMORY' ? 'oom' : 'error');
     });
+  }
+
+  /** @param {PoolObserver} observer */
+  observe(observer) {
+    this.#observer = observer;
   }
 
   /**
    * Renders one task. Resolves with the worker's result; rejects with a
-   * RenderError (from the page, or the worker dying, or the signal), at once
-   * with DrainingError once drain() or destroy() was called.
+   * RenderError: from the page, the worker dying or the signal; at once with
+   * DrainingError once drain() or destroy() was called, QueueFullError when
+   * max_queue renders already wait, WouldMissDeadlineError when `deadline`
+   * comes before the expected wait is over.
    * @param {RenderTask} task
    * @param {AbortSignal} signal its reason (a RenderError) becomes the rejection
+   * @param {number} [deadline] epoch ms the caller stops waiting
    * @returns {Promise<RenderSuccess>}
    */
-  async run(task, signal) {
+  async run(task, signal, deadline = Infinity) {
     if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
+    if (signal.aborted) throw this.#taskFailure(undefined, signal, {});
+    if (this.#queue.length > 0 || this.#free() <= 0) {
+      const ahead = this.#queue.length;
+      if (ahead >= this.#maxQueue) {
+        throw new QueueFullError(`${ahead} renders already wait for a worker (max_queue ${this.#maxQueue})`);
+      }
+      const waitMs = (ahead * (this.#meanMs ?? 0)) / this.#threads;
+      const remainingMs = deadline - (performance.timeOrigin + performance.now());
+      if (remainingMs < waitMs) {
+        throw new WouldMissDeadlineError(`expected wait ${Math.round(waitMs)} ms (${ahead} queued) exceeds the `
+          + `${Math.max(0, Math.round(remainingMs))} ms left before the deadline`);
+      }
+    }
     this.#inFlight++;
     try {
+      await this.#turn(signal);
+      /** @type {Token} */
+      const token = {};
+      const began = performance.now();
       let outcome;
       try {
-        outcome = await this.#piscina.run(task, { signal });
+        outcome = await this.#piscina.run(/** @type {RenderTask} */ ({ ...task, [Piscina.queueOptionsSymbol]: token }), { signal });
       } catch (err) {
-        throw this.#taskFailure(err, signal);
+        throw this.#taskFailure(err, signal, token);
+      } finally {
+        this.#settle(token);
       }
+      this.#afterTask(outcome.report, performance.now() - began);
       if (!outcome.ok) {
         const error = fromDescriptor(outcome.error);
         error.startedAt = outcome.startedAt;
@@ -162,9 +311,9 @@ export class RenderPool {
   /** @returns {Readiness} */
   readiness() {
     return {
-      ready: !this.#draining && this.#loaded.size >= this.#threads,
+      ready: !this.#draining && this.#workers.size >= this.#threads,
       draining: this.#draining,
-      loaded: this.#loaded.size,
+      loaded: this.#workers.size,
       threads: this.#threads,
     };
   }
@@ -173,11 +322,88 @@ export class RenderPool {
   stats() {
     return {
       inFlight: this.#inFlight,
-      queued: this.#piscina.queueSize,
+      queued: this.#queue.length + this.#piscina.queueSize,
       utilization: this.#piscina.utilization,
       workers: this.#piscina.threads.length,
-      loaded: this.#loaded.size,
+      loaded: this.#workers.size,
+      accepting: [...this.#workers.values()].filter((w) => w.state === 'ready' && !w.held).length,
+      meanRenderMs: this.#meanMs ?? 0,
     };
+  }
+
+  /**
+   * Every live worker thread, warming ones included, for /debug/workers.
+   * @returns {WorkerInfo[]}
+   */
+  workers() {
+    return this.#piscina.threads.filter((w) => w.threadId >= 0).map((w) => {
+      const s = this.#workers.get(w.threadId);
+      if (!s) {
+        return {
+          id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0,
+          heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
+        };
+      }
+      return {
+        id: s.id,
+        state: s.held ? 'retiring' : s.state,
+        retire: s.retireReason,
+        renders: s.renders,
+        maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
+        heapUsedBytes: s.heapUsedBytes,
+        heapLimitBytes: s.heapLimitBytes,
+        externalBytes: s.externalBytes,
+        warmupMs: Math.round(s.warmupMs),
+        lastGc: s.lastGc,
+      };
+    });
+  }
+
+  /**
+   * Has worker `id` write a heap snapshot into `dir` (between its tasks; it
+   * takes no task meanwhile). Resolves with the file's path.
+   * @param {number} id
+   * @param {string} dir
+   * @returns {Promise<string>}
+   */
+  async heapSnapshot(id, dir) {
+    const state = this.#workers.get(id);
+    if (!state) throw new SnapshotError(404, `no warm worker ${id} (see /debug/workers)`);
+    if (state.snapshotting) throw new SnapshotError(409, `worker ${id} is already writing a heap snapshot`);
+    if (state.state !== 'ready') throw new SnapshotError(409, `worker ${id} is retiring`);
+    return this.#snapshot(state, dir);
+  }
+
+  /**
+   * @param {WorkerState} state
+   * @param {string} dir
+   * @returns {Promise<string>}
+   */
+  async #snapshot(state, dir) {
+    const { id } = state;
+    state.snapshotting = true;
+    const requestId = ++this.#snapshotIds;
+    const { promise, resolve, reject } = Promise.withResolvers();
+    /** @param {{id: number, ok: boolean, path?: string, message?: string}} reply */
+    const onReply = (reply) => {
+      if (reply?.id !== requestId) return;
+      if (reply.ok) resolve(/** @type {string} */ (reply.path));
+      else reject(new SnapshotError(500, `worker ${id}: ${reply.message}`));
+    };
+    const onExit = () => reject(new SnapshotError(500, `worker ${id} exited before writing its snapshot`));
+    state.control.on('message', onReply);
+    state.worker.once('exit', onExit);
+    try {
+      await mkdir(dir, { recursive: true });
+      state.control.postMessage({ type: 'heap-snapshot', dir, id: requestId });
+      return /** @type {string} */ (await promise);
+    } finally {
+      state.control.off('message', onReply);
+      state.worker.off('exit', onExit);
+      state.control.unref();
+      state.snapshotting = false;
+      this.#dispatch();
+    }
   }
 
   /**
@@ -189,8 +415,8 @@ export class RenderPool {
   }
 
   /**
-   * Resolves once every worker has loaded the bundle; rejects when a worker
-   * cannot load it (the start must fail).
+   * Resolves once every worker is warm; rejects when a worker cannot load the
+   * bundle or a warm-up render fails (the start must fail).
    */
   whenReady() {
     return this.#startup.promise;
@@ -206,25 +432,286 @@ export class RenderPool {
       this.#closing = true;
       this.#draining = true;
       this.#startup.reject(new Error('worker pool destroyed before it was ready'));
+      const shutting = new DrainingError('the renderer is shutting down');
+      for (const waiter of this.#queue.splice(0)) waiter.fail(shutting);
       this.#destroyed = this.#piscina.destroy();
     }
     return this.#destroyed;
   }
 
+  /**
+   * Piscina's loadBalancer: the first idle worker that is warm and neither
+   * retiring nor writing a snapshot; null leaves the task queued in Piscina
+   * until a worker frees up or becomes ready. Piscina hands it workers that
+   * are still starting, too: those have no state here until they report warm.
+   * @template {{id: number, currentUsage: number}} W
+   * @param {{[key: symbol]: unknown}} task
+   * @param {W[]} workers
+   * @returns {W | null}
+   */
+  #balance(task, workers) {
+    const token = /** @type {Token | null} */ (task[Piscina.queueOptionsSymbol]);
+    if (token?.probe) return null;
+    for (const worker of workers) {
+      const state = this.#workers.get(worker.id);
+      if (!state || !this.#accepts(state) || worker.currentUsage !== 0) continue;
+      if (token && token.workerId === undefined) {
+        token.workerId = worker.id;
+        this.#unassigned--;
+      }
+      state.task = token;
+      return worker;
+    }
+    return null;
+  }
+
+  /** @param {WorkerState} state */
+  #accepts(state) {
+    return state.state === 'ready' && !state.snapshotting && !state.held;
+  }
+
+  /** Workers that could take a task now, less the tasks on their way to one. */
+  #free() {
+    let free = -this.#unassigned;
+    for (const state of this.#workers.values()) if (this.#accepts(state) && state.task === null) free++;
+    return free;
+  }
+
+  /**
+   * Waits for a free worker in FIFO order; rejects with the signal's reason
+   * when it aborts first.
+   * @param {AbortSignal} signal
+   * @returns {Promise<void>}
+   */
+  #turn(signal) {
+    if (this.#queue.length === 0 && this.#free() > 0) {
+      this.#unassigned++;
+      return Promise.resolve();
+    }
+    const { promise, resolve, reject } = Promise.withResolvers();
+    const waiter = { go: () => resolve(undefined), fail: reject };
+    const onAbort = () => {
+      const i = this.#queue.indexOf(waiter);
+      if (i !== -1) this.#queue.splice(i, 1);
+      reject(this.#taskFailure(undefined, signal, {}));
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.#queue.push(waiter);
+    return promise.finally(() => signal.removeEventListener('abort', onAbort));
+  }
+
+  /** Lets queued renders through while workers are free. */
+  #dispatch() {
+    while (this.#queue.length > 0 && this.#free() > 0) {
+      this.#unassigned++;
+      /** @type {{go: () => void}} */ (this.#queue.shift()).go();
+    }
+  }
+
+  /** @param {Token} token a task that settled */
+  #settle(token) {
+    if (token.workerId === undefined) {
+      this.#unassigned--;
+    } else {
+      const state = this.#workers.get(token.workerId);
+      if (state?.task === token) state.task = null;
+    }
+    this.#advanceRetirement();
+    this.#dispatch();
+  }
+
+  /**
+   * @param {WorkerReport} report
+   * @param {number} ms how long the task held its worker
+   */
+  #afterTask(report, ms) {
+    this.#meanMs = this.#meanMs === undefined ? ms : this.#meanMs + EWMA_ALPHA * (ms - this.#meanMs);
+    if (report.gc.length > 0) this.#observer.gc?.(report.gc);
+    const state = this.#workers.get(report.workerId);
+    if (!state) return;
+    state.renders++;
+    state.heapUsedBytes = report.heapUsedBytes;
+    state.heapLimitBytes = report.heapLimitBytes;
+    state.externalBytes = report.externalBytes;
+    if (report.gc.length > 0) state.lastGc = [...state.lastGc, ...report.gc].slice(-LAST_GC);
+    if (state.retireReason === null) {
+      if (state.renders >= state.maxRenders) state.retireReason = 'max_renders';
+      else if (this.#recycleHeapRatio > 0 && report.heapUsedBytes > this.#recycleHeapRatio * this.#oldLimitBytes) state.retireReason = 'heap';
+      else if (this.#maxExternalBytes > 0 && report.externalBytes > this.#maxExternalBytes) state.retireReason = 'external';
+    }
+    if (state.retireReason === 'heap' && this.#retiring && this.#retiring.id !== state.id && !state.held
+      && report.heapUsedBytes > ((1 + this.#recycleHeapRatio) / 2) * this.#oldLimitBytes) {
+      // Another worker holds the one retirement slot and this one is halfway
+      // from recycle_heap_ratio to its cap: one more render might kill it.
+      state.held = true;
+      this.#logger.warn({ workerId: state.id, heapUsedBytes: report.heapUsedBytes }, 'worker near its heap cap waits for its retirement without taking tasks');
+    }
+    if (state.retireReason !== null) this.#startRetirement();
+  }
+
+  /**
+   * Starts retiring one worker that asked for it, when none is retiring: a
+   * spare joins first. A worker retiring for memory stops taking tasks at
+   * once (one more render might hit its cap); one at max_renders goes on
+   * until the spare is warm, so capacity never dips.
+   */
+  #startRetirement() {
+    if (this.#retiring || this.#draining || !this.#startedUp || performance.now() < this.#nextRetireAt) return;
+    const state = [...this.#workers.values()].find((s) => s.retireReason !== null && s.state === 'ready');
+    if (!state) return;
+    const reason = /** @type {string} */ (state.retireReason);
+    this.#retiring = { id: state.id, reason, began: performance.now(), terminating: false };
+    if (reason !== 'max_renders') state.state = 'retiring';
+    this.#logger.info({
+      workerId: state.id, reason, renders: state.renders, heapUsedBytes: state.heapUsedBytes,
+      heapLimitBytes: state.heapLimitBytes, externalBytes: state.externalBytes,
+    }, 'retiring worker: starting a spare');
+    if (this.#piscina.threads.length <= this.#threads) this.#spawnSpare();
+    this.#advanceRetirement();
+  }
+
+  /**
+   * Makes Piscina start one worker beyond `threads`: with maxThreads raised
+   * for a moment, a task the balancer refuses makes it start a worker; the
+   * task is aborted at once (it never reached a worker).
+   */
+  #spawnSpare() {
+    const options = /** @type {{maxThreads: number}} */ (this.#piscina.options);
+    options.maxThreads = this.#threads + 1;
+    const probe = new AbortController();
+    /** @type {Token} */
+    const token = { probe: true };
+    this.#piscina.run(/** @type {any} */ ({ [Piscina.queueOptionsSymbol]: token }), { signal: probe.signal }).catch(() => {});
+    probe.abort();
+    options.maxThreads = this.#threads;
+    if (this.#piscina.threads.length <= this.#threads) {
+      this.#logger.error({ workers: this.#piscina.threads.length }, 'could not start a spare worker (Piscina changed?); recycling is off');
+      this.#maxRenders = 0;
+      this.#recycleHeapRatio = 0;
+      this.#maxExternalBytes = 0;
+      for (const s of this.#workers.values()) s.maxRenders = Infinity;
+    }
+  }
+
+  /** Moves the retirement on: drain once the others suffice, exit once idle. */
+  #advanceRetirement() {
+    const retiring = this.#retiring;
+    if (!retiring || retiring.terminating) return;
+    const state = this.#workers.get(retiring.id);
+    if (!state) return;
+    if (state.state === 'ready') {
+      let others = 0;
+      for (const s of this.#workers.values()) if (s !== state && this.#accepts(s)) others++;
+      if (others >= this.#threads) state.state = 'retiring';
+    }
+    // No task was posted to it since its last one settled: the balancer skips
+    // a retiring worker, so it can exit without failing anything.
+    if (state.state === 'retiring' && state.task === null && !state.snapshotting) {
+      retiring.terminating = true;
+      if (retiring.reason !== 'heap' || this.#autoSnapshotsLeft <= 0) {
+        void state.worker.terminate();
+        return;
+      }
+      // Near its cap and drained: the leak is in this heap, and writing it
+      // costs no capacity (heap_snapshot_near_limit).
+      this.#autoSnapshotsLeft--;
+      const began = performance.now();
+      this.#snapshot(state, this.#heapSnapshotDir).then(
+        (path) => this.#logger.warn({ workerId: state.id, path, heapUsedBytes: state.heapUsedBytes,
+          heapLimitBytes: state.heapLimitBytes, tookMs: Math.round(performance.now() - began) }, 'heap snapshot of a worker near its heap limit'),
+        (err) => this.#logger.error({ err, workerId: state.id }, 'heap snapshot near the limit failed'),
+      ).finally(() => void state.worker.terminate());
+    }
+  }
+
+  /**
+   * A worker is gone (exited, terminated or replaced). Idempotent.
+   * @param {number} id
+   */
+  #gone(id) {
+    const state = this.#workers.get(id);
+    if (!state) return;
+    this.#workers.delete(id);
+    state.control.close();
+    const retiring = this.#retiring;
+    // Piscina is mid-way through removing it: decide after it is done.
+    queueMicrotask(() => {
+      if (retiring && retiring.id === id) {
+        this.#retiring = null;
+        if (retiring.terminating) {
+          this.#observer.retired?.(retiring.reason);
+          this.#logger.info({ workerId: id, reason: retiring.reason, renders: state.renders,
+            tookMs: Math.round(performance.now() - retiring.began) }, 'worker retired');
+        }
+      } else if (retiring && !retiring.terminating && this.#piscina.threads.length <= this.#threads) {
+        // Another worker died while the spare warmed: the spare is now a
+        // replacement, so call the retirement off and try again later.
+        const pending = this.#workers.get(retiring.id);
+        if (pending) {
+          pending.state = 'ready';
+          pending.held = false;
+        }
+        this.#retiring = null;
+        this.#nextRetireAt = performance.now() + RETIRE_BACKOFF_MS;
+        setTimeout(() => this.#startRetirement(), RETIRE_BACKOFF_MS + 10).unref();
+        this.#logger.warn({ workerId: retiring.id, reason: retiring.reason }, 'retirement called off: another worker died');
+      }
+      this.#startRetirement();
+      this.#advanceRetirement();
+      this.#dispatch();
+    });
+  }
+
   /** @param {WorkerMessage} message */
   #onWorkerMessage(message) {
-    if (message?.type === 'bundle-loaded') {
+    if (message?.type === 'worker-warm') {
       const worker = this.#piscina.threads.find((w) => w.threadId === message.threadId);
-      if (!worker) return; // it died before its message got here
-      this.#loaded.add(message.threadId);
+      if (!worker || this.#closing) {
+        message.control.close();
+        return; // it died before its message got here
+      }
+      const jitter = 0.9 + 0.2 * Math.random();
+      /** @type {WorkerState} */
+      const state = {
+        id: message.threadId,
+        worker,
+        control: message.control,
+        state: 'ready',
+        retireReason: null,
+        task: null,
+        snapshotting: false,
+        held: false,
+        renders: 0,
+        maxRenders: this.#maxRenders > 0 ? Math.max(1, Math.round(this.#maxRenders * jitter)) : Infinity,
+        heapUsedBytes: message.report.heapUsedBytes,
+        heapLimitBytes: message.report.heapLimitBytes,
+        externalBytes: message.report.externalBytes,
+        warmupMs: message.warmupMs,
+        lastGc: message.report.gc.slice(-LAST_GC),
+      };
+      if (message.report.gc.length > 0) this.#observer.gc?.(message.report.gc);
+      message.control.unref();
+      this.#workers.set(state.id, state);
+      worker.once('exit', () => this.#gone(state.id));
       if (this.#pages.size === 0) for (const page of message.pages) this.#pages.add(page);
-      // A replacement worker must report again, so forget this one on exit.
-      worker.once('exit', () => this.#loaded.delete(message.threadId));
-      this.#logger.debug({ workerId: message.threadId, loaded: this.#loaded.size }, 'worker loaded the bundle');
-      if (this.#loaded.size >= this.#threads && !this.#failed) {
+      if (this.#meanMs === undefined && message.meanRenderMs > 0) this.#meanMs = message.meanRenderMs;
+      this.#logger.info({
+        workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,
+        warm: this.#workers.size,
+      }, 'worker warm');
+      if (!this.#startedUp && this.#workers.size >= this.#threads && !this.#failed) {
         this.#startedUp = true;
         this.#startup.resolve(undefined);
       }
+      this.#advanceRetirement();
+      this.#dispatch();
+    } else if (message?.type === 'warmup-failed') {
+      const err = new Error(`worker ${message.threadId} failed to warm up: ${message.message}`);
+      if (message.stack) err.stack = `${err.message}\n${message.stack}`;
+      // At start it stops the start; later (a replacement) the worker still
+      // serves: the page fails per request, which is the page's problem.
+      if (!this.#startedUp) this.#fail(err);
+      else this.#logger.error({ err, workerId: message.threadId }, 'warm-up render failed');
     } else if (message?.type === 'bundle-failed') {
       const err = new Error(`worker ${message.threadId} could not load the bundle: ${message.message}`);
       if (message.stack) err.stack = `${err.message}\n${message.stack}`;
@@ -259,17 +746,37 @@ export class RenderPool {
   /**
    * @param {unknown} err
    * @param {AbortSignal} signal
+   * @param {Token} token
    * @returns {RenderError}
    */
-  #taskFailure(err, signal) {
+  #taskFailure(err, signal, token) {
+    // A task posted to a worker and not answered cost that worker its life.
+    const onWorker = token.workerId !== undefined;
     if (signal.aborted) {
-      return signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause: err });
+      const reason = signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause: err });
+      if (onWorker) this.#observer.exited?.(reason instanceof DeadlineError ? 'deadline' : 'cancelled');
+      return reason;
     }
-    const error = err instanceof Error ? err : new Error(String(err));
+    const error = err instanceof Error ? err : new InternalError(String(err));
     if (this.#closing) return new DrainingError('the renderer is shutting down', { cause: error });
     if (/** @type {{code?: string}} */ (error).code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      if (onWorker) this.#observer.exited?.('oom');
       return new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error });
     }
+    if (onWorker) this.#observer.exited?.('error');
     return new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
+  }
+}
+
+/** A heap snapshot request that cannot be served; `status` is the HTTP one. */
+export class SnapshotError extends Error {
+  /**
+   * @param {number} status
+   * @param {string} message
+   */
+  constructor(status, message) {
+    super(message);
+    this.name = 'SnapshotError';
+    this.status = status;
   }
 }

@@ -1,22 +1,49 @@
 // Piscina task handler. Each worker imports the app's server bundle once, at
-// module load, then tells the pool it is warm (Piscina itself counts a worker
-// ready before this module has finished loading: design.md §12).
-import { getHeapStatistics } from 'node:v8';
-import { performance } from 'node:perf_hooks';
+// module load, renders its warm-up set `warmupRounds` times (so the JIT is warm
+// before users arrive), then tells the pool it is warm (Piscina itself counts a
+// worker ready before this module has finished loading: design.md §12).
+import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
+import { join } from 'node:path';
+import { PerformanceObserver, constants as perfConstants, performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
-import { parentPort, threadId, workerData } from 'node:worker_threads';
+import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from './errors.js';
 import { renderPage } from './render-page.js';
 
 /** @import { Bundle, RenderTask } from './render-page.js' */
 /** @import { ErrorDescriptor } from './errors.js' */
+/** @import { MessagePort } from 'node:worker_threads' */
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
- * `pages` are the names the bundle exports (metrics label only those).
- * @typedef {{type: 'bundle-loaded', threadId: number, pages: string[]}
+ * `pages` are the names the bundle exports (metrics label only those);
+ * `control` is this worker's own port for requests between tasks (heap
+ * snapshots): Piscina owns parentPort.
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], warmupMs: number,
+ *     warmupRenders: number, meanRenderMs: number, control: MessagePort, report: WorkerReport}
+ *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
+ */
+
+/**
+ * A GC pause seen by this worker's PerformanceObserver.
+ * @typedef {{kind: string, ms: number}} GcPause
+ */
+
+/**
+ * Memory and GC after a task, on success and failure alike.
+ * @typedef {object} WorkerReport
+ * @property {number} workerId
+ * @property {number} heapUsedBytes
+ * @property {number} heapLimitBytes
+ * @property {number} externalBytes
+ * @property {GcPause[]} gc pauses since the previous report
+ */
+
+/**
+ * A request on the control port.
+ * @typedef {{type: 'heap-snapshot', dir: string, id: number}} ControlRequest
  */
 
 /**
@@ -30,6 +57,7 @@ import { renderPage } from './render-page.js';
  * @property {{maxAgeSeconds: number, noStore: boolean}} cache
  * @property {Uint8Array} propsJson UTF-8, its buffer transferred
  * @property {RenderTiming} timing
+ * @property {WorkerReport} report
  */
 
 /**
@@ -45,16 +73,43 @@ import { renderPage } from './render-page.js';
 
 /**
  * A render that failed in the worker; startedAt as in RenderTiming.
- * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number}} RenderFailure
+ * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, report: WorkerReport}} RenderFailure
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
-const bundle = await loadBundle(/** @type {{bundle: string}} */ (workerData).bundle);
-/** @type {WorkerMessage} */
-const loaded = { type: 'bundle-loaded', threadId, pages: Object.keys(bundle.pages) };
-parentPort?.postMessage(loaded);
-
 const encoder = new TextEncoder();
+const options = /** @type {{bundle: string, warmupRounds: number}} */ (workerData);
+
+/** Pauses not yet reported (bounded: an idle worker reports nothing). */
+/** @type {GcPause[]} */
+const gcPending = [];
+const GC_PENDING_MAX = 256;
+/** @type {Record<number, string>} */
+const GC_KINDS = {
+  [perfConstants.NODE_PERFORMANCE_GC_MINOR]: 'minor',
+  [perfConstants.NODE_PERFORMANCE_GC_MAJOR]: 'major',
+  [perfConstants.NODE_PERFORMANCE_GC_INCREMENTAL]: 'incremental',
+  [perfConstants.NODE_PERFORMANCE_GC_WEAKCB]: 'weakcb',
+};
+// Entries arrive on this worker's event loop, which only runs between tasks
+// when Piscina does not park the worker in Atomics.wait (atomics: 'disabled').
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if (gcPending.length >= GC_PENDING_MAX) gcPending.shift();
+    const kind = /** @type {{kind?: number} | undefined} */ (/** @type {any} */ (entry).detail)?.kind ?? 0;
+    gcPending.push({ kind: GC_KINDS[kind] ?? 'other', ms: entry.duration });
+  }
+}).observe({ entryTypes: ['gc'] });
+
+const bundle = await loadBundle(options.bundle);
+const warm = await warmUp(bundle, options.warmupRounds);
+const control = new MessageChannel();
+control.port1.on('message', onControl);
+/** @type {WorkerMessage} */
+const warmMessage = {
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, report: report(), ...warm,
+};
+parentPort?.postMessage(warmMessage, [control.port2]);
 
 /**
  * @param {RenderTask} task
@@ -67,7 +122,7 @@ export default async function render(task) {
     result = await renderPage(bundle, task);
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-    return { ok: false, error: error.toDescriptor(), startedAt };
+    return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
   }
   // TextEncoder gives each string its own exactly-sized ArrayBuffer, so both
   // can be transferred; a Buffer.from() slice of the shared pool cannot be.
@@ -95,6 +150,7 @@ export default async function render(task) {
       heapLimitBytes: heap.heap_size_limit,
       externalBytes: heap.external_memory,
     },
+    report: report(heap),
   };
   // Piscina only looks for a movable at the top of the returned value (a
   // Piscina.move() nested inside an object arrives as {}), so the whole result
@@ -105,6 +161,81 @@ export default async function render(task) {
   });
   // Typed as what the pool receives once Piscina has unwrapped it.
   return /** @type {RenderOutcome} */ (/** @type {unknown} */ (Piscina.move(movable)));
+}
+
+/**
+ * @param {ReturnType<typeof getHeapStatistics>} [heap]
+ * @returns {WorkerReport}
+ */
+function report(heap = getHeapStatistics()) {
+  return {
+    workerId: threadId,
+    heapUsedBytes: heap.used_heap_size,
+    heapLimitBytes: heap.heap_size_limit,
+    externalBytes: heap.external_memory,
+    gc: gcPending.splice(0),
+  };
+}
+
+/**
+ * Renders the bundle's warm-up set `rounds` times. A failing render of the
+ * bundle's own `warmup` list is reported (the pool fails the start with it);
+ * without a `warmup` export every page is tried once per round and failures
+ * are ignored (a page may need params we cannot guess).
+ * @param {Bundle & {warmup?: unknown}} bundle
+ * @param {number} rounds
+ */
+async function warmUp(bundle, rounds) {
+  const explicit = Array.isArray(bundle.warmup);
+  /** @type {Array<{page: string, url?: string, params?: Record<string, string>, props?: unknown}>} */
+  const set = explicit
+    ? /** @type {any[]} */ (bundle.warmup)
+    : Object.keys(bundle.pages).map((page) => ({ page }));
+  const began = performance.now();
+  let renders = 0;
+  for (let round = 0; round < rounds; round++) {
+    for (const entry of set) {
+      const task = {
+        page: String(entry?.page),
+        url: entry?.url ?? '/',
+        params: entry?.params ?? {},
+        variants: {},
+        propsJson: entry?.props === undefined ? undefined : new TextEncoder().encode(JSON.stringify(entry.props)),
+      };
+      try {
+        const result = await renderPage(bundle, task);
+        encoder.encode(result.html);
+        renders++;
+      } catch (err) {
+        if (!explicit) continue;
+        const error = err instanceof Error ? err : new Error(String(err));
+        /** @type {WorkerMessage} */
+        const failed = {
+          type: 'warmup-failed', threadId, explicit,
+          message: `warm-up render of page "${task.page}" (${task.url}) failed: ${error.message}`, stack: error.stack,
+        };
+        parentPort?.postMessage(failed);
+        return { warmupMs: performance.now() - began, warmupRenders: renders, meanRenderMs: 0 };
+      }
+    }
+  }
+  const warmupMs = performance.now() - began;
+  return { warmupMs, warmupRenders: renders, meanRenderMs: renders > 0 ? warmupMs / renders : 0 };
+}
+
+/**
+ * Requests from the pool between tasks (the control port).
+ * @param {ControlRequest} request
+ */
+function onControl(request) {
+  if (request?.type !== 'heap-snapshot') return;
+  try {
+    const path = join(request.dir, `${threadId}-${new Date().toISOString().replace(/[:.]/g, '-')}.heapsnapshot`);
+    writeHeapSnapshot(path);
+    control.port1.postMessage({ id: request.id, ok: true, path });
+  } catch (err) {
+    control.port1.postMessage({ id: request.id, ok: false, message: /** @type {Error} */ (err).message });
+  }
 }
 
 /**

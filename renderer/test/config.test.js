@@ -20,6 +20,45 @@ test('no file: the embedded defaults that run the demo', () => {
     defaultDeadlineMs: 2000,
     drainTimeoutMs: 10_000,
     logLevel: 'info',
+    warmupRounds: 3,
+    maxQueue: Math.ceil((availableParallelism() * 2000) / 25),
+    maxRenders: 5000,
+    recycleHeapRatio: 0.8,
+    maxExternalMb: 256,
+    debugListen: '',
+    heapSnapshotDir: '',
+    heapSnapshotNearLimit: 0,
+  });
+});
+
+test('issue 5 keys: warm-up, queue bound, recycling, debug listener', () => {
+  const config = parseConfig(`
+renderer:
+  threads: 2
+  default_deadline: 1s
+  warmup_rounds: 0
+  max_queue: 7
+  max_renders: 0
+  recycle_heap_ratio: 0.5
+  max_external_mb: 64
+  debug_listen: "127.0.0.1:9102"
+  heap_snapshot_dir: snaps
+`, { env: {}, cwd: '/x' });
+  assert.equal(config.warmupRounds, 0);
+  assert.equal(config.maxQueue, 7);
+  assert.equal(config.maxRenders, 0);
+  assert.equal(config.recycleHeapRatio, 0.5);
+  assert.equal(config.maxExternalMb, 64);
+  assert.equal(config.debugListen, '127.0.0.1:9102');
+  assert.equal(config.heapSnapshotDir, '/x/snaps');
+  // auto: threads x default_deadline / 25 ms
+  assert.equal(parseConfig('renderer: {threads: 2, default_deadline: 1s}', {}).maxQueue, 80);
+  assert.equal(parseConfig('', { env: { SSR_RENDERER_RECYCLE_HEAP_RATIO: '0.7', SSR_RENDERER_MAX_QUEUE: 'auto', SSR_RENDERER_THREADS: '1' } }).recycleHeapRatio, 0.7);
+  assert.throws(() => parseConfig('renderer: {recycle_heap_ratio: 1.5}', {}), { key: 'renderer.recycle_heap_ratio' });
+  assert.throws(() => parseConfig('renderer: {max_queue: lots}', {}), { key: 'renderer.max_queue', message: /must be auto or an integer >= 0/ });
+  assert.throws(() => parseConfig('renderer: {debug_listen: "nope"}', {}), { key: 'renderer.debug_listen' });
+  assert.throws(() => parseConfig('renderer: {heap_snapshot_near_limit: 1}', {}), {
+    key: 'renderer.heap_snapshot_near_limit', message: /needs renderer\.heap_snapshot_dir/,
   });
 });
 

@@ -21,7 +21,7 @@ test('/healthz and /readyz follow the workers loading the bundle', async (t) => 
   const early = await app.inject({ method: 'GET', url: '/readyz' });
   assert.equal(early.statusCode, 503);
   assert.equal(early.json().status, 'not ready');
-  assert.match(early.json().reason, /^[01] of 2 workers have loaded the bundle$/);
+  assert.match(early.json().reason, /^[01] of 2 workers are warm$/);
 
   await pool.whenReady();
   const ready = await app.inject({ method: 'GET', url: '/readyz' });

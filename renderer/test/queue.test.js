@@ -1,0 +1,38 @@
+// Backpressure: beyond max_queue a call fails at once with RESOURCE_EXHAUSTED
+// + RENDER_ERR_QUEUE_FULL; the accepted ones finish. A call whose deadline is
+// shorter than the expected wait fails at once too (RENDER_ERR_WOULD_MISS_DEADLINE).
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { status } from '@grpc/grpc-js';
+import { render, startRenderer, waitFor } from './helpers.js';
+
+test('queue bound and deadline-aware admission', async (t) => {
+  const { app, client } = await startRenderer(t, { threads: 2, max_queue: 3 });
+  const sleep = { page: 'sleep', url: '/sleep?ms=300' };
+
+  // 2 run, 3 wait, 5 are refused at once.
+  const flood = await Promise.all(Array.from({ length: 10 }, () => render(client, sleep, { deadlineMs: 10_000 })));
+  const refused = flood.filter((r) => r.error);
+  const accepted = flood.filter((r) => !r.error);
+  assert.equal(refused.length, 5);
+  for (const { error, elapsedMs } of refused) {
+    assert.equal(error?.code, status.RESOURCE_EXHAUSTED);
+    assert.deepEqual(error?.metadata.get('ssr-error'), ['RENDER_ERR_QUEUE_FULL']);
+    assert.ok(elapsedMs < 200, `refused after ${Math.round(elapsedMs)} ms`);
+  }
+  assert.equal(accepted.length, 5);
+  for (const { response } of accepted) assert.equal(response?.status, 200);
+
+  // The recent mean render time is now ~100+ ms; with 2 busy and 2 queued a
+  // call with a 40 ms deadline cannot make it.
+  assert.ok(app.pool.stats().meanRenderMs > 80, `mean ${app.pool.stats().meanRenderMs}`);
+  const busy = Array.from({ length: 4 }, () => render(client, sleep, { deadlineMs: 10_000 }));
+  await waitFor(() => app.pool.stats().queued === 2);
+  const late = await render(client, { page: 'home' }, { deadlineMs: 40 });
+  assert.equal(late.error?.code, status.RESOURCE_EXHAUSTED);
+  assert.deepEqual(late.error?.metadata.get('ssr-error'), ['RENDER_ERR_WOULD_MISS_DEADLINE']);
+  // A call with time enough queues and succeeds.
+  const patient = await render(client, { page: 'home' }, { deadlineMs: 5000 });
+  assert.equal(patient.response?.status, 200);
+  for (const reply of await Promise.all(busy)) assert.equal(reply.response?.status, 200);
+});
