@@ -2,13 +2,13 @@
 // A few iterations, seconds long; CI runs it on every change so the scripts never rot.
 import { check } from 'k6';
 import http from 'k6/http';
-import { BASE_URL, NO_SERVER_ERRORS, SUMMARY_TREND_STATS, page, writeSummary } from './lib/common.js';
+import { BASE_URL, BASE_THRESHOLDS, SUMMARY_TREND_STATS, page, writeSummary } from './lib/common.js';
 
 export const options = {
   vus: 1,
   iterations: 5,
   summaryTrendStats: SUMMARY_TREND_STATS,
-  thresholds: { ...NO_SERVER_ERRORS, checks: ['rate==1'], ssr_fallbacks: ['count==0'] },
+  thresholds: { ...BASE_THRESHOLDS, checks: ['rate==1'], ssr_fallbacks: ['count==0'] },
 };
 
 const routes = [

@@ -2,7 +2,7 @@
 // A low-rate warm-up scenario first, excluded from the thresholds by its scenario tag; then
 // RATE req/s for DURATION, uncached (the documented bypass header). Thresholds: p95/p99,
 // server-rendered share, no 5xx, no dropped iterations.
-import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
 
 // 150 req/s when there is no knee.json yet: about 70 % of what 2 workers render on 2 cores.
 let rate = Number(__ENV.RATE || 0);
@@ -25,7 +25,7 @@ export const options = {
     },
   },
   thresholds: {
-    ...NO_SERVER_ERRORS,
+    ...BASE_THRESHOLDS,
     'http_req_duration{scenario:load}': ['p(95)<100', 'p(99)<150'],
     'ssr_rendered{scenario:load}': ['rate>0.99'],
     'dropped_iterations{scenario:load}': ['count==0'],

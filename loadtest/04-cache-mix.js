@@ -1,7 +1,7 @@
 // Cache mix: with a realistic mix — 90 % of requests on hot pages, 10 % on cold ones — do
 // hits stay fast while misses render, and does each kind hold its own SLO?
 // Tagged cache:hot|cold and page:home|product; per-tag thresholds.
-import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, anyProduct, page, writeSummary } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, anyProduct, page, writeSummary } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 300);
 const duration = __ENV.DURATION || '30s';
@@ -13,7 +13,7 @@ export const options = {
     mix: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: Math.ceil(rate / 10), maxVUs: rate },
   },
   thresholds: {
-    ...NO_SERVER_ERRORS,
+    ...BASE_THRESHOLDS,
     'http_req_duration{cache:hot}': ['p(99)<50'],
     'http_req_duration{cache:cold}': ['p(99)<250'],
     'ssr_rendered{cache:hot}': ['rate>0.999'],

@@ -1,6 +1,6 @@
 // Spike: when uncached traffic jumps to 5× for 20 s, does the edge shed (stale copy or CSR
 // shell at once) instead of timing out, and does it recover? Counts fallbacks by reason.
-import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
 
 const base = Number(__ENV.RATE || 100);
 
@@ -20,7 +20,7 @@ export const options = {
     },
   },
   thresholds: {
-    ...NO_SERVER_ERRORS,
+    ...BASE_THRESHOLDS,
     // Shedding answers within the soft deadline (150 ms) plus queueing in the edge itself.
     http_req_duration: ['p(99)<500'],
     http_req_failed: ['rate<0.001'],

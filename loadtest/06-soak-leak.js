@@ -1,7 +1,7 @@
 // Soak with a leaky page: over several minutes, with a page that leaks ~5 MB per render mixed
 // in at 5 %, do other pages keep their errors at zero and their p99 flat while workers are
 // recycled or replaced? Needs the fixture bundle: `make loadtest SCENARIO=soak-leak`.
-import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 100);
 const duration = __ENV.DURATION || '5m';
@@ -12,7 +12,7 @@ export const options = {
     soak: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: Math.ceil(rate / 5), maxVUs: rate * 2 },
   },
   thresholds: {
-    ...NO_SERVER_ERRORS,
+    ...BASE_THRESHOLDS,
     'ssr_rendered{page:normal}': ['rate>0.999'],
     'http_req_duration{page:normal}': ['p(99)<150'],
   },

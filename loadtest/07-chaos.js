@@ -2,7 +2,7 @@
 // and 15 s), does every request still get an answer with zero 5xx, and how long until pages
 // are server-rendered again? Uncached, so every request needs the renderer.
 import { Trend } from 'k6/metrics';
-import { NO_SERVER_ERRORS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 100);
 const duration = __ENV.DURATION || '30s';
@@ -14,7 +14,7 @@ export const options = {
   scenarios: {
     chaos: { executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, preAllocatedVUs: Math.ceil(rate / 5), maxVUs: rate * 2 },
   },
-  thresholds: { ...NO_SERVER_ERRORS, http_req_failed: ['rate==0'] },
+  thresholds: { ...BASE_THRESHOLDS, http_req_failed: ['rate==0'] },
 };
 
 export default function () {
