@@ -166,6 +166,10 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go) ap
 bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached (about 12 min)
 	bench/run.sh
 
+.PHONY: profile
+profile: build $(K6) $(GO_TOOLS) ## CPU ms per request by component (edge, renderer main thread, workers, V8 helpers) vs bare Node
+	bench/profile.sh
+
 .PHONY: figures
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread
 	bench/figures.sh
