@@ -10,16 +10,8 @@ seconds=${1:-20}
 concurrency=${2:-8}
 source scripts/stack.sh
 
-# Uncached: the home route's cache is off, and the soft deadline is raised so that every
-# request is a real server render (fallbacks would flatter the figures); the edge's metrics
-# confirm it afterwards.
-cat > "$work/ssr.yaml" <<YAML
-edge:
-  render_timeout: 2s
-  routes:
-    - {pattern: "GET /{\$}", page: home}
-YAML
-SSR_CONFIG="$work/ssr.yaml" start_stack
+# Uncached, every request a real render; the edge's metrics confirm it afterwards.
+SSR_CONFIG=$(uncached_config) start_stack
 
 url=http://$EDGE/
 bin/hey -z 5s -c "$concurrency" "$url" > /dev/null   # warm-up: JIT of workers and edge

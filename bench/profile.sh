@@ -10,14 +10,6 @@ rate=${RATE:-150}
 out=bench/results/profile-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 
-# Uncached and every request a real render (see bench/figures.sh).
-cat > "$work/ssr.yaml" <<YAML
-edge:
-  render_timeout: 2s
-  routes:
-    - {pattern: "GET /{\$}", page: home}
-YAML
-
 measure() { # NAME URL PID-SPECS...
   local name=$1 url=$2; shift 2
   bin/hey -z 5s -c 4 "$url/" > /dev/null # warm-up
@@ -31,7 +23,7 @@ measure() { # NAME URL PID-SPECS...
   "$node" bench/thread-cpu.mjs diff "$work/before.json" "$work/after.json" "$requests" > "$out/$name.json"
 }
 
-SSR_CONFIG="$work/ssr.yaml" start_stack
+SSR_CONFIG=$(uncached_config) start_stack
 measure stack "http://$EDGE" "edge=$edge_pid" "renderer=$renderer_pid"
 stop_all
 "$node" bench/node-baseline/server.mjs --port 18083 --threads "${THREADS:-2}" > "$work/baseline.log" 2>&1 & pids+=($!)

@@ -22,6 +22,19 @@ fetch_text() { "$node" -e "fetch(process.argv[1]).then(r => r.text()).then(t => 
 
 http_ok() { "$node" -e "fetch(process.argv[1]).then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))" "$1"; }
 
+# uncached_config: writes a config whose only route, the home page, is not cached and whose
+# soft deadline is raised, so that every request is a real server render (fallbacks would
+# flatter the figures); prints its path, for SSR_CONFIG.
+uncached_config() {
+  cat > "$work/uncached.yaml" <<'YAML'
+edge:
+  render_timeout: 2s
+  routes:
+    - {pattern: "GET /{$}", page: home}
+YAML
+  echo "$work/uncached.yaml"
+}
+
 # start_renderer: the renderer (2 threads unless THREADS is set) on $work/renderer.sock, with
 # extra SSR_* settings from the environment; sets $renderer_pid and $RENDERER_HTTP.
 start_renderer() {

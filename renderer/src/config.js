@@ -91,7 +91,7 @@ const KEYS = {
 };
 
 /** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */
-export const AUTO_QUEUE_RENDER_MS = 25;
+const AUTO_QUEUE_RENDER_MS = 25;
 
 const SECTIONS = new Set(['edge', 'renderer']);
 const ENV_PREFIX = 'SSR_RENDERER_';

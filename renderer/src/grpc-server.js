@@ -79,7 +79,7 @@ const DEADLINE_SLACK_MS = 5;
  * Loads the service definition from the .proto. Bytes fields arrive as Buffers
  * (proto-loader's default); uint64 timings are sent from plain numbers.
  */
-export function loadRenderService() {
+function loadRenderService() {
   const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
   const pkg = /** @type {any} */ (grpc.loadPackageDefinition(definition));
   return /** @type {grpc.ServiceDefinition} */ (pkg.ssr.v1.RenderService.service);
@@ -249,7 +249,7 @@ function toResponse(result, arrivedAt) {
  * @param {RenderError} error
  * @returns {Partial<grpc.ServiceError>}
  */
-export function toServiceError(error) {
+function toServiceError(error) {
   const metadata = new grpc.Metadata();
   metadata.set('ssr-error', error.code);
   return { code: grpcStatusByCode[error.code] ?? grpc.status.INTERNAL, details: error.message, metadata };

@@ -135,7 +135,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
  * @param {string} level
  * @returns {Logger}
  */
-export function createLogger(level) {
+function createLogger(level) {
   return pino({ level });
 }
 

@@ -8,7 +8,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 /** @import { GcPause } from './worker.js' */
 
 /** The `page` label of a page the bundle does not export: keeps label values bounded. */
-export const UNKNOWN_PAGE = '(unknown)';
+const UNKNOWN_PAGE = '(unknown)';
 
 /** The `outcome` label of a successful render; failures carry their RENDER_ERR_* code. */
 export const OK = 'ok';

@@ -28,24 +28,31 @@ type flights struct {
 // started reports whether this call started it.
 func (f *flights) join(key string, run func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok {
-		f.mu.Unlock()
 		return fl, false
 	}
 	if f.m == nil {
 		f.m = map[string]*flight{}
 	}
-	fl = &flight{done: make(chan struct{})}
+	// The flight leaves the map before it is done, so a request arriving after that finds the
+	// stored entry instead; the delete waits for this lock, so it follows the insert.
+	fl = fly(func(fl *flight) {
+		run(fl)
+		f.mu.Lock()
+		delete(f.m, key)
+		f.mu.Unlock()
+	})
 	f.m[key] = fl
-	f.mu.Unlock()
+	return fl, true
+}
+
+// fly runs a flight no one else can join (bypass and hit-for-miss requests).
+func fly(run func(*flight)) *flight {
+	fl := &flight{done: make(chan struct{})}
 	go func() {
-		defer func() {
-			f.mu.Lock()
-			delete(f.m, key)
-			f.mu.Unlock()
-			close(fl.done)
-		}()
+		defer close(fl.done)
 		run(fl)
 	}()
-	return fl, true
+	return fl
 }

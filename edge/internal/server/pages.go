@@ -116,6 +116,12 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !started {
 		status += "; collapsed"
 	}
+	p.await(w, r, req, fl, status, entry)
+}
+
+// await answers with the flight's result if it lands within the soft deadline; otherwise,
+// or when it failed, with stale (if not nil) or the client-side-render shell.
+func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, status string, stale *htmlcache.Entry) {
 	var failure error
 	reason := ""
 	soft := time.NewTimer(p.soft)
@@ -138,9 +144,9 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	if entry != nil {
+	if stale != nil {
 		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
-		p.serveEntry(w, r, entry, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(entry.TTLAt(p.cache.Now())), reason))
+		p.serveEntry(w, r, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
 		return
 	}
 	p.fallback(w, r, req, reason, failure, status)
@@ -326,29 +332,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 
 // serveRendered renders without the cache (bypass, hit-for-miss) within the soft deadline.
 func (p *page) serveRendered(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, cacheStatus string) {
-	done := make(chan rendered, 1)
-	go func() {
-		resp, err := p.render(req)
-		done <- rendered{resp, err}
-	}()
-	soft := time.NewTimer(p.soft)
-	defer soft.Stop()
-	select {
-	case res := <-done:
-		if res.err != nil {
-			p.fallback(w, r, req, reasonFor(res.err), res.err, cacheStatus)
-			return
-		}
-		p.write(w, r, req, res.resp, cacheStatus)
-	case <-soft.C:
-		p.fallback(w, r, req, renderclient.ReasonTimeout, nil, cacheStatus)
-	case <-r.Context().Done():
-	}
-}
-
-type rendered struct {
-	resp *ssrv1.RenderResponse
-	err  error
+	p.await(w, r, req, fly(func(fl *flight) { fl.resp, fl.err = p.render(req) }), cacheStatus, nil)
 }
 
 // write answers with a rendered response that was not stored.
