@@ -51,8 +51,12 @@ const grpcStatusByCode = {
 const warnCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED, codes.DRAINING,
   codes.QUEUE_FULL, codes.WOULD_MISS_DEADLINE]);
 
-/** Timer jitter allowed when deciding that a cancellation was the deadline. */
-const DEADLINE_SLACK_MS = 5;
+/**
+ * How early a cancellation may arrive and still count as the deadline. The
+ * caller's own deadline timer resets the stream before ours fires, by the
+ * header's transit time plus event-loop lag (tens of ms on a loaded host).
+ */
+const DEADLINE_SLACK_MS = 50;
 
 /**
  * @typedef {object} GrpcOptions
@@ -172,8 +176,9 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
       ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
       : `render did not finish within default_deadline (${remainingMs} ms)`);
     const timer = setTimeout(() => controller.abort(deadlineError()), Math.max(0, remainingMs));
-    // grpc-js ends a call at its deadline on its own timer, which fires before
-    // ours and looks like a cancellation: tell the two apart by the clock.
+    // At the deadline the caller resets the stream and grpc-js ends the call on
+    // its own timer; both fire before ours and look like a cancellation: tell
+    // them apart from a caller that gave up by the clock.
     const onCancelled = () => controller.abort(
       Date.now() >= deadline - DEADLINE_SLACK_MS ? deadlineError() : new CancelledError('the caller cancelled the call'),
     );
