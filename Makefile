@@ -167,8 +167,8 @@ bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by 
 	bench/run.sh
 
 .PHONY: profile
-profile: build $(K6) $(GO_TOOLS) ## CPU ms per request by component (edge, renderer main thread, workers, V8 helpers) vs bare Node
-	bench/profile.sh
+profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: uncached stack vs bare Node at RATE (150) req/s, no knee (about 2 min)
+	SKIP_KNEE=1 CONTENDERS="node-baseline stack-uncached" FIXED_RATE=$${RATE:-150} bench/run.sh
 
 .PHONY: figures
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread

@@ -7,8 +7,8 @@ const [dir, fixedRate, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
 const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached'];
-const rows = names.filter((n) => existsSync(`${dir}/${n}-knee.json`)).map((n) => {
-  const knee = json(`${n}-knee.json`);
+const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => {
+  const knee = existsSync(`${dir}/${n}-knee.json`) ? json(`${n}-knee.json`) : {};
   const fixed = existsSync(`${dir}/${n}-fixed/summary.json`) ? json(`${n}-fixed/summary.json`) : {};
   return { n, knee: knee.rps, fixed };
 });
@@ -19,8 +19,27 @@ console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_pe
 console.log(`| contender | RPS at the knee | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const { n, knee, fixed } of rows) {
-  console.log(`| ${n} | ${knee} | ${(knee / (ceiling.ops_per_second * cpus().length)).toFixed(2)}× | ${base ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
+  console.log(`| ${n} | ${knee ?? 'n/a'} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${base && knee ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
     `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
     `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} |`);
 }
 console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations.');
+
+// CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).
+const cpu = names.filter((n) => existsSync(`${dir}/${n}-cpu.json`)).map((n) => ({ n, ...json(`${n}-cpu.json`) }));
+if (cpu.length > 0) {
+  const ms = (v) => (v == null ? '-' : v.toFixed(2));
+  const node = (group) => (c) => c.node?.[group];
+  const components = [
+    ['Go process (edge, or v8go)', (c) => (c.edge ?? c.go)?.total],
+    ["Node main thread", node('main thread')],
+    ['Node render workers', node('render workers')],
+    ['Node V8 helper threads (GC, compile)', node('V8 helper threads (GC, compile)')],
+    ['Node other threads (incl. workers retired during the run)', (c) => (c.node ? (c.node['libuv threads'] ?? 0) + (c.node.other ?? 0) : undefined)],
+    ['**all processes**', (c) => (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0)],
+  ];
+  console.log(`\n## CPU ms per request at ${fixedRate} req/s (from /proc, load generator excluded)\n`);
+  console.log(`| component | ${cpu.map((c) => c.n).join(' | ')} |`);
+  console.log(`| --- | ${cpu.map(() => '---').join(' | ')} |`);
+  for (const [label, get] of components) console.log(`| ${label} | ${cpu.map((c) => ms(get(c))).join(' | ')} |`);
+}

@@ -172,7 +172,7 @@ func (p *process) address(listener string) string {
 // until every worker has loaded the bundle. Its HTTP address is process.address("http").
 func startRenderer(t *testing.T, socket string, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(nodeBinary, filepath.Join(repoRoot, "renderer", "src", "main.js"))
+	cmd := exec.Command(nodeBinary, "--max-semi-space-size=1", filepath.Join(repoRoot, "renderer", "src", "main.js"))
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),
 		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,

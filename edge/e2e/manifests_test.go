@@ -43,7 +43,7 @@ const (
 // containers; TestManifestDockerfiles holds them to the file.
 var imageEntrypoints = map[string][]string{
 	"edge":     {"/app/bin/edge"},
-	"renderer": {"node", "/app/renderer/src/main.js"},
+	"renderer": {"node", "--max-semi-space-size=1", "/app/renderer/src/main.js"},
 }
 
 // ---- the subset of the Kubernetes API the tests read ----

@@ -3,9 +3,8 @@
 // reflection beside it (so `grpcurl -plaintext unix:///path list` works).
 import { mkdir, lstat, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
@@ -13,16 +12,13 @@ import { codes, DeadlineError, CancelledError, InternalError, RenderError } from
 import { splitHostPort, unixSocketPath } from './config.js';
 import { OK } from './metrics.js';
 import { addReflection } from './reflection.js';
+import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from './pool.js' */
 /** @import { Metrics } from './metrics.js' */
-/** @import { RenderSuccess } from './worker.js' */
 /** @import { ErrorCode } from './errors.js' */
 
-const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
-const RENDER_PROTO = 'ssr/v1/render.proto';
-export const PROTO_PATH = join(PROTO_ROOT, RENDER_PROTO);
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -81,12 +77,17 @@ const DEADLINE_SLACK_MS = 50;
 
 /**
  * Loads the service definition from the .proto. Bytes fields arrive as Buffers
- * (proto-loader's default); uint64 timings are sent from plain numbers.
+ * (proto-loader's default). Render's response leaves the worker already
+ * encoded (wire.js), so its serializer passes the bytes through.
  */
 function loadRenderService() {
   const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
   const pkg = /** @type {any} */ (grpc.loadPackageDefinition(definition));
-  return /** @type {grpc.ServiceDefinition} */ (pkg.ssr.v1.RenderService.service);
+  const service = /** @type {grpc.ServiceDefinition} */ (pkg.ssr.v1.RenderService.service);
+  return {
+    ...service,
+    Render: { ...service.Render, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
+  };
 }
 
 /**
@@ -191,8 +192,11 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
         params: req.params,
         variants: req.variants,
         propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
+        arrivedAt,
       }, controller.signal, arrivedAt + remainingMs);
-      callback(null, toResponse(result, arrivedAt));
+      const { response } = result;
+      // A view over the transferred buffer: no copy before grpc-js frames it.
+      callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength));
       metrics?.observeRender({
         page: req.page,
         outcome: OK,
@@ -220,33 +224,6 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
 /** @param {number} since epoch ms */
 function secondsSince(since) {
   return (performance.timeOrigin + performance.now() - since) / 1000;
-}
-
-/**
- * @param {RenderSuccess} result
- * @param {number} arrivedAt epoch ms the call arrived on the main thread
- */
-function toResponse(result, arrivedAt) {
-  const { timing } = result;
-  return {
-    // Views over the transferred buffers: no copy here.
-    html: Buffer.from(result.html.buffer, result.html.byteOffset, result.html.byteLength),
-    head: result.head,
-    status: result.status,
-    headers: result.headers,
-    cache: result.cache,
-    propsJson: Buffer.from(result.propsJson.buffer, result.propsJson.byteOffset, result.propsJson.byteLength),
-    page: result.page,
-    timing: {
-      queueUs: Math.max(0, Math.round((timing.startedAt - arrivedAt) * 1000)),
-      loadUs: timing.loadUs,
-      renderUs: timing.renderUs,
-      workerId: timing.workerId,
-      heapUsedBytes: timing.heapUsedBytes,
-      heapLimitBytes: timing.heapLimitBytes,
-      externalBytes: timing.externalBytes,
-    },
-  };
 }
 
 /**

@@ -154,6 +154,14 @@ export async function main(argv, env) {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
+  const nodeFlags = [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
+  if (!nodeFlags.some((flag) => flag.startsWith('--max-semi-space-size'))) {
+    // V8 starts a full GC once the old generation has less room left than the
+    // young generation's size; this thread's old generation is small (~16 MB),
+    // so with default semi-spaces that happened every few dozen renders.
+    logger.warn('node was started without --max-semi-space-size=1: expect a full GC of the main thread every '
+      + 'few dozen renders, ~0.7 ms of CPU per render on V8 helper threads (bench/README.md)');
+  }
   /** @type {Renderer | undefined} */
   let renderer;
   let stopping = false;

@@ -18,6 +18,7 @@
 // and replaced only below minThreads.
 import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { ConfigError } from './config.js';
 import {
@@ -28,6 +29,12 @@ import {
 /** @import { Logger } from 'pino' */
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
 /** @import { RenderTask } from './render-page.js' */
+
+/**
+ * A render as the pool takes it: the worker reports the queue wait measured
+ * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
+ * @typedef {RenderTask & {arrivedAt: number}} PoolTask
+ */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from './worker.js' */
 
 /**
@@ -197,6 +204,11 @@ export class RenderPool {
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
     this.#startup.promise.catch(() => {});
+    // V8 flags are per process, read when an isolate is created, and win over
+    // a worker's resourceLimits: the main thread's young-generation flags
+    // (main.js) must not size the workers' heaps, which come from config.
+    setFlagsFromString('--min-semi-space-size=0');
+    setFlagsFromString('--max-semi-space-size=0');
     this.#piscina = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: threads,
@@ -244,7 +256,7 @@ export class RenderPool {
    * DrainingError once drain() or destroy() was called, QueueFullError when
    * max_queue renders already wait, WouldMissDeadlineError when `deadline`
    * comes before the expected wait is over.
-   * @param {RenderTask} task
+   * @param {PoolTask} task
    * @param {AbortSignal} signal its reason (a RenderError) becomes the rejection
    * @param {number} [deadline] epoch ms the caller stops waiting
    * @returns {Promise<RenderSuccess>}
@@ -272,7 +284,7 @@ export class RenderPool {
       const began = performance.now();
       let outcome;
       try {
-        outcome = await this.#piscina.run(/** @type {RenderTask} */ ({ ...task, [Piscina.queueOptionsSymbol]: token }), { signal });
+        outcome = await this.#piscina.run(/** @type {PoolTask} */ ({ ...task, [Piscina.queueOptionsSymbol]: token }), { signal });
       } catch (err) {
         throw this.#taskFailure(err, signal, token);
       } finally {

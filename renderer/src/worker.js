@@ -10,8 +10,10 @@ import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_th
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from './errors.js';
 import { renderPage } from './render-page.js';
+import { encodeRenderResponse } from './wire.js';
 
-/** @import { Bundle, RenderTask } from './render-page.js' */
+/** @import { Bundle, PageResult } from './render-page.js' */
+/** @import { PoolTask } from './pool.js' */
 /** @import { ErrorDescriptor } from './errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
 
@@ -50,12 +52,8 @@ import { renderPage } from './render-page.js';
  * @typedef {object} RenderSuccess
  * @property {true} ok
  * @property {string} page
- * @property {Uint8Array} html UTF-8, its buffer transferred
- * @property {string} head
- * @property {number} status
- * @property {Array<{name: string, value: string}>} headers
- * @property {{maxAgeSeconds: number, noStore: boolean}} cache
- * @property {Uint8Array} propsJson UTF-8, its buffer transferred
+ * @property {Uint8Array} response the RenderResponse's wire bytes, its buffer
+ *   transferred (wire.js)
  * @property {RenderTiming} timing
  * @property {WorkerReport} report
  */
@@ -77,7 +75,6 @@ import { renderPage } from './render-page.js';
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
-const encoder = new TextEncoder();
 const options = /** @type {{bundle: string, warmupRounds: number}} */ (workerData);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
@@ -112,7 +109,7 @@ const warmMessage = {
 parentPort?.postMessage(warmMessage, [control.port2]);
 
 /**
- * @param {RenderTask} task
+ * @param {PoolTask} task
  * @returns {Promise<RenderOutcome>}
  */
 export default async function render(task) {
@@ -124,43 +121,49 @@ export default async function render(task) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
     return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
   }
-  // TextEncoder gives each string its own exactly-sized ArrayBuffer, so both
-  // can be transferred; a Buffer.from() slice of the shared pool cannot be.
-  const html = encoder.encode(result.html);
-  const propsJson = encoder.encode(result.propsJson);
-  // heap_size_limit, used and external (which includes ArrayBuffers) are all
-  // per isolate, so per worker; one call gives the three.
-  const heap = getHeapStatistics();
+  const { response, timing, heap } = encode(result, startedAt, task.arrivedAt);
   /** @type {RenderSuccess} */
-  const value = {
-    ok: true,
-    page: result.page,
-    html,
-    head: result.head,
-    status: result.status,
-    headers: result.headers,
-    cache: result.cache,
-    propsJson,
-    timing: {
-      startedAt,
-      loadUs: result.loadUs,
-      renderUs: result.renderUs,
-      workerId: threadId,
-      heapUsedBytes: heap.used_heap_size,
-      heapLimitBytes: heap.heap_size_limit,
-      externalBytes: heap.external_memory,
-    },
-    report: report(heap),
-  };
+  const value = { ok: true, page: result.page, response, timing, report: report(heap) };
   // Piscina only looks for a movable at the top of the returned value (a
   // Piscina.move() nested inside an object arrives as {}), so the whole result
-  // is one transferable whose transfer list names both buffers.
+  // is one transferable whose transfer list names the response's buffer.
   const movable = /** @type {any} */ ({
-    [Piscina.transferableSymbol]: [html.buffer, propsJson.buffer],
+    [Piscina.transferableSymbol]: [response.buffer],
     [Piscina.valueSymbol]: value,
   });
   // Typed as what the pool receives once Piscina has unwrapped it.
   return /** @type {RenderOutcome} */ (/** @type {unknown} */ (Piscina.move(movable)));
+}
+
+/**
+ * @param {PageResult} result
+ * @param {number} startedAt epoch ms this worker picked the task up
+ * @param {number} arrivedAt epoch ms the call reached the renderer
+ */
+function encode(result, startedAt, arrivedAt) {
+  // heap_size_limit, used and external (which includes ArrayBuffers) are all
+  // per isolate, so per worker; one call gives the three.
+  const heap = getHeapStatistics();
+  /** @type {RenderTiming} */
+  const timing = {
+    startedAt,
+    loadUs: result.loadUs,
+    renderUs: result.renderUs,
+    workerId: threadId,
+    heapUsedBytes: heap.used_heap_size,
+    heapLimitBytes: heap.heap_size_limit,
+    externalBytes: heap.external_memory,
+  };
+  const response = encodeRenderResponse(result.html, result.propsJson, {
+    head: result.head,
+    status: result.status,
+    headers: result.headers,
+    cache: result.cache,
+    page: result.page,
+    // (protobufjs encodes the fields the message declares: startedAt stays out)
+    timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
+  });
+  return { response, timing, heap };
 }
 
 /**
@@ -203,8 +206,8 @@ async function warmUp(bundle, rounds) {
         propsJson: entry?.props === undefined ? undefined : new TextEncoder().encode(JSON.stringify(entry.props)),
       };
       try {
-        const result = await renderPage(bundle, task);
-        encoder.encode(result.html);
+        const startedAt = performance.timeOrigin + performance.now();
+        encode(await renderPage(bundle, task), startedAt, startedAt);
         renders++;
       } catch (err) {
         if (!explicit) continue;

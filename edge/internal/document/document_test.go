@@ -1,7 +1,9 @@
 package document
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -101,4 +103,112 @@ func BenchmarkAppend(b *testing.B) {
 	for b.Loop() {
 		buf = shell.Append(buf[:0], Page{Name: "home", URL: "/", HTML: html, PropsJSON: props})
 	}
+}
+
+var escapeCases = []struct{ in, want string }{
+	{"", ""},
+	{`{"a":1}`, `{"a":1}`},
+	{"<>&", `\u003c\u003e\u0026`},
+	{`{"html":"</script><!--x-->","q":"a&b"}`, `{"html":"\u003c/script\u003e\u003c!--x--\u003e","q":"a\u0026b"}`},
+	{"\u2028\u2029", `\u2028\u2029`},
+	{"x\u2028", `x\u2028`},
+	{"0123456\u2028", `0123456\u2028`}, // straddles the first 8-byte word
+	{"01234567<", `01234567\u003c`},    // first byte of the second word
+	{"0123456789abcdef0123456>tail", `0123456789abcdef0123456\u003etail`},
+	{"€ “quoted” — …", "€ “quoted” — …"}, // other E2 sequences stay as they are
+	{"\xe2\x80\xa7 \xe2\x80\xaa", "\xe2\x80\xa7 \xe2\x80\xaa"},
+	{"\xe2\x80", "\xe2\x80"}, // truncated U+2028
+	{"\xe2", "\xe2"},
+	{"\xe2<", "\xe2\\u003c"},
+	{"\xe2\xe2\x80\xa9", "\xe2\\u2029"},
+	{"Café & Größe <b>", `Café \u0026 Größe \u003cb\u003e`},
+}
+
+func TestAppendHTMLEscape(t *testing.T) {
+	for _, tt := range escapeCases {
+		if got := string(appendHTMLEscape([]byte("pre"), []byte(tt.in))); got != "pre"+tt.want {
+			t.Errorf("appendHTMLEscape(%q) = %q, want %q", tt.in, got[3:], tt.want)
+		}
+		var want bytes.Buffer
+		json.HTMLEscape(&want, []byte(tt.in))
+		if want.String() != tt.want {
+			t.Errorf("json.HTMLEscape(%q) = %q: the table is wrong", tt.in, want.String())
+		}
+	}
+}
+
+func FuzzAppendHTMLEscape(f *testing.F) {
+	for _, tt := range escapeCases {
+		f.Add([]byte(tt.in))
+	}
+	f.Add(realisticProps()[:512])
+	f.Fuzz(func(t *testing.T, src []byte) {
+		var want bytes.Buffer
+		want.WriteString("pre")
+		json.HTMLEscape(&want, src)
+		if got := appendHTMLEscape([]byte("pre"), src); !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("appendHTMLEscape(%q)\n got %q\nwant %q", src, got, want.Bytes())
+		}
+	})
+}
+
+// realisticProps is ~38 KB of props as a renderer sends them: JSON.stringify leaves <, > and &
+// as they are, and shop copy has some non-ASCII text.
+func realisticProps() []byte {
+	words := strings.Fields("lamp oak table chair Café naïve design light warm Größe modern steel - classic soft linen")
+	type item struct {
+		ID          int      `json:"id"`
+		Name        string   `json:"name"`
+		Description string   `json:"description"`
+		URL         string   `json:"url"`
+		Price       string   `json:"price"`
+		Tags        []string `json:"tags"`
+		InStock     bool     `json:"inStock"`
+	}
+	items := make([]item, 130)
+	for i := range items {
+		var d strings.Builder
+		if i%4 == 0 {
+			d.WriteString("“classic” — ")
+		}
+		for j := range 22 {
+			d.WriteString(words[(i*7+j*3)%len(words)] + " ")
+		}
+		if i%3 == 0 {
+			d.WriteString("Tom & Jerry ")
+		}
+		if i%5 == 0 {
+			d.WriteString("<b>sale</b>")
+		}
+		items[i] = item{ID: i, Name: fmt.Sprintf("%s %s %d", words[i%len(words)], words[(i+5)%len(words)], i),
+			Description: d.String(), URL: fmt.Sprintf("/products/%d?color=red&size=m", i),
+			Price: fmt.Sprintf("%d,99 €", 10+i), Tags: []string{"home", words[i%len(words)]}, InStock: i%2 == 0}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(map[string]any{"title": "Shop", "items": items}); err != nil {
+		panic(err)
+	}
+	return bytes.TrimSpace(b.Bytes())
+}
+
+func BenchmarkHTMLEscape(b *testing.B) {
+	props := realisticProps()
+	buf := make([]byte, 0, 2*len(props))
+	b.Run("json.HTMLEscape", func(b *testing.B) {
+		b.SetBytes(int64(len(props)))
+		b.ReportAllocs()
+		for b.Loop() {
+			w := bytes.NewBuffer(buf[:0])
+			json.HTMLEscape(w, props)
+		}
+	})
+	b.Run("appendHTMLEscape", func(b *testing.B) {
+		b.SetBytes(int64(len(props)))
+		b.ReportAllocs()
+		for b.Loop() {
+			appendHTMLEscape(buf[:0], props)
+		}
+	})
 }

@@ -1,0 +1,40 @@
+// The worker's hand-assembled RenderResponse must decode, by a stock protobuf
+// decoder, to exactly the fields it was given.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import protobuf from 'protobufjs';
+import { encodeRenderResponse, PROTO_PATH } from '../src/wire.js';
+
+const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
+
+/** @type {import('../src/wire.js').ResponseFields} */
+const fields = {
+  head: '<title>héllo</title>',
+  status: 404,
+  headers: [{ name: 'x-page', value: 'ok' }],
+  cache: { maxAgeSeconds: 30, noStore: false },
+  page: 'home',
+  timing: {
+    queueUs: 12, loadUs: 340, renderUs: 5600, workerId: 3,
+    heapUsedBytes: 2 ** 33, heapLimitBytes: 2 ** 34, externalBytes: 0,
+  },
+};
+
+const cases = [
+  { name: 'empty html and props', html: '', props: '' },
+  { name: 'one-byte lengths', html: '<p>hi</p>', props: '{}' },
+  { name: 'two- and three-byte UTF-8', html: '<p>é €  \u2028 😀</p>', props: '{"a":"ü"}' },
+  { name: 'lengths past 2^14 and 2^21', html: 'x'.repeat(3_000_000), props: `{"s":"${'é'.repeat(9000)}"}` },
+];
+
+for (const { name, html, props } of cases) {
+  test(`encodeRenderResponse: ${name}`, () => {
+    const bytes = encodeRenderResponse(html, props, fields);
+    assert.equal(bytes.byteOffset, 0);
+    assert.equal(bytes.buffer.byteLength, bytes.byteLength, 'the buffer is exactly the message (transferable as is)');
+    const decoded = /** @type {any} */ (RenderResponse.toObject(RenderResponse.decode(bytes), { longs: Number }));
+    assert.equal(Buffer.from(decoded.html ?? []).toString('utf8'), html);
+    assert.equal(Buffer.from(decoded.propsJson ?? []).toString('utf8'), props);
+    assert.deepEqual({ ...decoded, html: undefined, propsJson: undefined }, { ...fields, html: undefined, propsJson: undefined });
+  });
+}
