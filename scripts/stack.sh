@@ -36,11 +36,12 @@ YAML
 }
 
 # start_renderer: the renderer (2 threads unless THREADS is set) on $work/renderer.sock, with
-# extra SSR_* settings from the environment; sets $renderer_pid and $RENDERER_HTTP.
+# extra SSR_* settings from the environment and extra node flags from RENDERER_NODE_FLAGS
+# (e.g. --cpu-prof); sets $renderer_pid and $RENDERER_HTTP.
 start_renderer() {
   : > "$work/renderer.log"
   SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0 \
-    SSR_RENDERER_THREADS=${THREADS:-2} "$node" --max-semi-space-size=1 renderer/src/main.js >> "$work/renderer.log" 2>&1 & renderer_pid=$!
+    SSR_RENDERER_THREADS=${THREADS:-2} "$node" --max-semi-space-size=1 ${RENDERER_NODE_FLAGS:-} renderer/src/main.js >> "$work/renderer.log" 2>&1 & renderer_pid=$!
   pids+=($renderer_pid)
   wait_for "renderer ready" grep -q '"msg":"ready"' "$work/renderer.log"
   RENDERER_HTTP=$(grep -o '"listener":"http","address":"[^"]*"' "$work/renderer.log" | head -1 | sed 's/.*"address":"\(.*\)"/\1/')
