@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 source scripts/stack.sh
 out=bench/results/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
-threads=${THREADS:-2}
+threads=${THREADS:-$(($(nproc) + 1))} # the renderer's own default: cores + 1
 fixed_rate=${FIXED_RATE:-200}
 steps=${STEPS:-100,150,200,250,300,350,400,450,500,600,700,800}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}

@@ -11,7 +11,7 @@ import { parse as parseYaml } from 'yaml';
  * @property {string} grpcAddress `unix:///path` or `host:port`.
  * @property {string} httpListen `host:port`; an empty host means all interfaces.
  * @property {string} bundle Absolute path of the app's server bundle.
- * @property {number} threads Worker threads (0 in the file resolves to the cores available).
+ * @property {number} threads Worker threads (0 in the file resolves to the cores available + 1).
  * @property {number} maxOldGenerationMb
  * @property {number} maxYoungGenerationMb
  * @property {number} stackMb
@@ -132,7 +132,11 @@ export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
   }
   const config = /** @type {Config} */ (/** @type {unknown} */ (out));
   config.bundle = resolve(cwd, config.bundle);
-  if (config.threads === 0) config.threads = availableParallelism();
+  // One more worker than cores: the edge and this process's main thread take
+  // about a third of the CPU per render, and while they run a worker is waiting
+  // for its next task; on 2 cores 3 workers sustained 250 req/s uncached where
+  // 2 and 4 sustained 200 (bench/README.md).
+  if (config.threads === 0) config.threads = availableParallelism() + 1;
   if (/** @type {unknown} */ (config.maxQueue) === 'auto') {
     config.maxQueue = Math.ceil((config.threads * config.defaultDeadlineMs) / AUTO_QUEUE_RENDER_MS);
   }

@@ -12,7 +12,7 @@ test('no file: the embedded defaults that run the demo', () => {
     grpcAddress: 'unix:///tmp/sidecar-ssr/renderer.sock',
     httpListen: ':9101',
     bundle: '/srv/ssr/app/dist/server/server.js',
-    threads: availableParallelism(),
+    threads: availableParallelism() + 1,
     maxOldGenerationMb: 128,
     maxYoungGenerationMb: 48,
     stackMb: 4,
@@ -21,7 +21,7 @@ test('no file: the embedded defaults that run the demo', () => {
     drainTimeoutMs: 10_000,
     logLevel: 'info',
     warmupRounds: 3,
-    maxQueue: Math.ceil((availableParallelism() * 2000) / 25),
+    maxQueue: Math.ceil(((availableParallelism() + 1) * 2000) / 25),
     maxRenders: 5000,
     recycleHeapRatio: 0.8,
     maxExternalMb: 256,
@@ -167,7 +167,7 @@ test('loadConfig reads --config, else SSR_CONFIG, else nothing', (t) => {
   assert.equal(loadConfig({ argv: ['--config', file], env: { SSR_CONFIG: other } }).threads, 5);
   assert.equal(loadConfig({ argv: [`--config=${file}`], env: {} }).threads, 5);
   assert.equal(loadConfig({ argv: [], env: { SSR_CONFIG: other } }).threads, 6);
-  assert.equal(loadConfig({ argv: [], env: {} }).threads, availableParallelism());
+  assert.equal(loadConfig({ argv: [], env: {} }).threads, availableParallelism() + 1);
   assert.equal(loadConfig({ argv: [], env: { SSR_CONFIG: other, SSR_RENDERER_THREADS: '1' } }).threads, 1);
   assert.throws(() => loadConfig({ argv: ['--config', join(dir, 'missing.yaml')], env: {} }), /cannot read/);
   assert.throws(() => loadConfig({ argv: ['--threads', '2'], env: {} }), /^ConfigError: config: arguments: /);
