@@ -9,8 +9,7 @@ const ceiling = json('ceiling.json');
 const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached'];
 const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => {
   const knee = existsSync(`${dir}/${n}-knee.json`) ? json(`${n}-knee.json`) : {};
-  const fixed = existsSync(`${dir}/${n}-fixed/summary.json`) ? json(`${n}-fixed/summary.json`) : {};
-  return { n, knee: knee.rps, fixed };
+  return { n, knee: knee.rps, fixed: json(`${n}-fixed/summary.json`) };
 });
 const base = rows.find((r) => r.n === 'node-baseline')?.knee;
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
@@ -32,7 +31,7 @@ if (cpu.length > 0) {
   const node = (group) => (c) => c.node?.[group];
   const components = [
     ['Go process (edge, or v8go)', (c) => (c.edge ?? c.go)?.total],
-    ["Node main thread", node('main thread')],
+    ['Node main thread', node('main thread')],
     ['Node render workers', node('render workers')],
     ['Node V8 helper threads (GC, compile)', node('V8 helper threads (GC, compile)')],
     ['Node other threads (incl. workers retired during the run)', (c) => (c.node ? (c.node['libuv threads'] ?? 0) + (c.node.other ?? 0) : undefined)],

@@ -19,7 +19,6 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
 /** @import { Metrics } from './metrics.js' */
 /** @import { ErrorCode } from './errors.js' */
 
-
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
 
