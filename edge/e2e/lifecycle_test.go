@@ -42,16 +42,37 @@ func inFlight(t *testing.T, n int, url string) func() []response {
 	}
 }
 
+// renderersReceived is every render call the renderer has taken: answered plus in flight.
+func renderersReceived(t *testing.T, renderer *process) float64 {
+	samples := scrape(t, "http://"+renderer.address("http")+"/metrics")
+	return sum(samples, "renderer_renders_total") + sum(samples, "renderer_renders_in_flight")
+}
+
+// untilReceived waits until the renderer has taken n more calls than before: a fixed
+// sleep would flake on a slow runner, where requests still in transit at SIGTERM are
+// rightly refused and the test would blame the drain.
+func untilReceived(t *testing.T, renderer *process, before float64, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for renderersReceived(t, renderer) < before+float64(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the renderer did not receive %d renders within 10s", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestEdgeDrainsOnSIGTERM: readiness turns false at once, requests already in flight are
 // answered in full, and the edge exits 0.
 func TestEdgeDrainsOnSIGTERM(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
+	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket, "SSR_EDGE_SHUTDOWN_DELAY=300ms")
 
 	// 20 renders of 100 ms on 2 workers: about 1 s of work still queued or running at SIGTERM.
+	before := renderersReceived(t, renderer)
 	wait := inFlight(t, 20, edge.url+"/slow?ms=100")
-	time.Sleep(150 * time.Millisecond) // let all 20 reach the renderer
+	untilReceived(t, renderer, before, 20)
 	edge.signal(syscall.SIGTERM)
 	time.Sleep(50 * time.Millisecond)
 	if r := get(t, edge.admin+"/readyz"); r.StatusCode != 503 {
@@ -72,8 +93,9 @@ func TestRendererDrainsOnSIGTERM(t *testing.T) {
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
 
+	before := renderersReceived(t, renderer)
 	wait := inFlight(t, 20, edge.url+"/slow?ms=100")
-	time.Sleep(150 * time.Millisecond)
+	untilReceived(t, renderer, before, 20)
 	renderer.signal(syscall.SIGTERM)
 	renderer.waitLog(map[string]string{"msg": "draining"}, 5*time.Second)
 

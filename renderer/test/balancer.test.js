@@ -36,7 +36,8 @@ test('no render lands on a worker that is still warming', async (t) => {
   assert.ok(served.length >= 10, `only ${served.length} renders while it warmed`);
   for (const s of served.slice(0, -2)) {
     assert.ok(initial.has(s.workerId), `render served by ${s.workerId} while it warmed`);
-    assert.ok(s.elapsedMs < 500, `a render waited ${Math.round(s.elapsedMs)} ms`);
+    // A render posted to the warming worker would wait out its ~1.2 s warm-up.
+    assert.ok(s.elapsedMs < 800, `a render waited ${Math.round(s.elapsedMs)} ms`);
   }
 
   // Once warm it takes its share.

@@ -17,7 +17,7 @@ test('loop page: deadline, the other worker serves, the pool recovers', async (t
   }
   const { error, elapsedMs } = await loop;
   assert.equal(error?.code, status.DEADLINE_EXCEEDED);
-  assert.ok(elapsedMs >= 580 && elapsedMs < 1000, `failed after ${Math.round(elapsedMs)} ms`);
+  assert.ok(elapsedMs >= 580 && elapsedMs < 2000, `failed after ${Math.round(elapsedMs)} ms`);
   assert.ok(homes.length >= 10, `${homes.length} renders meanwhile`);
   for (const reply of homes) assert.equal(reply.error, undefined, String(reply.error?.message));
 

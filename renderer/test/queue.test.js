@@ -15,12 +15,15 @@ test('queue bound and deadline-aware admission', async (t) => {
   const refused = flood.filter((r) => r.error);
   const accepted = flood.filter((r) => !r.error);
   assert.equal(refused.length, 5);
+  assert.equal(accepted.length, 5);
+  // "At once" = before even the first accepted render (300 ms) came back; a
+  // relative bound holds on a slow runner where a fixed one would flake.
+  const firstAnswer = Math.min(...accepted.map((r) => r.elapsedMs));
   for (const { error, elapsedMs } of refused) {
     assert.equal(error?.code, status.RESOURCE_EXHAUSTED);
     assert.deepEqual(error?.metadata.get('ssr-error'), ['RENDER_ERR_QUEUE_FULL']);
-    assert.ok(elapsedMs < 200, `refused after ${Math.round(elapsedMs)} ms`);
+    assert.ok(elapsedMs < firstAnswer, `refused after ${Math.round(elapsedMs)} ms, the first render answered after ${Math.round(firstAnswer)} ms`);
   }
-  assert.equal(accepted.length, 5);
   for (const { response } of accepted) assert.equal(response?.status, 200);
 
   // The recent mean render time is now ~100+ ms; with 2 busy and 2 queued a

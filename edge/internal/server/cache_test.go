@@ -24,7 +24,6 @@ import (
 // cached turns caching on for the home route: fresh 10s, stale-while-revalidate 5s,
 // stale-if-error 60s.
 func cached(e *config.Edge) {
-	e.RenderTimeout = 200 * time.Millisecond
 	e.Routes[0].Cache = config.RouteCache{TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second}
 }
 
@@ -273,7 +272,7 @@ func TestBypass(t *testing.T) {
 }
 
 func TestCoalescing(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.RenderTimeout = 5 * time.Second })
+	s := start(t, cached)
 	release := make(chan struct{})
 	var calls atomic.Int64
 	s.renderer.render = func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
@@ -328,20 +327,21 @@ func TestCoalescing(t *testing.T) {
 }
 
 func TestShedding(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.MaxRendersInFlight = 1; e.RenderTimeout = time.Second })
+	s := start(t, func(e *config.Edge) { cached(e); e.MaxRendersInFlight = 1 })
 	release := make(chan struct{})
+	defer close(release)
 	s.renderer.render = func(_ context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 		<-release
 		return &ssrv1.RenderResponse{Status: 200, Html: []byte("x")}, nil
 	}
 	go http.Get(s.url + "/?page=1") // takes the only slot
-	time.Sleep(100 * time.Millisecond)
-	began := time.Now()
+	<-s.renderer.got
+	// Were it not shed, this request would wait out the 10s soft deadline and
+	// say "timeout"; the reason alone tells the two apart.
 	resp, _ := get(t, s.url+"/products/9")
-	if resp.Header.Get("X-SSR-Fallback") != renderclient.ReasonOverloaded || time.Since(began) > 200*time.Millisecond {
-		t.Errorf("got fallback %q after %s, want overloaded at once", resp.Header.Get("X-SSR-Fallback"), time.Since(began))
+	if got := resp.Header.Get("X-SSR-Fallback"); got != renderclient.ReasonOverloaded {
+		t.Errorf("got fallback %q, want %q", got, renderclient.ReasonOverloaded)
 	}
-	close(release)
 }
 
 func TestKeys(t *testing.T) {

@@ -115,6 +115,10 @@ func start(t testing.TB, edge func(*config.Edge)) *stack {
 	}
 	e.CacheNotFoundTTL = 0
 	e.CacheTTLJitter = 0
+	// Deadlines far beyond any fake render, so a slow CI runner never turns a
+	// test's outcome into "timeout"; the tests of deadlines set their own.
+	e.RenderTimeout = 10 * time.Second
+	e.HardTimeout = 20 * time.Second
 	if edge != nil {
 		edge(&e)
 	}
@@ -250,9 +254,11 @@ func TestUnmatchedPathsShareOneRequest(t *testing.T) {
 }
 
 func TestFallbacks(t *testing.T) {
-	slow := func(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-		time.Sleep(300 * time.Millisecond)
-		return renders("late")(ctx, req)
+	// stuck never answers while the test runs, so a response proves the edge
+	// stopped waiting at render_timeout; no wall-clock bound is needed.
+	stuck := func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
 	}
 	huge := func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 		return &ssrv1.RenderResponse{Status: 200, Html: make([]byte, 2<<20)}, nil
@@ -270,18 +276,18 @@ func TestFallbacks(t *testing.T) {
 		{"unknown page", "/", failWith(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND", "no page"), renderclient.ReasonUnknownPage, 200},
 		{"renderer draining", "/", failWith(codes.Unavailable, "RENDER_ERR_DRAINING", "draining"), renderclient.ReasonUnavailable, 200},
 		{"render deadline", "/", failWith(codes.DeadlineExceeded, "RENDER_ERR_DEADLINE", "too slow"), renderclient.ReasonDeadline, 200},
-		{"slower than render_timeout", "/", slow, renderclient.ReasonTimeout, 200},
+		{"slower than render_timeout", "/", stuck, renderclient.ReasonTimeout, 200},
 		{"unmatched path keeps 404", "/nowhere", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), renderclient.ReasonRenderError, 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+			s := start(t, func(e *config.Edge) {
+				if tt.wantReason == renderclient.ReasonTimeout {
+					e.RenderTimeout = 100 * time.Millisecond
+				}
+			})
 			s.renderer.render = tt.render
-			began := time.Now()
 			resp, body := get(t, s.url+tt.path)
-			if took := time.Since(began); took > 250*time.Millisecond {
-				t.Errorf("fallback took %s, want it within the 100ms soft deadline plus a margin", took)
-			}
 			assertFallback(t, resp, body, tt.wantStatus, tt.wantReason)
 		})
 	}
@@ -353,7 +359,7 @@ func TestAssets(t *testing.T) {
 }
 
 func TestMetrics(t *testing.T) {
-	s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+	s := start(t, nil)
 	s.renderer.render = renders("ok")
 	get(t, s.url+"/")
 	get(t, s.url+"/products/1")
