@@ -143,3 +143,34 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 	}
 	assertSSR(t, get(t, edge.url+"/"), 200)
 }
+
+// TestOverloadWithdrawsRendersNobodyWaitsFor: 8 uncacheable renders of 400 ms on 2 workers.
+// At the 150 ms soft deadline every request gets the shell and the edge cancels its call:
+// the 6 still queued are dropped, the 2 running finish, and no worker is terminated.
+// Without the withdrawal the pool would spend 1.6 s rendering pages nobody receives.
+func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	renderer := startRenderer(t, socket)
+	edge := startEdge(t, socket)
+	metrics := "http://" + renderer.address("http") + "/metrics"
+	sleepRenders := func(outcome string) float64 {
+		return sum(scrape(t, metrics), "renderer_renders_total", `page="sleep"`, `outcome="`+outcome+`"`)
+	}
+
+	for _, r := range inFlight(t, 8, edge.url+"/sleep?ms=400")() {
+		assertFallback(t, r, 200, "timeout")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for sleepRenders("RENDER_ERR_CANCELLED") < 8 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%v of 8 renders were withdrawn or finished for nobody within 10s", sleepRenders("RENDER_ERR_CANCELLED"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := sleepRenders("ok"); n != 0 {
+		t.Errorf("%v renders were counted as served to a caller that had gone", n)
+	}
+	if n := sum(scrape(t, metrics), "renderer_worker_exits_total"); n != 0 {
+		t.Errorf("%v workers were terminated; a caller going away must never cost one", n)
+	}
+}

@@ -167,7 +167,8 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
   return async (call, callback) => {
     const arrivedAt = performance.timeOrigin + performance.now();
     const req = call.request;
-    const controller = new AbortController();
+    const expired = new AbortController();
+    const withdrawn = new AbortController();
     const deadline = Number(call.getDeadline());
     const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
     // Past the deadline the worker is terminated (Piscina does that on abort):
@@ -175,13 +176,16 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
     const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
       ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
       : `render did not finish within default_deadline (${remainingMs} ms)`);
-    const timer = setTimeout(() => controller.abort(deadlineError()), Math.max(0, remainingMs));
+    const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, remainingMs));
     // At the deadline the caller resets the stream and grpc-js ends the call on
     // its own timer; both fire before ours and look like a cancellation: tell
-    // them apart from a caller that gave up by the clock.
-    const onCancelled = () => controller.abort(
-      Date.now() >= deadline - DEADLINE_SLACK_MS ? deadlineError() : new CancelledError('the caller cancelled the call'),
-    );
+    // them apart from a caller that gave up by the clock. A caller that gave up
+    // (the edge stops waiting for a render it cannot store) only withdraws the
+    // render from the queue: see RenderPool.run.
+    const onCancelled = () => {
+      if (Date.now() >= deadline - DEADLINE_SLACK_MS) expired.abort(deadlineError());
+      else withdrawn.abort(new CancelledError('the caller cancelled the call'));
+    };
     call.once('cancelled', onCancelled);
     if (call.cancelled) onCancelled();
     try {
@@ -192,13 +196,14 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
         variants: req.variants,
         propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
         arrivedAt,
-      }, controller.signal, arrivedAt + remainingMs);
+      }, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
       const { response } = result;
       // A view over the transferred buffer: no copy before grpc-js frames it.
       callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength));
       metrics?.observeRender({
         page: req.page,
-        outcome: OK,
+        // Finished for a caller that had gone: counted, so wasted renders show.
+        outcome: withdrawn.signal.aborted ? codes.CANCELLED : OK,
         seconds: secondsSince(arrivedAt),
         queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
         worker: result.timing,

@@ -102,7 +102,7 @@ export class Metrics {
 
   #exits = new Counter({
     name: 'renderer_worker_exits_total',
-    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (render aborted at its deadline), cancelled (caller went away), error.',
+    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (render aborted at its deadline), error. A caller that goes away never costs a worker: its render is dropped while queued, finished once running.',
     labelNames: /** @type {const} */ (['reason']),
     registers: [this.registry],
   });
@@ -153,7 +153,7 @@ export class Metrics {
     poolGauge('renderer_workers_loaded', 'Live workers that loaded the bundle and finished their warm-up (ready for traffic when equal to threads; retiring ones included).', (s) => s.loaded);
     poolGauge('renderer_workers_accepting', 'Warm workers taking tasks (not retiring); never below threads while recycling.', (s) => s.accepting);
     for (const reason of ['max_renders', 'heap', 'external']) this.#retirements.inc({ reason }, 0);
-    for (const reason of ['oom', 'deadline', 'cancelled', 'error']) this.#exits.inc({ reason }, 0);
+    for (const reason of ['oom', 'deadline', 'error']) this.#exits.inc({ reason }, 0);
     this.#loopDelay.enable();
     const loopDelay = this.#loopDelay;
     new Gauge({

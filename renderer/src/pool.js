@@ -22,7 +22,7 @@ import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { ConfigError } from './config.js';
 import {
-  CancelledError, DeadlineError, DrainingError, InternalError, QueueFullError, RenderError, WorkerDiedError,
+  CancelledError, DrainingError, InternalError, QueueFullError, RenderError, WorkerDiedError,
   WorkerOutOfMemoryError, WouldMissDeadlineError, fromDescriptor,
 } from './errors.js';
 
@@ -84,8 +84,8 @@ import {
  * @typedef {object} PoolObserver
  * @property {(pauses: GcPause[]) => void} [gc]
  * @property {(reason: string) => void} [retired] max_renders, heap or external
- * @property {(reason: string) => void} [exited] a worker died: oom, deadline,
- *   cancelled or error
+ * @property {(reason: string) => void} [exited] a worker died: oom, deadline
+ *   (its render aborted), or error
  */
 
 /**
@@ -257,13 +257,20 @@ export class RenderPool {
    * max_queue renders already wait, WouldMissDeadlineError when `deadline`
    * comes before the expected wait is over.
    * @param {PoolTask} task
-   * @param {AbortSignal} signal its reason (a RenderError) becomes the rejection
-   * @param {number} [deadline] epoch ms the caller stops waiting
+   * @param {object} limits
+   * @param {AbortSignal} limits.signal the deadline's: aborts the render
+   *   wherever it is (its reason, a RenderError, becomes the rejection); on a
+   *   worker that costs the worker its life, the only way to stop a loop
+   * @param {AbortSignal} [limits.withdraw] aborts the render only while it
+   *   waits for a worker: a caller that went away frees its place in the
+   *   queue, and a render already running finishes (milliseconds) rather than
+   *   cost a worker and a cold replacement
+   * @param {number} [limits.deadline] epoch ms the caller stops waiting
    * @returns {Promise<RenderSuccess>}
    */
-  async run(task, signal, deadline = Infinity) {
+  async run(task, { signal, withdraw, deadline = Infinity }) {
     if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
-    if (signal.aborted) throw this.#taskFailure(undefined, signal, {});
+    for (const s of [signal, withdraw]) if (s?.aborted) throw this.#taskFailure(undefined, s, {});
     if (this.#queue.length > 0 || this.#free() <= 0) {
       const ahead = this.#queue.length;
       if (ahead >= this.#maxQueue) {
@@ -278,7 +285,7 @@ export class RenderPool {
     }
     this.#inFlight++;
     try {
-      await this.#turn(signal);
+      await this.#turn(signal, withdraw);
       /** @type {Token} */
       const token = {};
       const began = performance.now();
@@ -490,26 +497,29 @@ export class RenderPool {
   }
 
   /**
-   * Waits for a free worker in FIFO order; rejects with the signal's reason
-   * when it aborts first.
-   * @param {AbortSignal} signal
+   * Waits for a free worker in FIFO order; rejects with the reason of the
+   * first signal that aborts before then.
+   * @param {...(AbortSignal | undefined)} signals
    * @returns {Promise<void>}
    */
-  #turn(signal) {
+  #turn(...signals) {
     if (this.#queue.length === 0 && this.#free() > 0) {
       this.#unassigned++;
       return Promise.resolve();
     }
     const { promise, resolve, reject } = Promise.withResolvers();
     const waiter = { go: () => resolve(undefined), fail: reject };
-    const onAbort = () => {
+    /** @param {Event} event */
+    const onAbort = (event) => {
       const i = this.#queue.indexOf(waiter);
       if (i !== -1) this.#queue.splice(i, 1);
-      reject(this.#taskFailure(undefined, signal, {}));
+      reject(this.#taskFailure(undefined, /** @type {AbortSignal} */ (event.target), {}));
     };
-    signal.addEventListener('abort', onAbort, { once: true });
+    for (const s of signals) s?.addEventListener('abort', onAbort, { once: true });
     this.#queue.push(waiter);
-    return promise.finally(() => signal.removeEventListener('abort', onAbort));
+    return promise.finally(() => {
+      for (const s of signals) s?.removeEventListener('abort', onAbort);
+    });
   }
 
   /** Lets queued renders through while workers are free. */
@@ -766,7 +776,7 @@ export class RenderPool {
     const onWorker = token.workerId !== undefined;
     if (signal.aborted) {
       const reason = signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause: err });
-      if (onWorker) this.#observer.exited?.(reason instanceof DeadlineError ? 'deadline' : 'cancelled');
+      if (onWorker) this.#observer.exited?.('deadline');
       return reason;
     }
     const error = err instanceof Error ? err : new InternalError(String(err));

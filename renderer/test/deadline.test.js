@@ -1,11 +1,12 @@
-// A render past its deadline (or whose caller went away) is aborted, which
-// terminates its worker; Piscina starts a replacement and readiness returns.
+// A render past its deadline is aborted, which terminates its worker; Piscina
+// starts a replacement and readiness returns. A caller that goes away only
+// withdraws a render still queued: one already running finishes.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { render, startRenderer, waitFor } from './helpers.js';
 
-test('deadlines and cancellation abort the render', async (t) => {
+test('deadlines abort the render, cancellation withdraws it', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 2, default_deadline: '300ms' });
   const readyz = async () => (await fetch(`http://${app.httpAddress}/readyz`)).status;
 
@@ -39,13 +40,32 @@ test('deadlines and cancellation abort the render', async (t) => {
     await waitFor(() => app.pool.readiness().ready);
   });
 
-  await t.test('a cancelled call aborts its render too', async () => {
-    const before = logs.filter((l) => l.code === 'RENDER_ERR_CANCELLED').length;
-    const call = client.Render({ page: 'sleep', url: '/sleep?ms=5000' }, () => {});
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    call.cancel();
-    await waitFor(() => logs.filter((l) => l.code === 'RENDER_ERR_CANCELLED').length > before, 2000);
-    await waitFor(() => app.pool.readiness().ready);
+  await t.test('a caller that goes away costs no worker: queued, its render is dropped; running, it finishes', async () => {
+    /** @param {RegExp} sample */
+    const count = async (sample) => {
+      const text = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+      return text.split('\n').filter((l) => sample.test(l)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
+    };
+    const exits = () => count(/^renderer_worker_exits_total/);
+    const cancelled = () => count(/^renderer_renders_total\{.*page="sleep".*outcome="RENDER_ERR_CANCELLED"/);
+    const [exitsBefore, cancelledBefore] = [await exits(), await cancelled()];
+    const busy = [0, 1].map(() => render(client, { page: 'sleep', url: '/sleep?ms=1000' }, { deadlineMs: 5000 }));
+    const queued = client.Render({ page: 'sleep', url: '/sleep?ms=5000' }, { deadline: Date.now() + 10_000 }, () => {});
+    await waitFor(() => app.pool.stats().queued === 1, 2000);
+    queued.cancel();
+    await waitFor(() => app.pool.stats().queued === 0, 2000);
+    assert.equal(app.pool.stats().inFlight, 2, 'the withdrawn render left the queue; the busy ones go on');
+
+    // Both workers are busy with renders whose callers go away mid-render.
+    const gone = [0, 1].map(() => client.Render({ page: 'sleep', url: '/sleep?ms=150' }, { deadline: Date.now() + 5000 }, () => {}));
+    for (const reply of await Promise.all(busy)) assert.equal(reply.response?.status, 200);
+    await waitFor(() => app.pool.stats().queued === 0 && app.pool.stats().inFlight === 2, 2000);
+    for (const call of gone) call.cancel();
+    await waitFor(() => app.pool.stats().inFlight === 0, 2000);
+    assert.equal(await exits(), exitsBefore, 'no worker was terminated');
+    // The withdrawn render and the two finished for nobody: wasted work shows.
+    assert.equal(await cancelled(), cancelledBefore + 3);
+    assert.equal(app.pool.stats().workers, 2);
     const { response } = await render(client, { page: 'home' }, { deadlineMs: 5000 });
     assert.equal(response?.status, 200);
   });

@@ -326,6 +326,28 @@ func TestCoalescing(t *testing.T) {
 	}
 }
 
+func TestLateRenderFillsTheCache(t *testing.T) {
+	s := start(t, func(e *config.Edge) { cached(e); e.RenderTimeout = 100 * time.Millisecond })
+	release := make(chan struct{})
+	s.renderer.render = func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		select {
+		case <-release:
+			return &ssrv1.RenderResponse{Status: 200, Html: []byte("late")}, nil
+		case <-ctx.Done(): // a cacheable render must not be withdrawn with its request
+			return nil, ctx.Err()
+		}
+	}
+	resp, _ := get(t, s.url+"/")
+	if got := resp.Header.Get("X-SSR-Fallback"); got != renderclient.ReasonTimeout {
+		t.Fatalf("got fallback %q, want %q", got, renderclient.ReasonTimeout)
+	}
+	close(release)
+	waitFor(t, "the late render to be stored", func() bool {
+		e, _ := s.cache.Get("b1 /")
+		return e != nil && !e.Pass
+	})
+}
+
 func TestShedding(t *testing.T) {
 	s := start(t, func(e *config.Edge) { cached(e); e.MaxRendersInFlight = 1 })
 	release := make(chan struct{})

@@ -181,14 +181,14 @@ func reasonFor(err error) string {
 
 // render calls the renderer within the hard deadline, holding a render slot. It does not
 // wait for a slot: past the cap, the request sheds at once.
-func (p *page) render(req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
 	default:
 		return nil, errShed
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), p.hard)
+	ctx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
@@ -202,7 +202,8 @@ func (p *page) render(req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 // marker when the page is not storable).
 func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
 	return func(fl *flight) {
-		fl.resp, fl.err = p.render(req)
+		// Not the request's context: the render outlives the soft deadline to fill the cache.
+		fl.resp, fl.err = p.render(context.Background(), req)
 		if fl.err != nil {
 			return
 		}
@@ -331,8 +332,14 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 }
 
 // serveRendered renders without the cache (bypass, hit-for-miss) within the soft deadline.
+// Nothing can store the result, so once this request stops waiting (answered, fallen back,
+// gone) the call is cancelled: the renderer drops the render if it is still queued and
+// finishes it if it is running. Under overload the workers then render pages somebody still
+// waits for, not pages whose requesters already got the shell.
 func (p *page) serveRendered(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, cacheStatus string) {
-	p.await(w, r, req, fly(func(fl *flight) { fl.resp, fl.err = p.render(req) }), cacheStatus, nil)
+	ctx, withdraw := context.WithCancel(context.Background())
+	defer withdraw()
+	p.await(w, r, req, fly(func(fl *flight) { fl.resp, fl.err = p.render(ctx, req) }), cacheStatus, nil)
 }
 
 // write answers with a rendered response that was not stored.

@@ -293,6 +293,23 @@ func TestFallbacks(t *testing.T) {
 	}
 }
 
+func TestWithdrawsRendersNobodyCanStore(t *testing.T) {
+	s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+	withdrawn := make(chan struct{})
+	s.renderer.render = func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		<-ctx.Done() // the 20s hard deadline is far away: only a cancellation ends this
+		close(withdrawn)
+		return nil, ctx.Err()
+	}
+	resp, body := get(t, s.url+"/") // the home route is not cached in these tests
+	assertFallback(t, resp, body, 200, renderclient.ReasonTimeout)
+	select {
+	case <-withdrawn:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the render went on after its request fell back, though nothing could store it")
+	}
+}
+
 func TestRendererDown(t *testing.T) {
 	dir := t.TempDir()
 	cfg, _ := config.Load("", nil)
