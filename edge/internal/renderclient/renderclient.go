@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -68,29 +69,22 @@ func New(target string, opts Options) (*Client, error) {
 	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: circuit{openFor: opts.MaxReconnectDelay}}, nil
 }
 
-// codec is grpc-go's proto codec with its own pool for the buffer a response is unmarshaled
-// from. A response arrives as one buffer per HTTP/2 frame, which the codec joins into one
-// buffer first. grpc-go's codec takes that buffer from mem.DefaultBufferPool (no dial option
-// reaches it), whose tiers jump from 32 KiB to 1 MiB and which clears a buffer's whole
-// capacity on every Get: each ~180 KB page cost a 1 MiB memclr. A tier at every power of two
-// up to the largest accepted response keeps the clear under twice the response's size.
-// Forcing a codec makes calls send content-type application/grpc+proto: the same codec by
-// name, and grpc-js accepts any application/grpc type.
+// codec is grpc-go's proto codec with its own buffers for unmarshaling. A response arrives
+// as one buffer per HTTP/2 frame, which must be joined into one buffer for proto.Unmarshal.
+// grpc-go's codec takes that buffer from mem.DefaultBufferPool (no dial option reaches it),
+// whose tiers jump from 32 KiB to 1 MiB, and every pool grpc-go exports clears a buffer's
+// whole capacity on each Get: a ~180 KB page cost a 1 MiB memclr, and still 256 KiB with a
+// tier at every power of two (6 % of the edge's CPU under load). Here the tiers are powers of
+// two and nothing is cleared: the join overwrites exactly the bytes Unmarshal reads, and
+// proto.Unmarshal copies what it keeps. Forcing a codec makes calls send content-type
+// application/grpc+proto: the same codec by name, and grpc-js accepts any application/grpc type.
 type codec struct {
 	encoding.CodecV2 // grpc-go's, for Marshal and Name
-	pool             mem.BufferPool
+	joins            *joinBuffers
 }
 
 func newCodec(maxMessageBytes int) codec {
-	var exps []uint8
-	for e := 12; e <= bits.Len(uint(maxMessageBytes-1)); e++ {
-		exps = append(exps, uint8(e))
-	}
-	pool, err := mem.NewBinaryTieredBufferPool(exps...)
-	if err != nil { // only for tiers beyond the address space
-		panic(err)
-	}
-	return codec{CodecV2: encoding.GetCodecV2(grpcproto.Name), pool: pool}
+	return codec{CodecV2: encoding.GetCodecV2(grpcproto.Name), joins: newJoinBuffers(maxMessageBytes)}
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
@@ -98,9 +92,44 @@ func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return fmt.Errorf("proto: cannot unmarshal into %T", v)
 	}
-	buf := data.MaterializeToBuffer(c.pool)
-	defer buf.Free() // proto.Unmarshal copies what it keeps
-	return proto.Unmarshal(buf.ReadOnlyData(), m)
+	if len(data) == 1 {
+		return proto.Unmarshal(data[0].ReadOnlyData(), m)
+	}
+	buf := c.joins.get(data.Len())
+	defer c.joins.put(buf)
+	data.CopyTo(*buf)
+	return proto.Unmarshal(*buf, m)
+}
+
+// joinBuffers pools byte slices in power-of-two tiers from 4 KiB up to the largest message,
+// without clearing them between uses.
+type joinBuffers struct{ tiers []sync.Pool }
+
+const smallestJoinExp = 12
+
+func newJoinBuffers(maxBytes int) *joinBuffers {
+	return &joinBuffers{tiers: make([]sync.Pool, max(1, bits.Len(uint(maxBytes-1))-smallestJoinExp+1))}
+}
+
+func joinTier(n int) int { return max(0, bits.Len(uint(n-1))-smallestJoinExp) }
+
+// get returns a slice of length n; its contents are whatever the last user left.
+func (j *joinBuffers) get(n int) *[]byte {
+	t := joinTier(n)
+	if t < len(j.tiers) {
+		if b, ok := j.tiers[t].Get().(*[]byte); ok {
+			*b = (*b)[:n]
+			return b
+		}
+	}
+	b := make([]byte, n, 1<<(t+smallestJoinExp))
+	return &b
+}
+
+func (j *joinBuffers) put(b *[]byte) {
+	if t := joinTier(cap(*b)); t < len(j.tiers) && cap(*b) == 1<<(t+smallestJoinExp) {
+		j.tiers[t].Put(b)
+	}
 }
 
 // Render asks the renderer for one page. ctx carries the hard deadline. A failure is an *Error.
