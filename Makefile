@@ -163,7 +163,7 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go) ap
 	cd bench/v8go && go build -o $(BIN)/v8go-ssr .
 
 .PHONY: bench
-bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached (about 12 min)
+bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached; knee in 3 interleaved rounds (about 30 min; KNEE_ROUNDS=1: about 13)
 	bench/run.sh
 
 .PHONY: profile

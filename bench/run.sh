@@ -7,9 +7,11 @@
 #   stack-uncached  edge + gRPC + renderer, cache bypassed
 #   stack-cached    edge + gRPC + renderer, cache on (hits)
 # For each server: the knee (stepped arrival rates, SLO p99 ≤ 150 ms and ≥ 99 % rendered;
-# SKIP_KNEE=1 skips it) and a fixed rate (FIXED_RATE, default 200 req/s, 30 s) with
-# p50/p90/p99/p99.9/max and the CPU milliseconds per request of each process and thread group
-# (bench/thread-cpu.mjs: the edge, Node's main thread, render workers, V8 helper threads).
+# SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the contenders taking turns within
+# each round so that the machine's drifting noise falls on all of them, the table giving the
+# median; and a fixed rate (FIXED_RATE, default 200 req/s, 30 s) with p50/p90/p99/p99.9/max
+# and the CPU milliseconds per request of each process and thread group (bench/thread-cpu.mjs:
+# the edge, Node's main thread, render workers, V8 helper threads).
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +23,7 @@ fixed_rate=${FIXED_RATE:-200}
 steps=${STEPS:-100,150,200,250,300,350,400,450,500,600,700,800}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
 step_seconds=${STEP_SECONDS:-10}
+knee_rounds=${KNEE_ROUNDS:-3}
 contenders=(${CONTENDERS:-node-baseline v8go stack-uncached stack-cached})
 
 start_contender() {
@@ -42,24 +45,37 @@ k6() {
   K6_NO_USAGE_REPORT=true bin/k6 run --quiet "$@" > /dev/null 2>&1 || true # thresholds may fail: the figures are the point
 }
 
+# start C: starts contender C, warmed up (JIT everywhere), and sets its k6 arguments; fails
+# (1) when C cannot run here.
+start() {
+  if [ "$1" = v8go ] && [ ! -x bin/v8go-ssr ]; then return 1; fi
+  start_contender "$1"
+  env_args=(-e "BASE_URL=$url")
+  knee_steps=$steps
+  if [ "$1" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
+  auth=(); [ "$1" = stack-uncached ] && auth=(-H "Authorization: Bearer bench")
+  bin/hey -z 5s -c 8 "${auth[@]}" "$url/" > /dev/null
+}
+
 "$node" bench/render-loop.mjs --seconds 10 > "$out/ceiling.json"
 echo "ceiling: $(cat "$out/ceiling.json")"
+[ -x bin/v8go-ssr ] || echo "v8go: bin/v8go-ssr is not built (make bin/v8go-ssr): skipped"
+if [ -z "${SKIP_KNEE:-}" ]; then
+  for round in $(seq "$knee_rounds"); do
+    for c in "${contenders[@]}"; do
+      start "$c" || continue
+      echo "$c: knee, round $round of $knee_rounds (steps $knee_steps, ${step_seconds}s each)..."
+      mkdir -p "$out/$c-knee-$round"
+      k6 "${env_args[@]}" -e "STEPS=$knee_steps" -e "STEP_SECONDS=$step_seconds" \
+        -e "KNEE_FILE=$out/$c-knee-$round.json" -e "RESULTS_DIR=$out/$c-knee-$round" loadtest/02-knee.js
+      stop_all
+    done
+  done
+fi
 for c in "${contenders[@]}"; do
-  if [ "$c" = v8go ] && [ ! -x bin/v8go-ssr ]; then
-    echo "v8go: bin/v8go-ssr is not built (make bin/v8go-ssr): skipped"; continue
-  fi
-  start_contender "$c"
-  mkdir -p "$out/$c-knee" "$out/$c-fixed"
-  env_args=(-e "BASE_URL=$url")
-  s=$steps
-  if [ "$c" = stack-cached ]; then env_args+=(-e USE_CACHE=1); s=$cached_steps; fi
-  auth=(); [ "$c" = stack-uncached ] && auth=(-H "Authorization: Bearer bench")
-  bin/hey -z 5s -c 8 "${auth[@]}" "$url/" > /dev/null # warm-up: JIT everywhere
-  if [ -z "${SKIP_KNEE:-}" ]; then
-    echo "$c: knee (steps $s, ${step_seconds}s each)..."
-    k6 "${env_args[@]}" -e "STEPS=$s" -e "STEP_SECONDS=$step_seconds" -e "KNEE_FILE=$out/$c-knee.json" -e "RESULTS_DIR=$out/$c-knee" loadtest/02-knee.js
-  fi
+  start "$c" || continue
   echo "$c: fixed rate $fixed_rate req/s..."
+  mkdir -p "$out/$c-fixed"
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-before.json"
   k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e DURATION=30s -e "RESULTS_DIR=$out/$c-fixed" --out "csv=$out/$c-fixed.csv" loadtest/03-load.js
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-after.json"

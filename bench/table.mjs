@@ -1,28 +1,37 @@
 // Prints make bench's table (markdown) from a results folder:
 //   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 const [dir, fixedRate, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
 const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached'];
-const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => {
-  const knee = existsSync(`${dir}/${n}-knee.json`) ? json(`${n}-knee.json`) : {};
-  return { n, knee: knee.rps, fixed: json(`${n}-fixed/summary.json`) };
-});
+/** The knee of every round (run.sh writes <name>-knee-<round>.json), in round order. */
+const knees = (n) => readdirSync(dir)
+  .map((f) => f.match(new RegExp(`^${n}-knee-(\\d+)\\.json$`)))
+  .filter((m) => m !== null)
+  .sort((a, b) => Number(a[1]) - Number(b[1]))
+  .map((m) => json(m[0]).rps);
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length === 0 ? undefined : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => (
+  { n, rounds: knees(n), knee: median(knees(n)), fixed: json(`${n}-fixed/summary.json`) }));
 const base = rows.find((r) => r.n === 'node-baseline')?.knee;
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
-console.log(`| contender | RPS at the knee | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
+console.log(`| contender | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
-for (const { n, knee, fixed } of rows) {
-  console.log(`| ${n} | ${knee ?? 'n/a'} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${base && knee ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
+for (const { n, rounds, knee, fixed } of rows) {
+  console.log(`| ${n} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${base && knee ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
     `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
     `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} |`);
 }
-console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations.');
+console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; '
+  + 'the contenders take turns within each round; ratios are of the medians.');
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).
 const cpu = names.filter((n) => existsSync(`${dir}/${n}-cpu.json`)).map((n) => ({ n, ...json(`${n}-cpu.json`) }));
