@@ -17,8 +17,10 @@ const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? undefined : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => (
-  { n, rounds: knees(n), knee: median(knees(n)), fixed: json(`${n}-fixed/summary.json`) }));
+const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => {
+  const rounds = knees(n);
+  return { n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`) };
+});
 const base = rows.find((r) => r.n === 'node-baseline')?.knee;
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
