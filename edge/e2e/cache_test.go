@@ -34,17 +34,10 @@ func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
 	if !strings.HasPrefix(cacheStatus(stale), "sidecar-ssr; hit; ttl=-") {
 		t.Errorf("stale request: got Cache-Status %q, want a stale hit served at once", cacheStatus(stale))
 	}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		r := get(t, edge.url+"/cached/products/5")
-		if strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit; ttl=") && !strings.Contains(cacheStatus(r), "ttl=-") {
-			break // the background refresh stored a fresh copy
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fresh copy 3s after a stale hit: %q", cacheStatus(r))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUntil(t, 3*time.Second, "a fresh copy stored by the background refresh after a stale hit", func() bool {
+		status := cacheStatus(get(t, edge.url+"/cached/products/5"))
+		return strings.HasPrefix(status, "sidecar-ssr; hit; ttl=") && !strings.Contains(status, "ttl=-")
+	})
 	metrics := scrape(t, edge.admin+"/metrics")
 	if n := sum(metrics, "edge_cache_background_refreshes_total", `route="GET /cached/products/{id}"`); n != 1 {
 		t.Errorf("got %v background refreshes, want exactly 1", n)

@@ -206,18 +206,12 @@ func TestRendererKilledAndRestarted(t *testing.T) {
 	}
 
 	startRenderer(t, socket)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r := get(t, edge.url+"/")
-		if r.Header.Get("X-SSR-Fallback") == "" {
-			assertSSR(t, r, 200)
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still falling back (%s) 10s after the renderer restarted", r.Header.Get("X-SSR-Fallback"))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	var r response
+	waitUntil(t, 10*time.Second, "server rendering back after the renderer restarted", func() bool {
+		r = get(t, edge.url+"/")
+		return r.Header.Get("X-SSR-Fallback") == ""
+	})
+	assertSSR(t, r, 200)
 }
 
 func assertSSR(t *testing.T, r response, status int) {

@@ -168,6 +168,21 @@ func (p *process) address(listener string) string {
 	return fmt.Sprint(p.waitLog(map[string]string{"msg": "listening", "listener": listener}, 30*time.Second)["address"])
 }
 
+// httpURL is path on the process's HTTP listener (the renderer's /metrics, /readyz).
+func (p *process) httpURL(path string) string { return "http://" + p.address("http") + path }
+
+// waitUntil polls cond until it holds; past timeout the test fails, saying what it waited for.
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, timeout)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // startRenderer starts the renderer on the fixture bundle, listening on socket, and waits
 // until every worker has loaded the bundle. Its HTTP address is process.address("http").
 func startRenderer(t *testing.T, socket string, env ...string) *process {

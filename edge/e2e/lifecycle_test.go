@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"io"
 	"path/filepath"
 	"sync"
@@ -44,7 +45,7 @@ func inFlight(t *testing.T, n int, url string) func() []response {
 
 // renderersReceived is every render call the renderer has taken: answered plus in flight.
 func renderersReceived(t *testing.T, renderer *process) float64 {
-	samples := scrape(t, "http://"+renderer.address("http")+"/metrics")
+	samples := scrape(t, renderer.httpURL("/metrics"))
 	return sum(samples, "renderer_renders_total") + sum(samples, "renderer_renders_in_flight")
 }
 
@@ -53,13 +54,9 @@ func renderersReceived(t *testing.T, renderer *process) float64 {
 // rightly refused and the test would blame the drain.
 func untilReceived(t *testing.T, renderer *process, before float64, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for renderersReceived(t, renderer) < before+float64(n) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the renderer did not receive %d renders within 10s", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("the renderer receiving %d renders", n), func() bool {
+		return renderersReceived(t, renderer) >= before+float64(n)
+	})
 }
 
 // TestEdgeDrainsOnSIGTERM: readiness turns false at once, requests already in flight are
@@ -133,14 +130,9 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 	}
 	renderer.waitLog(map[string]string{"code": "RENDER_ERR_WORKER_OOM"}, 5*time.Second)
 
-	ready := "http://" + renderer.address("http") + "/readyz"
-	deadline := time.Now().Add(10 * time.Second)
-	for get(t, ready).StatusCode != 200 {
-		if time.Now().After(deadline) {
-			t.Fatal("the pool did not get back to full strength within 10s after the OOM")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the pool back to full strength after the OOM", func() bool {
+		return get(t, renderer.httpURL("/readyz")).StatusCode == 200
+	})
 	assertSSR(t, get(t, edge.url+"/"), 200)
 }
 
@@ -152,7 +144,7 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
-	metrics := "http://" + renderer.address("http") + "/metrics"
+	metrics := renderer.httpURL("/metrics")
 	sleepRenders := func(outcome string) float64 {
 		return sum(scrape(t, metrics), "renderer_renders_total", `page="sleep"`, `outcome="`+outcome+`"`)
 	}
@@ -160,13 +152,9 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	for _, r := range inFlight(t, 8, edge.url+"/sleep?ms=400")() {
 		assertFallback(t, r, 200, "timeout")
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for sleepRenders("RENDER_ERR_CANCELLED") < 8 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%v of 8 renders were withdrawn or finished for nobody within 10s", sleepRenders("RENDER_ERR_CANCELLED"))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "8 renders withdrawn or finished for nobody", func() bool {
+		return sleepRenders("RENDER_ERR_CANCELLED") >= 8
+	})
 	if n := sleepRenders("ok"); n != 0 {
 		t.Errorf("%v renders were counted as served to a caller that had gone", n)
 	}

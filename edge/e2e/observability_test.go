@@ -59,7 +59,7 @@ func TestMetricsMoveOnBothSides(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
-	rendererMetrics := "http://" + renderer.address("http") + "/metrics"
+	rendererMetrics := renderer.httpURL("/metrics")
 
 	edgeBefore, rendererBefore := scrape(t, edge.admin+"/metrics"), scrape(t, rendererMetrics)
 	assertSSR(t, get(t, edge.url+"/"), 200)

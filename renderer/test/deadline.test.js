@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { render, startRenderer, waitFor } from './helpers.js';
+import { metricsText, render, startRenderer, waitFor } from './helpers.js';
 
 test('deadlines abort the render, cancellation withdraws it', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 2, default_deadline: '300ms' });
@@ -43,7 +43,7 @@ test('deadlines abort the render, cancellation withdraws it', async (t) => {
   await t.test('a caller that goes away costs no worker: queued, its render is dropped; running, it finishes', async () => {
     /** @param {RegExp} sample */
     const count = async (sample) => {
-      const text = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+      const text = await metricsText(app.httpAddress);
       return text.split('\n').filter((l) => sample.test(l)).reduce((n, l) => n + Number(l.split(' ').at(-1)), 0);
     };
     const exits = () => count(/^renderer_worker_exits_total/);

@@ -6,7 +6,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { build } from '../src/debug-server.js';
-import { render, startRenderer, tempDir } from './helpers.js';
+import { metricsText, render, startRenderer, tempDir } from './helpers.js';
 
 test('/debug/workers and a heap snapshot of one worker', async (t) => {
   const dir = join(tempDir(t), 'snapshots');
@@ -35,7 +35,7 @@ test('/debug/workers and a heap snapshot of one worker', async (t) => {
   const gc = body.workers.flatMap((/** @type {any} */ w) => w.lastGc);
   assert.ok(gc.length > 0, 'no GC pause reported');
   for (const pause of gc) assert.ok(['minor', 'major', 'incremental', 'weakcb', 'other'].includes(pause.kind) && pause.ms >= 0);
-  const metrics = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+  const metrics = await metricsText(app.httpAddress);
   assert.match(metrics, /renderer_gc_pause_seconds_count\{kind="\w+"\} [1-9]/);
   assert.match(metrics, /renderer_event_loop_delay_seconds\{quantile="0\.99"\} /);
 

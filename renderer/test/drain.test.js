@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
 import { stringify } from 'yaml';
-import { FIXTURE_BUNDLE, check, healthClient, render, renderClient, runRenderer, tempDir, waitFor } from './helpers.js';
+import { FIXTURE_BUNDLE, check, healthClient, metricsText, render, renderClient, runRenderer, tempDir, waitFor } from './helpers.js';
 
 /**
  * @param {import('node:test').TestContext} t
@@ -28,7 +28,7 @@ async function startProcess(t, renderer) {
   t.after(() => client.close());
   /** Renders in flight, as /metrics says. */
   const inFlight = async () => {
-    const text = await (await fetch(`http://${httpAddress}/metrics`)).text();
+    const text = await metricsText(httpAddress);
     return Number(/^renderer_renders_in_flight (\d+)$/m.exec(text)?.[1]);
   };
   return { proc, socket, httpAddress, client, inFlight };

@@ -106,6 +106,14 @@ export function render(client, request, { deadlineMs } = {}) {
 }
 
 /**
+ * The renderer's /metrics, as text.
+ * @param {string} httpAddress `host:port` of its HTTP listener
+ */
+export async function metricsText(httpAddress) {
+  return (await fetch(`http://${httpAddress}/metrics`)).text();
+}
+
+/**
  * Polls until check() returns true or timeoutMs passes.
  * @param {() => boolean | Promise<boolean>} check
  * @param {number} [timeoutMs]

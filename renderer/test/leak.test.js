@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { render, startRenderer, tempDir, waitFor } from './helpers.js';
+import { metricsText, render, startRenderer, tempDir, waitFor } from './helpers.js';
 
 test('recycle_heap_ratio retires leaking workers before they run out of heap', async (t) => {
   const { app, client, logs } = await startRenderer(t, {
@@ -31,7 +31,7 @@ test('recycle_heap_ratio retires leaking workers before they run out of heap', a
   // recycle_heap_ratio is of the old-generation cap (48 MB), not of heap_size_limit (old + young).
   for (const line of retiring) assert.ok(line.heapUsedBytes > 0.8 * 48 * 1024 * 1024 && line.heapUsedBytes < 48 * 1024 * 1024);
   assert.ok(heapLimit() < 100 * 1024 * 1024, `heap limit ${heapLimit()}`);
-  const metrics = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+  const metrics = await metricsText(app.httpAddress);
   assert.match(metrics, /renderer_worker_exits_total\{reason="oom"\} 0\n/);
   // A retirement may have finished since the logs were read.
   const counted = Number(/renderer_worker_retirements_total\{reason="heap"\} (\d+)\n/.exec(metrics)?.[1]);

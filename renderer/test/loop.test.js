@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { render, startRenderer, waitFor } from './helpers.js';
+import { metricsText, render, startRenderer, waitFor } from './helpers.js';
 
 test('loop page: deadline, the other worker serves, the pool recovers', async (t) => {
   const { app, client } = await startRenderer(t, { threads: 2 });
@@ -25,6 +25,6 @@ test('loop page: deadline, the other worker serves, the pool recovers', async (t
   const stats = app.pool.stats();
   assert.equal(stats.workers, 2);
   assert.equal(stats.accepting, 2);
-  const metrics = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+  const metrics = await metricsText(app.httpAddress);
   assert.match(metrics, /renderer_worker_exits_total\{reason="deadline"\} 1\n/);
 });

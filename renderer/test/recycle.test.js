@@ -3,7 +3,7 @@
 // workers, nor fewer than `threads` taking tasks (a warm spare joins first).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { render, startRenderer } from './helpers.js';
+import { metricsText, render, startRenderer } from './helpers.js';
 
 test('max_renders: several retirements, zero errors, capacity never below threads', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 2, max_renders: 20, warmup_rounds: 1 });
@@ -41,7 +41,7 @@ test('max_renders: several retirements, zero errors, capacity never below thread
   }
   // A worker is never retired twice, and no worker died.
   assert.equal(new Set(lines.map((l) => l.workerId)).size, lines.length);
-  const metrics = await (await fetch(`http://${app.httpAddress}/metrics`)).text();
+  const metrics = await metricsText(app.httpAddress);
   // A retirement under way when the client stopped may have finished since.
   const counted = Number(/renderer_worker_retirements_total\{reason="max_renders"\} (\d+)\n/.exec(metrics)?.[1]);
   assert.ok(counted >= lines.length, `${counted} counted, ${lines.length} logged`);
