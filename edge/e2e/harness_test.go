@@ -220,6 +220,17 @@ edge:
     - pattern: "GET /cached/slow"
       page: sleep
       cache: {ttl: 60s}
+    - pattern: "GET /cached/cookie"
+      page: cookie
+      render_timeout: 5s
+      hard_timeout: 6s
+      cache: {ttl: 60s}
+    - pattern: "GET /cached/flaky"
+      page: flaky
+      cache: {ttl: 1s, stale_if_error: 1m}
+    - {pattern: "GET /items/{id}", page: item, cache: {ttl: 60s}}
+    - {pattern: "GET /items/{id}/reviews", page: reviews, cache: {ttl: 60s}}
+    - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
 `
 
 type edgeProcess struct {

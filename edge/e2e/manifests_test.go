@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
 // Memory the renderer uses beyond its workers' V8 heap caps (deploy/k8s/README.md, "Sizing").
@@ -28,12 +31,18 @@ import (
 // `hey -c 4` for 10 s: VmHWM 219 MB with 1 worker, 369 MB with 3, i.e. ~75 MB per busy worker
 // (heap used 31 MB on average, external 2.5 MB), ~145 MB for the main thread with one worker.
 const (
-	// workerOverheadMiB: per worker, beyond old + young + stack_mb: code space, the isolate,
-	// Buffers and ArrayBuffers (which the heap caps do not bound), the thread's malloc arena.
+	// workerOverheadMiB: per worker, beyond old + young + stack_mb + max_external_mb: code
+	// space, the isolate, the thread's malloc arena.
 	workerOverheadMiB = 28
 	// mainThreadMiB: the main thread (grpc-js, fastify, prom-client, its own heap), the Node
 	// binary's resident pages, libuv and V8's GC helper threads.
 	mainThreadMiB = 160
+	// edgeRuntimeMiB: the edge beyond its cache and its renders in flight: the Go runtime,
+	// the binary, goroutines and buffers of about a thousand client connections.
+	edgeRuntimeMiB = 64
+	// edgeCopiesPerRender: a render in flight holds the reply, the document assembled from
+	// it, and its compressed encodings while it is stored (together under 3 × the reply).
+	edgeCopiesPerRender = 3
 	// imageRoot is where both images put the repository's files (the Dockerfiles mirror the
 	// repository layout under it); the test maps it back to the checkout.
 	imageRoot = "/app"
@@ -176,6 +185,8 @@ type ssrConfig struct {
 		MaxOldGenerationMB   *int   `yaml:"max_old_generation_mb"`
 		MaxYoungGenerationMB *int   `yaml:"max_young_generation_mb"`
 		StackMB              *int   `yaml:"stack_mb"`
+		MaxExternalMB        *int   `yaml:"max_external_mb"`
+		MaxPageMB            *int   `yaml:"max_page_mb"`
 		DrainTimeout         string `yaml:"drain_timeout"`
 	} `yaml:"renderer"`
 }
@@ -244,6 +255,21 @@ func (r rendered) config(t *testing.T, pod podSpec) (string, ssrConfig) {
 
 // containers returns the pod's native sidecars (restartable init containers) and its
 // containers, in start order.
+// podConfig loads the pod's ssr.yaml as the edge binary does (defaults, file, validation).
+func podConfig(t *testing.T, r rendered, pod podSpec) *config.Config {
+	t.Helper()
+	text, _ := r.config(t, pod)
+	path := filepath.Join(t.TempDir(), "ssr.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatalf("the edge refuses the pod's ssr.yaml: %v", err)
+	}
+	return cfg
+}
+
 func (p podSpec) containers() []container {
 	var out []container
 	for _, c := range p.InitContainers {
@@ -384,9 +410,16 @@ func v8YoungMiB(young int) int {
 }
 
 // rendererBudgetMiB is the renderer memory limit the config needs: (threads + 1 spare while
-// a worker is recycled) × (old + young as V8 sizes it + stack + overhead) + the main thread.
-func rendererBudgetMiB(threads, old, young, stack int) int {
-	return (threads+1)*(old+v8YoungMiB(young)+stack+workerOverheadMiB) + mainThreadMiB
+// a worker is recycled) × (old + young as V8 sizes it + stack + external + overhead) + the
+// main thread.
+func rendererBudgetMiB(threads, old, young, stack, external int) int {
+	return (threads+1)*(old+v8YoungMiB(young)+stack+external+workerOverheadMiB) + mainThreadMiB
+}
+
+// edgeBudgetMiB is what the edge's config lets it hold: the cache, every render in flight
+// with a page of the largest size, and the runtime.
+func edgeBudgetMiB(e config.Edge) int {
+	return e.CacheMaxMB + e.MaxRendersInFlight*e.MaxPageMB*edgeCopiesPerRender + edgeRuntimeMiB
 }
 
 func TestV8YoungGenerationSizing(t *testing.T) {
@@ -402,8 +435,8 @@ func TestV8YoungGenerationSizing(t *testing.T) {
 			t.Errorf("v8YoungMiB(%d) = %d, want %d", tc.young, got, tc.want)
 		}
 	}
-	if got := rendererBudgetMiB(2, 128, 48, 4); got != 784 {
-		t.Errorf("rendererBudgetMiB(2, 128, 48, 4) = %d, want 784 (the sum in deploy/k8s/README.md)", got)
+	if got := rendererBudgetMiB(2, 128, 48, 4, 32); got != 880 {
+		t.Errorf("rendererBudgetMiB(2, 128, 48, 4, 32) = %d, want 880 (the sum in deploy/k8s/README.md)", got)
 	}
 }
 
@@ -422,6 +455,7 @@ func TestManifestBudgets(t *testing.T) {
 				for key, v := range map[string]*int{
 					"renderer.threads": rc.Threads, "renderer.max_old_generation_mb": rc.MaxOldGenerationMB,
 					"renderer.max_young_generation_mb": rc.MaxYoungGenerationMB, "renderer.stack_mb": rc.StackMB,
+					"renderer.max_external_mb": rc.MaxExternalMB,
 				} {
 					if v == nil || *v <= 0 {
 						t.Fatalf("ssr.yaml: %s must be set explicitly (a pod without a CPU limit sees every core of the node; the sums need every cap)", key)
@@ -432,11 +466,11 @@ func TestManifestBudgets(t *testing.T) {
 				if err != nil {
 					t.Fatalf("renderer limits.memory: %v", err)
 				}
-				need := rendererBudgetMiB(*rc.Threads, *rc.MaxOldGenerationMB, *rc.MaxYoungGenerationMB, *rc.StackMB)
+				need := rendererBudgetMiB(*rc.Threads, *rc.MaxOldGenerationMB, *rc.MaxYoungGenerationMB, *rc.StackMB, *rc.MaxExternalMB)
 				if float64(need) > limit {
-					t.Errorf("renderer memory limit %s (%.0f MiB) < (threads %d + 1) × (old %d + young %d as V8 sizes %d + stack %d + %d) + %d = %d MiB",
+					t.Errorf("renderer memory limit %s (%.0f MiB) < (threads %d + 1) × (old %d + young %d as V8 sizes %d + stack %d + external %d + %d) + %d = %d MiB",
 						renderer.Resources.Limits["memory"], limit, *rc.Threads, *rc.MaxOldGenerationMB,
-						v8YoungMiB(*rc.MaxYoungGenerationMB), *rc.MaxYoungGenerationMB, *rc.StackMB,
+						v8YoungMiB(*rc.MaxYoungGenerationMB), *rc.MaxYoungGenerationMB, *rc.StackMB, *rc.MaxExternalMB,
 						workerOverheadMiB, mainThreadMiB, need)
 				}
 				if req, err := mebibytes(renderer.Resources.Requests["memory"]); err != nil || req < float64(need) {
@@ -466,6 +500,43 @@ func TestManifestBudgets(t *testing.T) {
 				// At most 90 % of the limit: the runtime's non-heap memory and the binary sit above it.
 				if got > 0.9*limit {
 					t.Errorf("edge GOMEMLIMIT %s (%.0f MiB) is not below 90 %% of its memory limit %s (%.0f MiB)", soft, got, edge.Resources.Limits["memory"], limit)
+				}
+				e := podConfig(t, r, pod).Edge
+				if need := edgeBudgetMiB(e); float64(need) > got {
+					t.Errorf("edge GOMEMLIMIT %s < cache_max_mb %d + max_renders_in_flight %d × max_page_mb %d × %d + %d = %d MiB: the config lets the edge hold more than the GC is asked to keep it under",
+						soft, e.CacheMaxMB, e.MaxRendersInFlight, e.MaxPageMB, edgeCopiesPerRender, edgeRuntimeMiB, need)
+				}
+			})
+
+			t.Run("page size", func(t *testing.T) {
+				e := podConfig(t, r, pod).Edge
+				if rc.MaxPageMB == nil || *rc.MaxPageMB != e.MaxPageMB {
+					t.Errorf("renderer.max_page_mb %v != edge.max_page_mb %d: set both, equal (the worker refuses what the edge would)", rc.MaxPageMB, e.MaxPageMB)
+				}
+			})
+
+			t.Run("cache on like the demo", func(t *testing.T) {
+				demo, err := config.Load("", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := podConfig(t, r, pod).Edge.Routes; !reflect.DeepEqual(got, demo.Edge.Routes) {
+					t.Errorf("ssr.yaml routes %+v, want the demo's (embedded defaults) %+v", got, demo.Edge.Routes)
+				}
+			})
+
+			t.Run("admin needs the token", func(t *testing.T) {
+				if podConfig(t, r, pod).Edge.AdminTrustLoopback {
+					t.Errorf("ssr.yaml: edge.admin_trust_loopback must be false in a pod: the renderer's app code shares its loopback")
+				}
+				var fromSecret bool
+				for _, e := range pod.container(t, "edge").Env {
+					if e.Name == "SSR_EDGE_ADMIN_TOKEN" && fromSecretKey(e.ValueFrom) {
+						fromSecret = true
+					}
+				}
+				if !fromSecret {
+					t.Errorf("edge: SSR_EDGE_ADMIN_TOKEN does not come from a Secret (valueFrom.secretKeyRef)")
 				}
 			})
 
@@ -729,10 +800,14 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 			}
 		}
 		for _, e := range c.Env {
+			value := rewrite(e.Value)
 			if e.ValueFrom != nil {
-				t.Fatalf("container %s: env %s uses valueFrom, which this test cannot play", c.Name, e.Name)
+				if !fromSecretKey(e.ValueFrom) {
+					t.Fatalf("container %s: env %s uses a valueFrom this test cannot play: %v", c.Name, e.Name, e.ValueFrom)
+				}
+				value = podSecret // the Secret, as an operator creates it
 			}
-			cmd.Env = append(cmd.Env, e.Name+"="+rewrite(e.Value))
+			cmd.Env = append(cmd.Env, e.Name+"="+value)
 		}
 		p := startProcess(t, c.Name, cmd)
 
@@ -767,7 +842,41 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-SSR-Fallback") != "" {
 		t.Errorf("GET / through the Service's port: %d, X-SSR-Fallback %q; want a server-rendered 200", resp.StatusCode, resp.Header.Get("X-SSR-Fallback"))
 	}
+	if again := get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target])); !strings.HasPrefix(again.Header.Get("Cache-Status"), "sidecar-ssr; hit") {
+		t.Errorf("GET / again: Cache-Status %q, want a hit (the pod's config caches the demo's pages)", again.Header.Get("Cache-Status"))
+	}
+
+	// The admin port from inside the pod (loopback, where the renderer's app code runs):
+	// purges need the token.
+	admin, _ := resolvePort("admin", pod.containers()...)
+	purge := fmt.Sprintf("http://127.0.0.1:%d/cache/purge?prefix=/", ports[admin])
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{"", http.StatusForbidden}, {"Bearer wrong", http.StatusForbidden}, {"Bearer " + podSecret, http.StatusOK}} {
+		req, _ := http.NewRequest("POST", purge, nil)
+		if tc.token != "" {
+			req.Header.Set("Authorization", tc.token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("purge from loopback with Authorization %q: got %d, want %d", tc.token, resp.StatusCode, tc.want)
+		}
+	}
 }
+
+// fromSecretKey reports whether an env var's valueFrom is a secretKeyRef.
+func fromSecretKey(valueFrom any) bool {
+	m, ok := valueFrom.(map[string]any)
+	return ok && m["secretKeyRef"] != nil
+}
+
+// podSecret plays the admin token Secret the manifest refers to.
+const podSecret = "pod-admin-token"
 
 func mountPathOf(c container, volume string) string {
 	for _, m := range c.VolumeMounts {

@@ -40,6 +40,14 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} heapSnapshotNearLimit how many workers retiring for heap
  *   (recycle_heap_ratio: near their cap) write a snapshot into
  *   heap_snapshot_dir before they exit, over the renderer's life (0: none)
+ * @property {number} maxPageMb largest render response a worker sends; a
+ *   larger page fails with RENDER_ERR_PAGE_TOO_LARGE (keep equal to
+ *   edge.max_page_mb, which bounds the same message)
+ * @property {number} quarantineAfter renders of one request that killed their
+ *   worker within quarantine_window before the request is refused at once
+ *   (0: no quarantine)
+ * @property {number} quarantineWindowMs
+ * @property {number} quarantineDurationMs how long a quarantined request is refused
  */
 
 export class ConfigError extends Error {
@@ -88,6 +96,12 @@ const KEYS = {
   debug_listen: { field: 'debugListen', fallback: '', check: optional(hostPort) },
   heap_snapshot_dir: { field: 'heapSnapshotDir', fallback: '', check: optional(nonEmptyString) },
   heap_snapshot_near_limit: { field: 'heapSnapshotNearLimit', fallback: 0, check: integerAtLeast(0) },
+  // The edge refuses a larger response (edge.max_page_mb, also 16 by
+  // default); failing in the worker saves encoding and sending it.
+  max_page_mb: { field: 'maxPageMb', fallback: 16, check: integerAtLeast(1) },
+  quarantine_after: { field: 'quarantineAfter', fallback: 2, check: integerAtLeast(0) },
+  quarantine_window: { field: 'quarantineWindowMs', fallback: '1m', check: duration },
+  quarantine_duration: { field: 'quarantineDurationMs', fallback: '5m', check: duration },
 };
 
 /** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */

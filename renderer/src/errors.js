@@ -13,6 +13,8 @@ export const codes = Object.freeze({
   WOULD_MISS_DEADLINE: 'RENDER_ERR_WOULD_MISS_DEADLINE',
   DRAINING: 'RENDER_ERR_DRAINING',
   CANCELLED: 'RENDER_ERR_CANCELLED',
+  QUARANTINED: 'RENDER_ERR_QUARANTINED',
+  PAGE_TOO_LARGE: 'RENDER_ERR_PAGE_TOO_LARGE',
   INTERNAL: 'RENDER_ERR_INTERNAL',
 });
 
@@ -37,6 +39,14 @@ export class RenderError extends Error {
    * @type {number | undefined}
    */
   startedAt;
+
+  /**
+   * Set by the pool when the render cost its worker its life (the worker ran
+   * out of memory, died, or was terminated to stop the render at its
+   * deadline): what the quarantine counts. A render aborted while it still
+   * waited for a worker killed nothing.
+   */
+  killedWorker = false;
 
   /**
    * @param {string} message
@@ -103,6 +113,22 @@ export class CancelledError extends RenderError {
   code = codes.CANCELLED;
 }
 
+/**
+ * Refused at once, before the pool: renders of the same request killed
+ * workers again and again (renderer.quarantine_after).
+ */
+export class QuarantinedError extends RenderError {
+  code = codes.QUARANTINED;
+}
+
+/**
+ * The page rendered, but its response is larger than renderer.max_page_mb:
+ * the edge would refuse it, so it is never encoded or sent. The worker is fine.
+ */
+export class PageTooLargeError extends RenderError {
+  code = codes.PAGE_TOO_LARGE;
+}
+
 /** A bug in the renderer itself. */
 export class InternalError extends RenderError {
   code = codes.INTERNAL;
@@ -110,7 +136,8 @@ export class InternalError extends RenderError {
 
 const classByCode = new Map(
   [PageNotFoundError, InvalidPropsError, PageThrewError, DeadlineError, WorkerOutOfMemoryError,
-    WorkerDiedError, QueueFullError, WouldMissDeadlineError, DrainingError, CancelledError, InternalError]
+    WorkerDiedError, QueueFullError, WouldMissDeadlineError, DrainingError, CancelledError, QuarantinedError,
+    PageTooLargeError, InternalError]
     .map((Class) => [new Class('').code, Class]),
 );
 

@@ -8,9 +8,10 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
-import { codes, DeadlineError, CancelledError, InternalError, RenderError } from './errors.js';
+import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, RenderError } from './errors.js';
 import { splitHostPort, unixSocketPath } from './config.js';
 import { OK } from './metrics.js';
+import { renderKey } from './quarantine.js';
 import { addReflection } from './reflection.js';
 import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
 
@@ -18,6 +19,7 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
 /** @import { RenderPool } from './pool.js' */
 /** @import { Metrics } from './metrics.js' */
 /** @import { ErrorCode } from './errors.js' */
+/** @import { Quarantine, Sentence } from './quarantine.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -35,16 +37,19 @@ const grpcStatusByCode = {
   [codes.WOULD_MISS_DEADLINE]: grpc.status.RESOURCE_EXHAUSTED,
   [codes.DRAINING]: grpc.status.UNAVAILABLE,
   [codes.CANCELLED]: grpc.status.CANCELLED,
+  [codes.QUARANTINED]: grpc.status.FAILED_PRECONDITION,
+  [codes.PAGE_TOO_LARGE]: grpc.status.RESOURCE_EXHAUSTED,
   [codes.INTERNAL]: grpc.status.INTERNAL,
 };
 
 /**
- * Logged at warn: codes the caller caused, and the drain refusing new calls
- * (expected at every shutdown). The rest are the page's or the renderer's trouble.
+ * Logged at warn: codes the caller caused, the drain refusing new calls
+ * (expected at every shutdown), and quarantine refusals (its start was logged
+ * at error once). The rest are the page's or the renderer's trouble.
  * @type {Set<ErrorCode>}
  */
 const warnCodes = new Set([codes.PAGE_NOT_FOUND, codes.INVALID_PROPS, codes.CANCELLED, codes.DRAINING,
-  codes.QUEUE_FULL, codes.WOULD_MISS_DEADLINE]);
+  codes.QUEUE_FULL, codes.WOULD_MISS_DEADLINE, codes.QUARANTINED]);
 
 /**
  * How early a cancellation may arrive and still count as the deadline. The
@@ -60,6 +65,8 @@ const DEADLINE_SLACK_MS = 50;
  * @property {number} defaultDeadlineMs used when a call has no deadline
  * @property {RenderPool} pool
  * @property {Metrics} [metrics] render outcomes are observed here when given
+ * @property {Quarantine} [quarantine] requests whose renders kill workers are
+ *   refused here, before the pool (absent: no quarantine)
  * @property {Logger} logger
  */
 
@@ -93,12 +100,12 @@ function loadRenderService() {
  * @param {GrpcOptions} options
  * @returns {Promise<GrpcListener>}
  */
-export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, metrics, logger }) {
+export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, metrics, quarantine, logger }) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxRequestMb * 1024 * 1024,
   });
   server.addService(loadRenderService(), {
-    Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics }),
+    Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine }),
   });
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [RENDER_SERVICE]: 'NOT_SERVING' });
@@ -160,13 +167,26 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
 }
 
 /**
- * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics}} deps
+ * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics, quarantine?: Quarantine}} deps
  * @returns {grpc.handleUnaryCall<any, any>}
  */
-function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
+function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine }) {
   return async (call, callback) => {
     const arrivedAt = performance.timeOrigin + performance.now();
     const req = call.request;
+    const task = {
+      page: req.page,
+      url: req.url,
+      params: req.params,
+      variants: req.variants,
+      propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
+      arrivedAt,
+    };
+    /** @type {string | undefined} */
+    let key;
+    // Hashing props costs time: only when something is quarantined, or a
+    // render killed its worker.
+    const keyOf = () => (key ??= renderKey(task));
     const expired = new AbortController();
     const withdrawn = new AbortController();
     const deadline = Number(call.getDeadline());
@@ -189,14 +209,12 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
     call.once('cancelled', onCancelled);
     if (call.cancelled) onCancelled();
     try {
-      const result = await pool.run({
-        page: req.page,
-        url: req.url,
-        params: req.params,
-        variants: req.variants,
-        propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
-        arrivedAt,
-      }, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
+      const sentence = quarantine && quarantine.size > 0 ? quarantine.check(keyOf()) : undefined;
+      if (sentence) {
+        metrics?.observeQuarantineRefusal(req.page);
+        throw quarantinedError(sentence, req);
+      }
+      const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
       const { response } = result;
       // A view over the transferred buffer: no copy before grpc-js frames it.
       callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength));
@@ -210,6 +228,18 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
       });
     } catch (err) {
       const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
+      // Also when the caller had withdrawn it: a render already running when
+      // its caller left goes on, and this is where its end is known.
+      if (error.killedWorker && quarantine?.enabled) {
+        const entered = quarantine.recordDeath(keyOf());
+        if (entered) {
+          logger.error({
+            page: req.page, url: req.url, variants: req.variants, deaths: entered.deaths, code: error.code,
+            quarantineMs: entered.until - entered.since,
+          }, 'render quarantined');
+          metrics?.observeQuarantine(req.page);
+        }
+      }
       logFailure(logger, error, req.page);
       callback(toServiceError(error));
       metrics?.observeRender({
@@ -223,6 +253,16 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics }) {
       call.off('cancelled', onCancelled);
     }
   };
+}
+
+/**
+ * @param {Readonly<Sentence>} sentence
+ * @param {{page: string, url: string}} req
+ */
+function quarantinedError({ deaths, until }, { page, url }) {
+  const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+  return new QuarantinedError(`quarantined: renders of this request (page ${JSON.stringify(page)}, url `
+    + `${JSON.stringify(url)}) killed ${deaths} worker${deaths === 1 ? '' : 's'}; refused for another ${seconds} s`);
 }
 
 /** @param {number} since epoch ms */
@@ -259,7 +299,7 @@ function logFailure(logger, error, page) {
  * @param {string} address for messages
  */
 async function prepareSocketPath(path, address) {
-  await mkdir(dirname(path), { recursive: true });
+  await prepareSocketDir(dirname(path));
   let stat;
   try {
     stat = await lstat(path);
@@ -270,6 +310,35 @@ async function prepareSocketPath(path, address) {
   if (!stat.isSocket()) throw new Error(`gRPC: ${path} exists and is not a socket; refusing to replace it`);
   if (await somebodyAnswers(path)) throw new Error(`gRPC: another renderer is listening on ${address}`);
   await unlink(path);
+}
+
+/**
+ * Whoever can write the socket's directory can replace the socket with their
+ * own and serve the edge their HTML (the default, /tmp/sidecar-ssr, is a name
+ * any local user can take first). The directory is created 0700 when missing;
+ * an existing one must be ours and writable by nobody else. Only the last
+ * component is ours to judge: the parents (/tmp, a volume) are the platform's.
+ * @param {string} dir
+ */
+async function prepareSocketDir(dir) {
+  await mkdir(dirname(dir), { recursive: true });
+  try {
+    await mkdir(dir, { mode: 0o700 });
+  } catch (err) {
+    if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'EEXIST') throw err;
+  }
+  const stat = await lstat(dir);
+  const ourUid = process.geteuid?.();
+  /** @param {string} problem */
+  const refuse = (problem) => new Error(`gRPC: refusing the socket directory ${dir}: ${problem} (owner uid ${stat.uid}, `
+    + `this process runs as uid ${ourUid ?? 'unknown'}); another user could replace the socket. Remove it and let the `
+    + 'renderer create it (mode 0700), or point renderer.grpc_address at a directory of its own');
+  if (stat.isSymbolicLink()) throw refuse('it is a symbolic link');
+  if (!stat.isDirectory()) throw refuse('it is not a directory');
+  if (ourUid !== undefined && stat.uid !== ourUid) throw refuse('it is owned by another user');
+  if ((stat.mode & 0o022) !== 0) {
+    throw refuse(`it is writable by group or others (mode 0${(stat.mode & 0o777).toString(8).padStart(3, '0')})`);
+  }
 }
 
 /**

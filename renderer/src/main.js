@@ -11,6 +11,7 @@ import { build as buildDebug } from './debug-server.js';
 import { build as buildHttp, listen as listenHttp } from './http-server.js';
 import { Metrics } from './metrics.js';
 import { RenderPool } from './pool.js';
+import { Quarantine } from './quarantine.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Config } from './config.js' */
@@ -28,6 +29,7 @@ const FLUSH_GRACE_MS = 250;
  * @property {string} httpAddress `host:port` as bound
  * @property {RenderPool} pool
  * @property {Metrics} metrics
+ * @property {Quarantine} quarantine
  * @property {string} debugAddress `host:port` of the debug listener as bound; empty when off
  * @property {() => Promise<void>} close drain (design.md §5), then stop
  *   everything; the same promise when called again
@@ -53,7 +55,10 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     throw new ConfigError('renderer.bundle', `no such file: ${config.bundle} (build the app, or point renderer.bundle at a server bundle)`);
   }
   const pool = new RenderPool({ ...config, logger, onFatal });
-  const metrics = new Metrics(pool);
+  const quarantine = new Quarantine({
+    after: config.quarantineAfter, windowMs: config.quarantineWindowMs, durationMs: config.quarantineDurationMs,
+  });
+  const metrics = new Metrics(pool, { quarantine });
   pool.observe(metrics.poolObserver);
   /** @type {Awaited<ReturnType<typeof startGrpcServer>> | undefined} */
   let grpc;
@@ -107,7 +112,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
 
   try {
     signal?.throwIfAborted();
-    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, metrics, logger });
+    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, metrics, quarantine, logger });
     logger.info({ listener: 'grpc', address: grpc.address }, 'listening');
     http = buildHttp({ pool, registry: metrics.registry, logger });
     const httpAddress = await listenHttp(http, config.httpListen);
@@ -122,7 +127,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     await Promise.race([pool.whenReady(), aborted]);
     grpc.setServing(true);
     logger.info({ threads: config.threads, bundle: config.bundle }, 'ready');
-    return { grpcAddress: grpc.address, httpAddress, debugAddress, pool, metrics, close };
+    return { grpcAddress: grpc.address, httpAddress, debugAddress, pool, metrics, quarantine, close };
   } catch (err) {
     await close().catch((closeErr) => logger.error({ err: closeErr }, 'error while shutting down'));
     throw err;

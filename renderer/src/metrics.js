@@ -107,6 +107,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  #quarantines = new Counter({
+    name: 'renderer_quarantines_total',
+    help: 'Render requests (page, url, params, variants, props) put in quarantine because their renders killed renderer.quarantine_after workers within quarantine_window, by page.',
+    labelNames: /** @type {const} */ (['page']),
+    registers: [this.registry],
+  });
+
+  #quarantineRefusals = new Counter({
+    name: 'renderer_quarantine_refusals_total',
+    help: 'Render calls refused at once, before the pool, because their request is in quarantine (RENDER_ERR_QUARANTINED), by page.',
+    labelNames: /** @type {const} */ (['page']),
+    registers: [this.registry],
+  });
+
   #loopDelay = monitorEventLoopDelay({ resolution: 10 });
 
   /** What the pool reports as it happens: give it to pool.observe(). @type {PoolObserver} */
@@ -126,10 +140,19 @@ export class Metrics {
 
   /**
    * @param {{stats(): PoolStats, knownPage(page: string): boolean}} pool
+   * @param {{quarantine?: {size: number}}} [options] read at scrape time
    */
-  constructor(pool) {
+  constructor(pool, { quarantine } = {}) {
     this.#knownPage = (page) => pool.knownPage(page);
     const registers = [this.registry];
+    new Gauge({
+      name: 'renderer_quarantined_keys',
+      help: 'Render requests in quarantine now (refused at once until their renderer.quarantine_duration is over).',
+      registers,
+      collect() {
+        this.set(quarantine?.size ?? 0);
+      },
+    });
     /**
      * A gauge read from the pool at scrape time.
      * @param {string} name
@@ -185,6 +208,23 @@ export class Metrics {
    */
   pageLabel(page) {
     return this.#knownPage(page) ? page : UNKNOWN_PAGE;
+  }
+
+  /**
+   * A request entered quarantine.
+   * @param {string} page
+   */
+  observeQuarantine(page) {
+    this.#quarantines.inc({ page: this.pageLabel(page) });
+  }
+
+  /**
+   * A call refused because its request is in quarantine (observeRender counts
+   * it too, with its outcome).
+   * @param {string} page
+   */
+  observeQuarantineRefusal(page) {
+    this.#quarantineRefusals.inc({ page: this.pageLabel(page) });
   }
 
   /** @param {RenderObservation} observation */

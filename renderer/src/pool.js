@@ -53,6 +53,8 @@ import {
  * @property {string} [heapSnapshotDir] where snapshots go ('' or absent: none)
  * @property {number} [heapSnapshotNearLimit] how many workers retiring for
  *   heap write a snapshot before they exit
+ * @property {number} [maxPageMb] a render whose response is larger fails with
+ *   PageTooLargeError in its worker (absent: no limit)
  * @property {Logger} logger
  * @property {(err: Error) => void} [onFatal] called when, after start, the pool
  *   can no longer keep `threads` workers with the bundle loaded.
@@ -187,7 +189,7 @@ export class RenderPool {
   constructor({
     bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
     warmupRounds = 3, maxQueue = Infinity, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
-    heapSnapshotDir = '', heapSnapshotNearLimit = 0,
+    heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity,
   }) {
     this.#heapSnapshotDir = heapSnapshotDir;
     this.#autoSnapshotsLeft = heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit;
@@ -224,7 +226,7 @@ export class RenderPool {
         maxYoungGenerationSizeMb: maxYoungGenerationMb,
         stackSizeMb: stackMb,
       },
-      workerData: { bundle, warmupRounds },
+      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB },
     });
     // Piscina re-emits a worker's own parentPort messages as the pool's 'message'.
     this.#piscina.on('message', (/** @type {WorkerMessage} */ message) => this.#onWorkerMessage(message));
@@ -776,17 +778,27 @@ export class RenderPool {
     const onWorker = token.workerId !== undefined;
     if (signal.aborted) {
       const reason = signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause: err });
-      if (onWorker) this.#observer.exited?.('deadline');
+      // Piscina terminates the worker of a task it already posted; one still
+      // in its queue (or ours) is only dropped.
+      if (onWorker) {
+        reason.killedWorker = true;
+        this.#observer.exited?.('deadline');
+      }
       return reason;
     }
     const error = err instanceof Error ? err : new InternalError(String(err));
     if (this.#closing) return new DrainingError('the renderer is shutting down', { cause: error });
+    /** @type {RenderError} */
+    let failure;
     if (/** @type {{code?: string}} */ (error).code === 'ERR_WORKER_OUT_OF_MEMORY') {
       if (onWorker) this.#observer.exited?.('oom');
-      return new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error });
+      failure = new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error });
+    } else {
+      if (onWorker) this.#observer.exited?.('error');
+      failure = new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
     }
-    if (onWorker) this.#observer.exited?.('error');
-    return new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
+    failure.killedWorker = onWorker;
+    return failure;
   }
 }
 

@@ -10,6 +10,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
+import { PageTooLargeError } from './errors.js';
 
 export const PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
 export const RENDER_PROTO = 'ssr/v1/render.proto';
@@ -36,29 +37,53 @@ const LENGTH_DELIMITED = 2;
 /** @type {protobuf.Type | undefined} */
 let responseType;
 
+const MiB = 1024 * 1024;
+
 /**
  * The wire bytes of a RenderResponse, in a buffer of their own (transferable).
  * html and propsJson are written as UTF-8 straight into it; the small fields
  * follow, encoded by protobufjs (a message may list its fields in any order).
+ * Throws PageTooLargeError, having allocated nothing of the page's size, when
+ * the message would be longer than `maxBytes`.
  * @param {string} html
  * @param {string} propsJson
  * @param {ResponseFields} fields
+ * @param {number} [maxBytes] the largest message the edge takes (renderer.max_page_mb)
  * @returns {Buffer}
  */
-export function encodeRenderResponse(html, propsJson, fields) {
+export function encodeRenderResponse(html, propsJson, fields, maxBytes = Infinity) {
   responseType ??= protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
-  const rest = responseType.encode(fields).finish();
+  // Counting UTF-8 bytes is a scan without a copy: measure before protobufjs
+  // copies a huge head, or the page is copied into a buffer nobody will read.
   const htmlBytes = Buffer.byteLength(html, 'utf8');
   const propsBytes = Buffer.byteLength(propsJson, 'utf8');
-  const out = Buffer.allocUnsafeSlow(
-    fieldHeaderLength(htmlBytes) + htmlBytes + fieldHeaderLength(propsBytes) + propsBytes + rest.length,
-  );
+  const parts = { htmlBytes, propsBytes, headBytes: Buffer.byteLength(fields.head, 'utf8') };
+  const atLeast = htmlBytes + propsBytes + parts.headBytes;
+  if (atLeast > maxBytes) tooLarge(`at least ${atLeast}`, parts, fields.page, maxBytes);
+  const rest = responseType.encode(fields).finish();
+  const total = fieldHeaderLength(htmlBytes) + htmlBytes + fieldHeaderLength(propsBytes) + propsBytes + rest.length;
+  // The edge bounds the whole message, framing and small fields included.
+  if (total > maxBytes) tooLarge(String(total), parts, fields.page, maxBytes);
+  const out = Buffer.allocUnsafeSlow(total);
   let at = writeFieldHeader(out, 0, HTML_FIELD, htmlBytes);
   at += out.write(html, at, 'utf8');
   at = writeFieldHeader(out, at, PROPS_JSON_FIELD, propsBytes);
   at += out.write(propsJson, at, 'utf8');
   out.set(rest, at);
   return out;
+}
+
+/**
+ * @param {string} size the message's length in bytes, or "at least" a bound
+ * @param {{htmlBytes: number, headBytes: number, propsBytes: number}} parts
+ * @param {string} page
+ * @param {number} maxBytes
+ * @returns {never}
+ */
+function tooLarge(size, { htmlBytes, headBytes, propsBytes }, page, maxBytes) {
+  const mb = (/** @type {number} */ n) => `${(n / MiB).toFixed(1)} MB`;
+  throw new PageTooLargeError(`page "${page}" is too large: its response would be ${size} bytes (HTML ${mb(htmlBytes)}, `
+    + `head ${mb(headBytes)}, props_json ${mb(propsBytes)}), over the ${maxBytes / MiB} MB limit of renderer.max_page_mb`);
 }
 
 /** @param {number} length */

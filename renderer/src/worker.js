@@ -75,7 +75,7 @@ import { encodeRenderResponse } from './wire.js';
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
-const options = /** @type {{bundle: string, warmupRounds: number}} */ (workerData);
+const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number}} */ (workerData);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
 /** @type {GcPause[]} */
@@ -115,13 +115,17 @@ parentPort?.postMessage(warmMessage, [control.port2]);
 export default async function render(task) {
   const startedAt = performance.timeOrigin + performance.now();
   let result;
+  let encoded;
   try {
     result = await renderPage(bundle, task);
+    // A page over max_page_mb fails here, as a result: a throw out of this
+    // function would look to the pool like a worker that died.
+    encoded = encode(result, startedAt, task.arrivedAt);
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
     return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
   }
-  const { response, timing, heap } = encode(result, startedAt, task.arrivedAt);
+  const { response, timing, heap } = encoded;
   /** @type {RenderSuccess} */
   const value = { ok: true, page: result.page, response, timing, report: report(heap) };
   // Piscina only looks for a movable at the top of the returned value (a
@@ -162,7 +166,7 @@ function encode(result, startedAt, arrivedAt) {
     page: result.page,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
     timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
-  });
+  }, options.maxPageBytes);
   return { response, timing, heap };
 }
 

@@ -28,7 +28,34 @@ test('no file: the embedded defaults that run the demo', () => {
     debugListen: '',
     heapSnapshotDir: '',
     heapSnapshotNearLimit: 0,
+    maxPageMb: 16,
+    quarantineAfter: 2,
+    quarantineWindowMs: 60_000,
+    quarantineDurationMs: 300_000,
   });
+});
+
+test('page size cap and quarantine keys', () => {
+  const config = parseConfig(`
+renderer:
+  max_page_mb: 4
+  quarantine_after: 3
+  quarantine_window: 30s
+  quarantine_duration: 10m
+`, { env: {} });
+  assert.equal(config.maxPageMb, 4);
+  assert.equal(config.quarantineAfter, 3);
+  assert.equal(config.quarantineWindowMs, 30_000);
+  assert.equal(config.quarantineDurationMs, 600_000);
+  assert.equal(parseConfig('renderer: {quarantine_after: 0}', {}).quarantineAfter, 0, '0 turns quarantine off');
+  const env = parseConfig('', {
+    env: { SSR_RENDERER_QUARANTINE_AFTER: '5', SSR_RENDERER_QUARANTINE_WINDOW: '2m', SSR_RENDERER_QUARANTINE_DURATION: '90s', SSR_RENDERER_MAX_PAGE_MB: '8' },
+  });
+  assert.deepEqual([env.quarantineAfter, env.quarantineWindowMs, env.quarantineDurationMs, env.maxPageMb], [5, 120_000, 90_000, 8]);
+  assert.throws(() => parseConfig('renderer: {max_page_mb: 0}', {}), { message: 'config: renderer.max_page_mb: must be an integer >= 1 (got 0)' });
+  assert.throws(() => parseConfig('renderer: {quarantine_after: -1}', {}), { key: 'renderer.quarantine_after' });
+  assert.throws(() => parseConfig('renderer: {quarantine_window: 1}', {}), { key: 'renderer.quarantine_window', message: /must be a duration/ });
+  assert.throws(() => parseConfig('renderer: {quarantine_duration: forever}', {}), { key: 'renderer.quarantine_duration', message: /must be a duration/ });
 });
 
 test('issue 5 keys: warm-up, queue bound, recycling, debug listener', () => {

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
+import { PageTooLargeError } from '../src/errors.js';
 import { encodeRenderResponse, PROTO_PATH } from '../src/wire.js';
 
 const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
@@ -38,3 +39,21 @@ for (const { name, html, props } of cases) {
     assert.deepEqual({ ...decoded, html: undefined, propsJson: undefined }, { ...fields, html: undefined, propsJson: undefined });
   });
 }
+
+test('encodeRenderResponse: a message over maxBytes is refused, one at the limit is not', () => {
+  const MiB = 1024 * 1024;
+  const exact = encodeRenderResponse('x'.repeat(MiB - 200), '{}', fields).byteLength;
+  const html = 'x'.repeat(MiB - 200 + (MiB - exact));
+  assert.equal(encodeRenderResponse(html, '{}', fields, MiB).byteLength, MiB);
+  // One byte more: over by the framing, though HTML + head + props fit.
+  assert.throws(() => encodeRenderResponse(`${html}x`, '{}', fields, MiB), (err) => {
+    assert.ok(err instanceof PageTooLargeError);
+    assert.equal(err.code, 'RENDER_ERR_PAGE_TOO_LARGE');
+    assert.match(err.message, new RegExp(`^page "home" is too large: its response would be ${MiB + 1} bytes \\(HTML 1\\.0 MB, head 0\\.0 MB, props_json 0\\.0 MB\\), over the 1 MB limit of renderer\\.max_page_mb$`));
+    return true;
+  });
+  // Far over: refused from the sizes alone.
+  assert.throws(() => encodeRenderResponse('é'.repeat(MiB), '', { ...fields, head: 'x'.repeat(MiB) }, MiB), {
+    message: /would be at least 3145728 bytes \(HTML 2\.0 MB, head 1\.0 MB, props_json 0\.0 MB\)/,
+  });
+});

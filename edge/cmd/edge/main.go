@@ -57,7 +57,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("edge.assets_dir: %w", err)
 	}
-	renderer, err := renderclient.New(cfg.Renderer.GRPCAddress, renderclient.Options{MaxPageBytes: e.MaxPageBytes()})
+	renderer, err := renderclient.New(cfg.Renderer.GRPCAddress, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log})
 	if err != nil {
 		return fmt.Errorf("renderer.grpc_address: %w", err)
 	}
@@ -83,7 +83,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	}
 	var draining atomic.Bool
 	admin := &http.Server{
-		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken, Cache: cache}),
+		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: cache}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,

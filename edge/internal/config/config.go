@@ -54,8 +54,12 @@ type Edge struct {
 	ShutdownDelay  time.Duration `yaml:"shutdown_delay"`
 	MaxHeaderBytes int           `yaml:"max_header_bytes"`
 	LogLevel       string        `yaml:"log_level"`
-	// AdminToken admits non-loopback callers to the admin port's debug endpoints.
+	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints.
 	AdminToken string `yaml:"admin_token"`
+	// AdminTrustLoopback admits loopback callers to them without the token. Turn it off
+	// wherever something else shares the loopback interface: in a pod, the renderer's app code
+	// (a load() that fetches a URL it was given) could otherwise purge the cache or read pprof.
+	AdminTrustLoopback bool `yaml:"admin_trust_loopback"`
 
 	// CacheMaxMB bounds the HTML cache by bytes (LRU).
 	CacheMaxMB int `yaml:"cache_max_mb"`
@@ -67,6 +71,10 @@ type Edge struct {
 	// CacheTTLJitter shortens each stored TTL by up to this fraction, at random, so the
 	// entries of one deploy do not all expire together.
 	CacheTTLJitter float64 `yaml:"cache_ttl_jitter"`
+	// CachePassTTL is how long a hit-for-miss marker lives: after a render that may not be
+	// stored, requests for its key render side by side (no coalescing) for this long, unless
+	// a storable render replaces the marker first.
+	CachePassTTL time.Duration `yaml:"cache_pass_ttl"`
 	// CacheIgnoreQuery are query parameters left out of cache keys and render requests on
 	// routes that do not list their own; a trailing * matches a prefix.
 	CacheIgnoreQuery []string `yaml:"cache_ignore_query"`
@@ -223,6 +231,12 @@ func setScalar(edge *Edge, key, value string) error {
 				return fmt.Errorf("edge.%s: not an integer: %q", key, value)
 			}
 			field.SetInt(int64(n))
+		case field.Kind() == reflect.Bool:
+			b, err := strconv.ParseBool(value)
+			if err != nil {
+				return fmt.Errorf("edge.%s: not a boolean: %q", key, value)
+			}
+			field.SetBool(b)
 		case field.Kind() == reflect.Float64:
 			f, err := strconv.ParseFloat(value, 64)
 			if err != nil {
@@ -275,6 +289,9 @@ func (c *Config) validate() error {
 	}
 	if e.CacheNotFoundTTL < 0 {
 		bad("edge.cache_not_found_ttl", "must not be negative, got %s", e.CacheNotFoundTTL)
+	}
+	if e.CachePassTTL <= 0 {
+		bad("edge.cache_pass_ttl", "must be positive, got %s", e.CachePassTTL)
 	}
 	if e.CacheTTLJitter < 0 || e.CacheTTLJitter >= 1 {
 		bad("edge.cache_ttl_jitter", "must be in [0, 1), got %v", e.CacheTTLJitter)

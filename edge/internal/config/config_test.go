@@ -50,7 +50,7 @@ renderer:
   grpc_address: unix:///run/ssr/renderer.sock
   threads: 4
 `)
-	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
+	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_EDGE_ADMIN_TRUST_LOOPBACK=false", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +60,9 @@ renderer:
 	}
 	if e.Listen != "127.0.0.1:0" || e.HardTimeout != 3*time.Second {
 		t.Errorf("env: got listen %q hard_timeout %s", e.Listen, e.HardTimeout)
+	}
+	if e.AdminTrustLoopback {
+		t.Errorf("env: admin_trust_loopback is still true")
 	}
 	if e.AdminListen != "127.0.0.1:9100" {
 		t.Errorf("untouched key lost its default: admin_listen %q", e.AdminListen)
@@ -88,6 +91,8 @@ func TestRejected(t *testing.T) {
 		{"unknown env key", "", []string{"SSR_EDGE_LISTNE=:1"}, "SSR_EDGE_LISTNE: no key edge.listne"},
 		{"routes from env", "", []string{"SSR_EDGE_ROUTES=x"}, "edge.routes can only be set in the config file"},
 		{"bad duration", "", []string{"SSR_EDGE_RENDER_TIMEOUT=soon"}, `edge.render_timeout: not a duration: "soon"`},
+		{"bad boolean", "", []string{"SSR_EDGE_ADMIN_TRUST_LOOPBACK=maybe"}, `edge.admin_trust_loopback: not a boolean: "maybe"`},
+		{"no hit-for-miss lifetime", "", []string{"SSR_EDGE_CACHE_PASS_TTL=0s"}, `edge.cache_pass_ttl: must be positive`},
 		{"soft above hard", "edge:\n  render_timeout: 3s\n", nil, "edge.render_timeout: 3s is above edge.hard_timeout 2s"},
 		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0]: render_timeout 150ms is above hard_timeout 100ms"},
 		{"conflicting routes", "edge:\n  routes:\n    - {pattern: 'GET /a/{x}', page: a}\n    - {pattern: 'GET /{y}/b', page: b}\n", nil, "edge.routes[1].pattern: pattern \"GET /{y}/b\""},

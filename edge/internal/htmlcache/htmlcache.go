@@ -5,6 +5,7 @@ package htmlcache
 import (
 	"container/list"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 )
@@ -20,7 +21,8 @@ type Entry struct {
 	Bodies map[string][]byte
 	ETag   string
 	// Pass marks hit-for-miss: the last render of this key was not storable, so requests
-	// for it render on their own instead of queueing behind one another.
+	// for it render on their own instead of queueing behind one another. A marker never
+	// replaces a usable stored document (Set).
 	Pass bool
 
 	Stored time.Time
@@ -30,11 +32,12 @@ type Entry struct {
 	size int // set by Cache.Set
 }
 
-// Size is what the entry counts against the cache's byte bound.
+// Size is what the entry counts against the cache's byte bound: the memory its bodies hold
+// (their capacity, not their length), its strings, and a rough allowance for the rest.
 func (e *Entry) Size() int {
 	n := len(e.Key) + len(e.Path) + 256 // the struct, map and list overhead, roughly
 	for coding, b := range e.Bodies {
-		n += len(coding) + len(b)
+		n += len(coding) + cap(b)
 	}
 	for k, vs := range e.Header {
 		n += len(k)
@@ -94,14 +97,29 @@ type Options struct {
 	OnEvict func(*Entry)
 }
 
+// Generation counts purges. A render notes the generation when it begins, and its result
+// is not stored if a purge since then matched it: a purge covers renders already running.
+type Generation uint64
+
+// purgesKept is how many recent purges are remembered; a render that began before all of
+// them counts as purged (it ran across more purges than the cache keeps track of).
+const purgesKept = 64
+
+type purge struct {
+	gen   Generation
+	match func(*Entry) bool
+}
+
 // Cache is safe for concurrent use.
 type Cache struct {
 	opts Options
 
-	mu    sync.Mutex
-	lru   *list.List               // guarded by mu; front = most recently used, values *Entry
-	items map[string]*list.Element // guarded by mu
-	bytes int                      // guarded by mu
+	mu     sync.Mutex
+	lru    *list.List               // guarded by mu; front = most recently used, values *Entry
+	items  map[string]*list.Element // guarded by mu
+	bytes  int                      // guarded by mu
+	gen    Generation               // guarded by mu: purges so far
+	purges []purge                  // guarded by mu: the last purgesKept purges, oldest first
 }
 
 // New returns an empty cache.
@@ -144,16 +162,38 @@ func (c *Cache) Get(key string) (*Entry, State) {
 	return e, state
 }
 
+// Fits reports whether an entry of size bytes may be stored at all.
+func (c *Cache) Fits(size int) bool { return size <= c.opts.MaxEntryBytes }
+
+// Generation is the current purge generation; pass it to Set with the result of a render
+// that begins now.
+func (c *Cache) Generation() Generation {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gen
+}
+
 // Set stores e under e.Key, replacing what was there, and evicts least recently used
-// entries until the cache fits its bound. It reports false when e is too large to store.
-func (c *Cache) Set(e *Entry) bool {
+// entries until the cache fits its bound. since is the generation at which e's render began.
+// It reports false, storing nothing, when e is too large, when a purge since then matched
+// e, or when e is a hit-for-miss marker and a usable document is stored under its key (an
+// unstorable result must not destroy the copy that stale-while-revalidate and
+// stale-if-error would serve).
+func (c *Cache) Set(e *Entry, since Generation) bool {
 	e.size = e.Size()
-	if e.size > c.opts.MaxEntryBytes {
+	if !c.Fits(e.size) {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.purgedLocked(since, e) {
+		return false
+	}
 	if el, ok := c.items[e.Key]; ok {
+		old := el.Value.(*Entry)
+		if e.Pass && !old.Pass && old.StateAt(c.opts.Now()) != Missing {
+			return false
+		}
 		c.removeLocked(el)
 	}
 	c.items[e.Key] = c.lru.PushFront(e)
@@ -168,21 +208,45 @@ func (c *Cache) Set(e *Entry) bool {
 	return true
 }
 
-// Purge removes the entry stored under key and reports whether there was one.
-func (c *Cache) Purge(key string) bool {
+// Purged reports whether a purge since generation since matched e (only Key and Path need
+// be set): a render that began then must not be stored, nor joined by new requests.
+func (c *Cache) Purged(since Generation, e *Entry) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.items[key]
-	if ok {
-		c.removeLocked(el)
-	}
-	return ok
+	return c.purgedLocked(since, e)
 }
 
-// PurgeIf removes every entry match accepts and returns how many.
+func (c *Cache) purgedLocked(since Generation, e *Entry) bool {
+	if since == c.gen {
+		return false
+	}
+	if len(c.purges) == 0 || since < c.purges[0].gen-1 {
+		return true // began before the oldest purge remembered
+	}
+	for _, p := range c.purges {
+		if p.gen > since && p.match(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// Purge removes the entry stored under key, and keeps renders of it that are running from
+// being stored. It reports whether there was an entry.
+func (c *Cache) Purge(key string) bool {
+	return c.PurgeIf(func(e *Entry) bool { return e.Key == key }) == 1
+}
+
+// PurgeIf removes every entry match accepts, and keeps renders running now whose result
+// match accepts from being stored. It returns how many entries it removed.
 func (c *Cache) PurgeIf(match func(*Entry) bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.gen++
+	c.purges = append(c.purges, purge{gen: c.gen, match: match})
+	if len(c.purges) > purgesKept {
+		c.purges = slices.Delete(c.purges, 0, len(c.purges)-purgesKept)
+	}
 	n := 0
 	for _, el := range c.items {
 		if match(el.Value.(*Entry)) {

@@ -20,7 +20,7 @@ func entry(key string, body int) *Entry {
 func TestStates(t *testing.T) {
 	clk := &clock{t: time.Unix(1000, 0)}
 	c := New(Options{Now: clk.now})
-	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second})
+	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second}, c.Generation())
 
 	tests := []struct {
 		at      time.Duration
@@ -58,7 +58,7 @@ func TestSWRWiderThanSIE(t *testing.T) {
 	// at once until SWR ends.
 	clk := &clock{t: time.Unix(0, 0)}
 	c := New(Options{Now: clk.now})
-	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: time.Second, StaleWhileRevalidate: time.Minute, StaleIfError: 2 * time.Second})
+	c.Set(&Entry{Key: "k", Stored: clk.t, TTL: time.Second, StaleWhileRevalidate: time.Minute, StaleIfError: 2 * time.Second}, c.Generation())
 	clk.advance(30 * time.Second)
 	if _, got := c.Get("k"); got != Stale {
 		t.Errorf("got %s, want stale", got)
@@ -72,12 +72,12 @@ func TestEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	for _, k := range []string{"a", "b", "c"} {
 		e := entry(k, 1000)
 		e.Stored = clk.t
-		c.Set(e)
+		c.Set(e, c.Generation())
 	}
 	c.Get("a") // a is now more recent than b
 	d := entry("d", 1000)
 	d.Stored = clk.t
-	c.Set(d)
+	c.Set(d, c.Generation())
 	if strings.Join(evicted, ",") != "b" {
 		t.Errorf("evicted %v, want [b]", evicted)
 	}
@@ -89,7 +89,7 @@ func TestEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 	if _, bytes := c.Stats(); bytes > 3*1300 {
 		t.Errorf("cache holds %d bytes, over its bound", bytes)
 	}
-	if c.Set(entry("huge", 5000)) {
+	if c.Set(entry("huge", 5000), c.Generation()) {
 		t.Errorf("an entry over MaxEntryBytes was stored")
 	}
 }
@@ -97,7 +97,7 @@ func TestEvictsLeastRecentlyUsedByBytes(t *testing.T) {
 func TestReplaceKeepsAccounting(t *testing.T) {
 	c := New(Options{})
 	for range 3 {
-		c.Set(entry("k", 1000))
+		c.Set(entry("k", 1000), c.Generation())
 	}
 	n, bytes := c.Stats()
 	if n != 1 || bytes != entry("k", 1000).Size() {
@@ -111,7 +111,7 @@ func TestPurge(t *testing.T) {
 	for _, p := range []string{"/products/1", "/products/12", "/product", "/"} {
 		e := entry("build|"+p, 10)
 		e.Path, e.Stored = p, clk.t
-		c.Set(e)
+		c.Set(e, c.Generation())
 	}
 	if !c.Purge("build|/") || c.Purge("build|/") {
 		t.Errorf("purging a key should succeed once")
@@ -127,13 +127,81 @@ func TestPurge(t *testing.T) {
 	}
 }
 
+// TestPurgeCoversRendersInFlight: a render that began before a purge must not store its
+// result after it, whether the purge named its key, a prefix of its path, or another key.
+func TestPurgeCoversRendersInFlight(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	fill := func(key string) *Entry {
+		e := entry(key, 10)
+		e.Stored = clk.t
+		return e
+	}
+	began := c.Generation()
+	c.Purge("/a")
+	if c.Set(fill("/a"), began) {
+		t.Errorf("a render of /a that began before /a was purged was stored")
+	}
+	if !c.Set(fill("/b"), began) {
+		t.Errorf("a purge of /a kept a render of /b from being stored")
+	}
+	if !c.Purged(began, fill("/a")) || c.Purged(began, fill("/b")) || c.Purged(c.Generation(), fill("/a")) {
+		t.Errorf("Purged disagrees with Set")
+	}
+	if !c.Set(fill("/a"), c.Generation()) {
+		t.Errorf("a render of /a that began after the purge was not stored")
+	}
+
+	// Past purgesKept purges the cache no longer knows what a render saw: it refuses it.
+	old := c.Generation()
+	for i := range purgesKept + 1 {
+		c.Purge(fmt.Sprint("/other/", i))
+	}
+	if c.Set(fill("/c"), old) {
+		t.Errorf("a render older than every remembered purge was stored")
+	}
+}
+
+func TestHitForMissNeverReplacesAUsableCopy(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	good := entry("k", 10)
+	good.Stored = clk.t
+	c.Set(good, c.Generation())
+	pass := func() *Entry { return &Entry{Key: "k", Pass: true, Stored: clk.t, TTL: time.Second} }
+
+	for _, at := range []time.Duration{0, 12 * time.Second, 30 * time.Second} { // fresh, stale, stale-if-error
+		clk.t = time.Unix(0, 0).Add(at)
+		if c.Set(pass(), c.Generation()) {
+			t.Errorf("+%s: a hit-for-miss marker replaced the stored copy", at)
+		}
+		if e, _ := c.Get("k"); e != good {
+			t.Fatalf("+%s: the stored copy is gone", at)
+		}
+	}
+	clk.t = time.Unix(0, 0).Add(71 * time.Second) // past every window: nothing left to protect
+	if !c.Set(pass(), c.Generation()) {
+		t.Errorf("a marker could not replace an entry past all its windows")
+	}
+	if !c.Set(entry("k", 10), c.Generation()) {
+		t.Errorf("a storable result could not replace the marker")
+	}
+}
+
+func TestSizeCountsCapacity(t *testing.T) {
+	e := &Entry{Key: "k", Bodies: map[string][]byte{"": make([]byte, 10, 100_000)}}
+	if e.Size() < 100_000 {
+		t.Errorf("got size %d for a body holding 100000 bytes of memory", e.Size())
+	}
+}
+
 func BenchmarkGetHit(b *testing.B) {
 	c := New(Options{})
 	for i := range 1000 {
 		e := entry(fmt.Sprintf("build|/products/%d", i), 100)
 		e.Stored = time.Now()
 		e.TTL = time.Hour
-		c.Set(e)
+		c.Set(e, c.Generation())
 	}
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/bits"
+	"net"
 	"sync"
 	"time"
 
@@ -30,6 +32,9 @@ type Options struct {
 	// MaxReconnectDelay caps the reconnect backoff. If zero, defaults to 1s: the renderer is a
 	// local socket, and grpc-go's 120s default would keep serving fallbacks long after it is back.
 	MaxReconnectDelay time.Duration
+	// Log receives refused connections (a unix socket served by another user). If nil,
+	// defaults to slog.Default().
+	Log *slog.Logger
 }
 
 // Client renders pages on the renderer.
@@ -48,10 +53,13 @@ func New(target string, opts Options) (*Client, error) {
 	if opts.MaxReconnectDelay == 0 {
 		opts.MaxReconnectDelay = time.Second
 	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
 	bo := backoff.DefaultConfig
 	bo.BaseDelay = 50 * time.Millisecond
 	bo.MaxDelay = opts.MaxReconnectDelay
-	conn, err := grpc.NewClient(target,
+	dialOpts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(opts.MaxPageBytes), grpc.ForceCodecV2(newCodec(opts.MaxPageBytes))),
@@ -62,7 +70,17 @@ func New(target string, opts Options) (*Client, error) {
 		// grpc-go's 32 KiB read buffer took ~6 reads per page (the edge made 10.7 read calls per
 		// uncached request; 5.7 with this, and 0.9 → 0.74 ms of CPU: bench/README.md).
 		grpc.WithReadBufferSize(256<<10),
-	)
+	}
+	if path, ok := unixPath(target); ok {
+		dialOpts = append(dialOpts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			conn, err := dialOwnUser(ctx, path)
+			if err != nil {
+				opts.Log.Warn("cannot connect to the renderer", "socket", path, "err", err)
+			}
+			return conn, err
+		}))
+	}
+	conn, err := grpc.NewClient(target, dialOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +210,13 @@ const (
 	ReasonUnknownPage  = "unknown-page"
 	ReasonBadRequest   = "bad-request"
 	ReasonInvalidReply = "invalid-response"
+	ReasonQuarantined  = "quarantined"
+)
+
+// The renderer's codes whose gRPC status alone would name the wrong reason.
+const (
+	codeQuarantined  = "RENDER_ERR_QUARANTINED"
+	codePageTooLarge = "RENDER_ERR_PAGE_TOO_LARGE"
 )
 
 // Reason classifies a render failure as a fallback reason.
@@ -202,6 +227,12 @@ func Reason(err error) string {
 			return ReasonDeadline
 		}
 		return ReasonRenderError
+	}
+	switch e.RendererCode {
+	case codeQuarantined: // its renders killed workers: the renderer refuses it for a while
+		return ReasonQuarantined
+	case codePageTooLarge: // refused in the worker, before it crossed the socket
+		return ReasonTooLarge
 	}
 	switch e.Status.Code() {
 	case codes.Unavailable, codes.Canceled:

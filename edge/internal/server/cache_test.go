@@ -21,6 +21,9 @@ import (
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
+// homeKey is the cache key of GET / in the test stack.
+const homeKey = "b1 GET /{$} /"
+
 // cached turns caching on for the home route: fresh 10s, stale-while-revalidate 5s,
 // stale-if-error 60s.
 func cached(e *config.Edge) {
@@ -81,7 +84,7 @@ func TestCacheLifecycle(t *testing.T) {
 	}
 	stored := func(version string) func() bool {
 		return func() bool {
-			e, _ := s.cache.Get("b1 /")
+			e, _ := s.cache.Get(homeKey)
 			return e != nil && strings.Contains(string(e.Bodies[""]), version)
 		}
 	}
@@ -343,7 +346,7 @@ func TestLateRenderFillsTheCache(t *testing.T) {
 	}
 	close(release)
 	waitFor(t, "the late render to be stored", func() bool {
-		e, _ := s.cache.Get("b1 /")
+		e, _ := s.cache.Get(homeKey)
 		return e != nil && !e.Pass
 	})
 }
@@ -368,7 +371,7 @@ func TestShedding(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	rule := func(query []string, variants ...string) keyRule {
-		return newKeyRule(config.Route{Variants: variants, Cache: config.RouteCache{Query: query}}, []string{"utm_*", "fbclid"})
+		return newKeyRule(config.Route{Pattern: "GET /p/", Variants: variants, Cache: config.RouteCache{Query: query}}, []string{"utm_*", "fbclid"})
 	}
 	tests := []struct {
 		name    string
@@ -378,16 +381,22 @@ func TestKeys(t *testing.T) {
 		wantURL string
 		wantKey string
 	}{
-		{"plain", rule(nil), "/products/7", nil, "/products/7", "b /products/7"},
-		{"query sorted", rule(nil), "/?b=2&a=1", nil, "/?a=1&b=2", "b /?a=1&b=2"},
-		{"tracking parameters dropped", rule(nil), "/?utm_source=x&fbclid=y&q=z&utm_medium=m", nil, "/?q=z", "b /?q=z"},
-		{"only declared parameters", rule([]string{"page"}), "/?page=2&sort=asc", nil, "/?page=2", "b /?page=2"},
-		{"declared parameter absent", rule([]string{"page"}), "/?sort=asc", nil, "/", "b /"},
-		{"repeated values keep their order", rule(nil), "/?t=b&t=a", nil, "/?t=b&t=a", "b /?t=b&t=a"},
-		{"escaping normalized", rule(nil), "/products/%41%62", nil, "/products/Ab", "b /products/Ab"},
+		{"plain", rule(nil), "/products/7", nil, "/products/7", "b GET /p/ /products/7"},
+		{"query sorted", rule(nil), "/?b=2&a=1", nil, "/?a=1&b=2", "b GET /p/ /?a=1&b=2"},
+		{"tracking parameters dropped", rule(nil), "/?utm_source=x&fbclid=y&q=z&utm_medium=m", nil, "/?q=z", "b GET /p/ /?q=z"},
+		{"only declared parameters", rule([]string{"page"}), "/?page=2&sort=asc", nil, "/?page=2", "b GET /p/ /?page=2"},
+		{"declared parameter absent", rule([]string{"page"}), "/?sort=asc", nil, "/", "b GET /p/ /"},
+		{"repeated values keep their order", rule(nil), "/?t=b&t=a", nil, "/?t=b&t=a", "b GET /p/ /?t=b&t=a"},
+		{"escaping normalized", rule(nil), "/products/%41%62", nil, "/products/Ab", "b GET /p/ /products/Ab"},
+		{"lower-case escapes normalized", rule(nil), "/products/a%c3%a9", nil, "/products/a%C3%A9", "b GET /p/ /products/a%C3%A9"},
+		{"escaped slash stays escaped", rule(nil), "/items/7%2Freviews", nil, "/items/7%2Freviews", "b GET /p/ /items/7%2Freviews"},
+		{"escaped slash, lower case", rule(nil), "/items/7%2freviews", nil, "/items/7%2Freviews", "b GET /p/ /items/7%2Freviews"},
+		{"escaped percent stays escaped", rule(nil), "/items/7%252F", nil, "/items/7%252F", "b GET /p/ /items/7%252F"},
 		{"variants", rule(nil, "header:Accept-Language", "cookie:currency"), "/", map[string]string{"Accept-Language": " DE ", "Cookie": "currency=EUR"},
-			"/", "b /\x00cookie:currency=EUR\x00header:Accept-Language=de"},
-		{"missing variant", rule(nil, "cookie:currency"), "/", nil, "/", "b /\x00cookie:currency="},
+			"/", "b GET /p/ /\x00cookie:currency=EUR\x00header:Accept-Language=de"},
+		{"missing cookie variant", rule(nil, "cookie:currency"), "/", nil, "/", "b GET /p/ /\x00cookie:currency"},
+		{"empty cookie variant", rule(nil, "cookie:currency"), "/", map[string]string{"Cookie": "currency="}, "/", "b GET /p/ /\x00cookie:currency="},
+		{"missing header variant", rule(nil, "header:Accept-Language"), "/", nil, "/", "b GET /p/ /\x00header:Accept-Language="},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,7 +425,7 @@ func TestPurge(t *testing.T) {
 	for _, p := range []string{"/", "/products/1", "/products/2"} {
 		get(t, s.url+p)
 	}
-	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, Cache: s.cache})
+	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: s.cache})
 	purge := func(query string) string {
 		req, _ := http.NewRequest("POST", "/cache/purge?"+query, nil)
 		req.RemoteAddr = "127.0.0.1:9"

@@ -16,9 +16,10 @@ var codings = []string{"br", "gzip"}
 // minCompressBytes: below this, compression saves less than its headers cost.
 const minCompressBytes = 1024
 
-// encodeAll returns doc in every coding worth storing, identity included.
+// encodeAll returns doc in every coding worth storing, identity included, each in a slice
+// of its own that holds no spare capacity (the cache counts what the slices hold).
 func encodeAll(doc []byte) map[string][]byte {
-	bodies := map[string][]byte{"": doc}
+	bodies := map[string][]byte{"": bytes.Clone(doc)}
 	if len(doc) < minCompressBytes {
 		return bodies
 	}
@@ -27,12 +28,12 @@ func encodeAll(doc []byte) map[string][]byte {
 	bw := brotli.NewWriterLevel(&br, 5)
 	bw.Write(doc)
 	bw.Close()
-	bodies["br"] = br.Bytes()
+	bodies["br"] = bytes.Clone(br.Bytes())
 	var gz bytes.Buffer
 	gw, _ := gzip.NewWriterLevel(&gz, gzip.DefaultCompression)
 	gw.Write(doc)
 	gw.Close()
-	bodies["gzip"] = gz.Bytes()
+	bodies["gzip"] = bytes.Clone(gz.Bytes())
 	return bodies
 }
 

@@ -10,26 +10,36 @@ import (
 // flight is one render shared by every request for its key that arrives while it runs.
 type flight struct {
 	done chan struct{} // closed when the fields below are set
+	// gen is the cache's purge generation when the render began: a purge since then that
+	// matches it keeps its result out of the cache and new requests out of the flight.
+	gen  htmlcache.Generation
+	path string
 	resp *ssrv1.RenderResponse
 	// entry is the stored document, nil when the result was not storable.
 	entry *htmlcache.Entry
-	err   error
+	// private: the response may set a cookie or is marked private or no-store; it belongs
+	// to the request that started the flight, never to those that joined it.
+	private bool
+	err     error
 }
 
 // flights coalesces renders per cache key, like singleflight, except that the work runs on
 // its own goroutine and context: no waiter's deadline or disconnect can fail the others, and
 // a render that outlives every waiter still completes and fills the cache.
 type flights struct {
+	cache *htmlcache.Cache
+
 	mu sync.Mutex
 	m  map[string]*flight // guarded by mu
 }
 
-// join returns the flight for key, starting run in the background when there is none.
-// started reports whether this call started it.
-func (f *flights) join(key string, run func(*flight)) (fl *flight, started bool) {
+// join returns the flight for key, starting run in the background when there is none, or
+// when the one running began before a purge that covers it. started reports whether this
+// call started it.
+func (f *flights) join(key, path string, run func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl, ok := f.m[key]; ok {
+	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
 		return fl, false
 	}
 	if f.m == nil {
@@ -37,19 +47,21 @@ func (f *flights) join(key string, run func(*flight)) (fl *flight, started bool)
 	}
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
-	fl = fly(func(fl *flight) {
+	fl = f.alone(path, func(fl *flight) {
 		run(fl)
 		f.mu.Lock()
-		delete(f.m, key)
+		if f.m[key] == fl { // not if a purge replaced it
+			delete(f.m, key)
+		}
 		f.mu.Unlock()
 	})
 	f.m[key] = fl
 	return fl, true
 }
 
-// fly runs a flight no one else can join (bypass and hit-for-miss requests).
-func fly(run func(*flight)) *flight {
-	fl := &flight{done: make(chan struct{})}
+// alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
+func (f *flights) alone(path string, run func(*flight)) *flight {
+	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path}
 	go func() {
 		defer close(fl.done)
 		run(fl)

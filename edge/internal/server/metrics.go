@@ -20,6 +20,7 @@ type Metrics struct {
 	cacheRequests   *prometheus.CounterVec
 	collapsed       *prometheus.CounterVec
 	refreshes       *prometheus.CounterVec
+	privateRenders  *prometheus.CounterVec
 	evictions       prometheus.Counter
 }
 
@@ -52,12 +53,16 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_cache_background_refreshes_total",
 			Help: "Background renders started to refresh a stale entry (stale-while-revalidate).",
 		}, []string{"route"}),
+		privateRenders: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_cache_private_rerenders_total",
+			Help: "Requests that waited on a coalesced render whose response was private (Set-Cookie, private, no-store) and so rendered again for themselves.",
+		}, []string{"route"}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edge_cache_evictions_total",
 			Help: "Entries evicted to stay within cache_max_mb, or dropped past every staleness window.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.evictions)
+	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.evictions)
 	return m
 }
 

@@ -11,8 +11,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -50,6 +52,9 @@ type page struct {
 	keys        keyRule
 	personal    []string // cookies that make a request personal
 	notFoundTTL time.Duration
+	passTTL     time.Duration
+	// vary names every request header a rendered response depends on.
+	vary string
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
 	// cache entry, and answers 404 whatever the page says.
 	unmatched bool
@@ -63,7 +68,7 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 	p := &page{
 		route: r.Pattern, name: r.Page, soft: soft, hard: hard, policy: r.Cache,
 		keys: newKeyRule(r, e.CacheIgnoreQuery), personal: r.Cache.PersonalizeCookies,
-		notFoundTTL: e.CacheNotFoundTTL, deps: d,
+		notFoundTTL: e.CacheNotFoundTTL, passTTL: e.CachePassTTL, vary: varyHeader(r), deps: d,
 	}
 	for _, m := range wildcard.FindAllStringSubmatch(r.Pattern, -1) {
 		p.params = append(p.params, m[1])
@@ -71,11 +76,36 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 	return p
 }
 
+// varyHeader names the request headers a route's responses depend on: the coding, the
+// header variants, and Cookie when a cookie is a variant or can make a request personal (a
+// shared cache in front then stores one copy per Cookie header, which in practice means
+// it stores copies only for requests without cookies).
+func varyHeader(r config.Route) string {
+	names := []string{"Accept-Encoding"}
+	cookie := len(r.Cache.PersonalizeCookies) > 0
+	for _, v := range slices.Sorted(slices.Values(r.Variants)) {
+		kind, name, _ := strings.Cut(v, ":")
+		if kind == "header" {
+			names = append(names, http.CanonicalHeaderKey(name))
+		} else {
+			cookie = true
+		}
+	}
+	if cookie {
+		names = append(names, "Cookie")
+	}
+	return strings.Join(names, ", ")
+}
+
 func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := p.request(r)
+	if !validUTF8(req) {
+		http.Error(w, "bad request: a path segment or a variant the page depends on is not valid UTF-8", http.StatusBadRequest)
+		return
+	}
 	if reason := p.bypass(r); reason != "" {
 		p.metrics.cacheResult(p.route, "bypass")
-		p.serveRendered(w, r, req, "sidecar-ssr; fwd=bypass; detail="+reason)
+		p.serveAlone(w, r, req, "", "sidecar-ssr; fwd=bypass; detail="+reason)
 		return
 	}
 	key := p.keys.key(p.buildID, req.Url, req.Variants)
@@ -83,7 +113,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil && entry.Pass {
 		// Hit-for-miss: the last render was not storable; do not queue behind one another.
 		p.metrics.cacheResult(p.route, "pass")
-		p.serveRendered(w, r, req, "sidecar-ssr; fwd=miss; detail=uncacheable")
+		p.serveAlone(w, r, req, key, "sidecar-ssr; fwd=miss; detail=uncacheable")
 		return
 	}
 	switch state {
@@ -93,7 +123,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.flights.join(key, p.renderInto(key, req)); started {
+		if _, started := p.flights.join(key, req.Url, p.renderInto(key, req)); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -108,7 +138,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.flights.join(key, p.renderInto(key, req))
+	fl, started := p.flights.join(key, req.Url, p.renderInto(key, req))
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -116,21 +146,38 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !started {
 		status += "; collapsed"
 	}
-	p.await(w, r, req, fl, status, entry)
+	p.await(w, r, req, key, fl, started, status, entry)
 }
 
 // await answers with the flight's result if it lands within the soft deadline; otherwise,
-// or when it failed, with stale (if not nil) or the client-side-render shell.
-func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, status string, stale *htmlcache.Entry) {
+// or when it failed, with stale (if not nil) or the client-side-render shell. own says
+// whether this request started the flight: a private result goes only to that request, and
+// a request that joined gets a render of its own, within what is left of its soft deadline.
+func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	var failure error
 	reason := ""
 	soft := time.NewTimer(p.soft)
 	defer soft.Stop()
-	select {
-	case <-fl.done:
+	for reason == "" {
+		select {
+		case <-fl.done:
+		case <-soft.C:
+			reason = renderclient.ReasonTimeout
+			continue
+		case <-r.Context().Done():
+			return
+		}
 		switch {
 		case fl.err != nil:
 			failure, reason = fl.err, reasonFor(fl.err)
+		case fl.private && !own:
+			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
+			ctx, withdraw := context.WithCancel(context.Background())
+			defer withdraw()
+			fl, own, status = p.renderAlone(ctx, key, req), true, "sidecar-ssr; fwd=miss; detail=private"
+		case stale != nil && p.status(fl.resp) >= 500:
+			// The page itself failed (its backend is down): stale-if-error covers that too.
+			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
 		case fl.entry != nil:
 			setTiming(w.Header(), "miss", fl.resp.GetTiming())
 			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.entry.Status))
@@ -139,10 +186,6 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			p.write(w, r, req, fl.resp, fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()))
 			return
 		}
-	case <-soft.C:
-		reason = renderclient.ReasonTimeout
-	case <-r.Context().Done():
-		return
 	}
 	if stale != nil {
 		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
@@ -198,8 +241,8 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 	return resp, err
 }
 
-// renderInto is a flight's work: render, then store what may be stored (or a hit-for-miss
-// marker when the page is not storable).
+// renderInto is a flight's work: render, then store the document, or a hit-for-miss marker
+// when it may not be stored (the cache keeps a usable copy over a marker).
 func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
 	return func(fl *flight) {
 		// Not the request's context: the render outlives the soft deadline to fill the cache.
@@ -207,23 +250,41 @@ func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
 		if fl.err != nil {
 			return
 		}
-		if e := p.entryFor(key, req, fl.resp); e != nil && p.cache.Set(e) && !e.Pass {
+		fl.private = private(fl.resp)
+		e := p.stored(key, req, fl.resp)
+		if e == nil {
+			e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
+		}
+		if p.cache.Set(e, fl.gen) && !e.Pass {
 			fl.entry = e
 		}
 	}
 }
 
-// entryFor builds the cache entry for a rendered response: the document in every coding,
-// or a hit-for-miss marker when the page must not be stored.
-func (p *page) entryFor(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) *htmlcache.Entry {
+// renderAlone renders for one request, within the hard deadline or until ctx is done. With
+// a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
+func (p *page) renderAlone(ctx context.Context, key string, req *ssrv1.RenderRequest) *flight {
+	return p.flights.alone(req.Url, func(fl *flight) {
+		fl.resp, fl.err = p.render(ctx, req)
+		if fl.err != nil || key == "" {
+			return
+		}
+		if e := p.stored(key, req, fl.resp); e != nil {
+			p.cache.Set(e, fl.gen)
+		}
+	})
+}
+
+// stored builds the cache entry for a rendered response, the document in every coding, or
+// returns nil when the response may not be stored or its document would not fit the cache.
+func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) *htmlcache.Entry {
 	status := p.status(resp)
+	if !storable(status, resp) {
+		return nil
+	}
 	e := &htmlcache.Entry{
 		Key: key, Path: req.Url, Status: status, Stored: p.cache.Now(),
 		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
-	}
-	if !storable(status, resp) {
-		e.Pass = true
-		return e
 	}
 	if status == http.StatusNotFound {
 		e.TTL = min(e.TTL, p.notFoundTTL)
@@ -233,37 +294,52 @@ func (p *page) entryFor(key string, req *ssrv1.RenderRequest, resp *ssrv1.Render
 	}
 	e.TTL -= time.Duration(float64(e.TTL) * p.jitter * rand.Float64())
 	e.Header = pageHeaders(resp)
-	if status < 300 || status >= 400 {
-		e.Bodies = encodeAll(p.shell.Append(nil, p.documentPage(req, resp)))
-		e.ETag = etag(e.Bodies[""])
+	if status >= 300 && status < 400 {
+		return e
 	}
+	bp := buffers.Get().(*[]byte)
+	doc := p.shell.Append((*bp)[:0], p.documentPage(req, resp))
+	defer func() { *bp = doc[:0]; buffers.Put(bp) }()
+	// Checked before compressing: a document that cannot be stored is not worth encoding.
+	if !p.cache.Fits(len(doc)) {
+		p.log.Warn("page too large to cache: requests for it render side by side for edge.cache_pass_ttl",
+			"page", req.Page, "url", req.Url, "bytes", len(doc), "key", "edge.cache_max_entry_mb")
+		return nil
+	}
+	e.Bodies = encodeAll(doc)
+	e.ETag = etag(e.Bodies[""])
 	return e
 }
 
 // storable: complete pages, the app's 404 and permanent redirects; never errors, temporary
-// redirects, or what the page marked private, no-store or cookie-setting.
+// redirects, or private responses.
 func storable(status int, resp *ssrv1.RenderResponse) bool {
 	switch status {
 	case http.StatusOK, http.StatusNotFound, http.StatusMovedPermanently, http.StatusPermanentRedirect:
-	default:
-		return false
+		return !private(resp)
 	}
+	return false
+}
+
+// private: what the page marked private or no-store, or a response that sets a cookie.
+// Such a response belongs to the one client it was rendered for.
+func private(resp *ssrv1.RenderResponse) bool {
 	if resp.GetCache().GetNoStore() {
-		return false
+		return true
 	}
 	for _, h := range resp.GetHeaders() {
 		name := http.CanonicalHeaderKey(h.GetName())
 		if name == "Set-Cookie" {
-			return false
+			return true
 		}
 		if name == "Cache-Control" {
 			v := strings.ToLower(h.GetValue())
 			if strings.Contains(v, "private") || strings.Contains(v, "no-store") {
-				return false
+				return true
 			}
 		}
 	}
-	return true
+	return false
 }
 
 func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
@@ -280,6 +356,19 @@ func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
 	}
 	req.Variants = p.keys.variantValues(r)
 	return req
+}
+
+// validUTF8 reports whether req can be sent: protobuf strings must be UTF-8, and a path
+// segment such as %FF, or a header's raw bytes, need not be.
+func validUTF8(req *ssrv1.RenderRequest) bool {
+	for _, m := range []map[string]string{req.Params, req.Variants} {
+		for _, v := range m {
+			if !utf8.ValidString(v) {
+				return false
+			}
+		}
+	}
+	return utf8.ValidString(req.Url)
 }
 
 // status is the status to answer with, or 0 when the page chose an impossible one.
@@ -331,15 +420,15 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	}
 }
 
-// serveRendered renders without the cache (bypass, hit-for-miss) within the soft deadline.
-// Nothing can store the result, so once this request stops waiting (answered, fallen back,
-// gone) the call is cancelled: the renderer drops the render if it is still queued and
+// serveAlone renders for this request alone (bypass, hit-for-miss) within the soft deadline.
+// Nothing else waits for the result, so once this request stops waiting (answered, fallen
+// back, gone) the call is cancelled: the renderer drops the render if it is still queued and
 // finishes it if it is running. Under overload the workers then render pages somebody still
 // waits for, not pages whose requesters already got the shell.
-func (p *page) serveRendered(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, cacheStatus string) {
+func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key, cacheStatus string) {
 	ctx, withdraw := context.WithCancel(context.Background())
 	defer withdraw()
-	p.await(w, r, req, fly(func(fl *flight) { fl.resp, fl.err = p.render(ctx, req) }), cacheStatus, nil)
+	p.await(w, r, req, key, p.renderAlone(ctx, key, req), true, cacheStatus, nil)
 }
 
 // write answers with a rendered response that was not stored.
@@ -354,6 +443,7 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		h[k] = vs
 	}
 	h.Set("Cache-Status", cacheStatus)
+	h.Add("Vary", p.vary)
 	setTiming(h, "miss", resp.GetTiming())
 	if status >= 300 && status < 400 {
 		w.WriteHeader(status)

@@ -28,11 +28,11 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 	if h.Get("Server-Timing") == "" {
 		h.Set("Server-Timing", "cache;desc=hit")
 	}
+	h.Add("Vary", p.vary)
 	if e.Bodies == nil { // a stored redirect
 		w.WriteHeader(e.Status)
 		return
 	}
-	h.Add("Vary", "Accept-Encoding")
 	coding := negotiate(r.Header.Get("Accept-Encoding"), e.Bodies)
 	tag := e.ETag
 	if coding != "" {

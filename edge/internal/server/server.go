@@ -38,7 +38,7 @@ func New(e config.Edge, o Options) (http.Handler, error) {
 	}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), buildID: o.Manifest.BuildID,
-		cache: o.Cache, flights: &flights{}, slots: make(chan struct{}, e.MaxRendersInFlight),
+		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log,
 	}
 	mux := http.NewServeMux()
@@ -73,14 +73,16 @@ type AdminOptions struct {
 	// Gatherer is served at /metrics.
 	Gatherer prometheus.Gatherer
 	// Token, when set, admits callers with "Authorization: Bearer <Token>" to the debug and
-	// purge endpoints from any address; without it only loopback callers reach them.
+	// purge endpoints from any address.
 	Token string
+	// TrustLoopback admits loopback callers to them without the token.
+	TrustLoopback bool
 	// Cache is purged by POST /cache/purge.
 	Cache *htmlcache.Cache
 }
 
 // Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
-// /debug/pprof/ for loopback callers or bearers of the admin token.
+// /debug/pprof/ and purges for bearers of the admin token (and loopback callers if trusted).
 func Admin(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -94,7 +96,7 @@ func Admin(o AdminOptions) http.Handler {
 		w.Write([]byte("ready\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
-	debug := privileged(o.Token)
+	debug := privileged(o.Token, o.TrustLoopback)
 	mux.Handle("GET /debug/pprof/", debug(http.HandlerFunc(pprof.Index)))
 	mux.Handle("GET /debug/pprof/cmdline", debug(http.HandlerFunc(pprof.Cmdline)))
 	mux.Handle("GET /debug/pprof/profile", debug(http.HandlerFunc(pprof.Profile)))

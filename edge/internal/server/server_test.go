@@ -130,7 +130,10 @@ func start(t testing.TB, edge func(*config.Edge)) *stack {
 	registry := prometheus.NewRegistry()
 	metrics := NewMetrics(registry)
 	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
-	cache := htmlcache.New(htmlcache.Options{Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() }})
+	cache := htmlcache.New(htmlcache.Options{
+		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20,
+		Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() },
+	})
 	h, err := New(e, Options{
 		Renderer: client, Manifest: &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}},
 		Cache: cache, Metrics: metrics, Log: slog.New(slog.DiscardHandler),
@@ -276,6 +279,8 @@ func TestFallbacks(t *testing.T) {
 		{"unknown page", "/", failWith(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND", "no page"), renderclient.ReasonUnknownPage, 200},
 		{"renderer draining", "/", failWith(codes.Unavailable, "RENDER_ERR_DRAINING", "draining"), renderclient.ReasonUnavailable, 200},
 		{"render deadline", "/", failWith(codes.DeadlineExceeded, "RENDER_ERR_DEADLINE", "too slow"), renderclient.ReasonDeadline, 200},
+		{"key quarantined by the renderer", "/", failWith(codes.FailedPrecondition, "RENDER_ERR_QUARANTINED", "killed 2 workers"), renderclient.ReasonQuarantined, 200},
+		{"page refused by the worker as too large", "/", failWith(codes.ResourceExhausted, "RENDER_ERR_PAGE_TOO_LARGE", "3 MB > 1 MB"), renderclient.ReasonTooLarge, 200},
 		{"slower than render_timeout", "/", stuck, renderclient.ReasonTimeout, 200},
 		{"unmatched path keeps 404", "/nowhere", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), renderclient.ReasonRenderError, 404},
 	}
@@ -411,10 +416,13 @@ func TestAdmin(t *testing.T) {
 	var draining atomic.Bool
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "probe_total", Help: "x"}))
-	h := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: htmlcache.New(htmlcache.Options{})})
+	cache := htmlcache.New(htmlcache.Options{})
+	local := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", TrustLoopback: true, Cache: cache})
+	// In a pod: the renderer's app code shares the loopback interface.
+	pod := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: cache})
 
-	serve := func(path, remote, auth string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest("GET", path, nil)
+	serveOn := func(h http.Handler, method, path, remote, auth string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(method, path, nil)
 		req.RemoteAddr = remote
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
@@ -422,6 +430,9 @@ func TestAdmin(t *testing.T) {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
+	}
+	serve := func(path, remote, auth string) *httptest.ResponseRecorder {
+		return serveOn(local, "GET", path, remote, auth)
 	}
 	tests := []struct {
 		name, path, remote, auth string
@@ -443,6 +454,23 @@ func TestAdmin(t *testing.T) {
 			}
 		})
 	}
+	for _, tt := range []struct {
+		name, method, path, remote, auth string
+		want                             int
+	}{
+		{"pod: metrics from loopback", "GET", "/metrics", "127.0.0.1:5", "", 200},
+		{"pod: pprof from loopback without the token", "GET", "/debug/pprof/", "127.0.0.1:5", "", 403},
+		{"pod: purge from loopback without the token", "POST", "/cache/purge?prefix=/", "127.0.0.1:5", "", 403},
+		{"pod: purge from loopback v6 without the token", "POST", "/cache/purge?prefix=/", "[::1]:5", "", 403},
+		{"pod: purge with the token", "POST", "/cache/purge?prefix=/", "127.0.0.1:5", "Bearer s3cret", 200},
+		{"pod: pprof with the token", "GET", "/debug/pprof/", "10.0.0.9:1", "Bearer s3cret", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := serveOn(pod, tt.method, tt.path, tt.remote, tt.auth).Code; got != tt.want {
+				t.Errorf("got %d, want %d", got, tt.want)
+			}
+		})
+	}
 	if body := serve("/metrics", "10.0.0.9:1", "").Body.String(); !strings.Contains(body, "probe_total 0") {
 		t.Errorf("metrics do not come from the given gatherer:\n%s", body)
 	}
@@ -451,7 +479,7 @@ func TestAdmin(t *testing.T) {
 		t.Errorf("readiness while draining: got %d, want 503", got)
 	}
 
-	noToken := Admin(AdminOptions{Draining: &draining, Gatherer: registry})
+	noToken := Admin(AdminOptions{Draining: &draining, Gatherer: registry, TrustLoopback: true})
 	req := httptest.NewRequest("GET", "/debug/pprof/", nil)
 	req.RemoteAddr = "10.0.0.9:1"
 	req.Header.Set("Authorization", "Bearer ")

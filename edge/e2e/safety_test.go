@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestCookieReachesOneClient: 20 first requests to a cached route whose page sets a fresh
+// session cookie each coalesce on one render; each client must still get a cookie of its own.
+func TestCookieReachesOneClient(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+
+	const clients = 20
+	cookies := make([]string, clients)
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The route waits up to 5 s: time for 20 renders of 50 ms on two workers, so
+			// every client gets a page, and none may get another's cookie.
+			r := get(t, edge.url+"/cached/cookie?ms=50")
+			cookies[i] = r.Header.Get("Set-Cookie")
+		}()
+	}
+	wg.Wait()
+	seen := map[string]int{}
+	for _, c := range cookies {
+		if c != "" {
+			seen[c]++
+		}
+	}
+	for c, n := range seen {
+		if n > 1 {
+			t.Errorf("one Set-Cookie reached %d clients: %s", n, c)
+		}
+	}
+	if len(seen) != clients {
+		t.Errorf("%d distinct cookies for %d clients, want one each", len(seen), clients)
+	}
+	metrics := scrape(t, edge.admin+"/metrics")
+	if n := sum(metrics, "edge_cache_private_rerenders_total"); n == 0 {
+		t.Errorf("no waiter rendered for itself (edge_cache_private_rerenders_total 0): the requests did not coalesce, so the test proved nothing")
+	}
+}
+
+// TestEscapedSlashCannotPoisonAnotherRoute: /items/7%2Freviews is the item "7/reviews"; it
+// must not be stored where /items/7/reviews, another route's page, is looked up.
+func TestEscapedSlashCannotPoisonAnotherRoute(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	edge := startEdge(t, socket)
+
+	poison := get(t, edge.url+"/items/7%2Freviews")
+	assertSSR(t, poison, 200)
+	if !strings.Contains(poison.body, "item <!-- -->7/reviews") {
+		t.Fatalf("/items/7%%2Freviews: want the item page for id 7/reviews, got %.300q", poison.body)
+	}
+	victim := get(t, edge.url+"/items/7/reviews")
+	assertSSR(t, victim, 200)
+	if !strings.Contains(victim.body, "reviews of <!-- -->7") || strings.HasPrefix(cacheStatus(victim), "sidecar-ssr; hit") {
+		t.Errorf("/items/7/reviews after /items/7%%2Freviews: Cache-Status %q, body %.300q; want the reviews page, rendered", cacheStatus(victim), victim.body)
+	}
+	// Each is cached under its own key.
+	for path, want := range map[string]string{"/items/7%2Freviews": "item <!-- -->7/reviews", "/items/7/reviews": "reviews of <!-- -->7"} {
+		if r := get(t, edge.url+path); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") || !strings.Contains(r.body, want) {
+			t.Errorf("%s again: Cache-Status %q, want a hit on its own page", path, cacheStatus(r))
+		}
+	}
+}
+
+// TestPageErrorServesTheStaleCopy: the page answers 503 while its backend is down. Inside
+// stale-if-error clients keep the stored copy, the copy survives the failed renders, and
+// once the page recovers the next render is stored at once.
+func TestPageErrorServesTheStaleCopy(t *testing.T) {
+	down := filepath.Join(t.TempDir(), "down")
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket, "SSR_FIXTURE_DOWN_FILE="+down)
+	edge := startEdge(t, socket)
+
+	stored := get(t, edge.url+"/cached/flaky")
+	assertSSR(t, stored, 200)
+	if !strings.Contains(stored.body, "backend up") {
+		t.Fatalf("first render: %.300q", stored.body)
+	}
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the 1s ttl, inside the 1m stale-if-error
+	for i := range 2 {
+		r := get(t, edge.url+"/cached/flaky")
+		if r.StatusCode != 200 || r.body != stored.body || !strings.Contains(cacheStatus(r), "fwd=stale; fwd-status=503") ||
+			!strings.HasSuffix(cacheStatus(r), "detail=server-error") {
+			t.Errorf("request %d with the backend down: got %d, Cache-Status %q, the stored copy: %v", i+1, r.StatusCode, cacheStatus(r), r.body == stored.body)
+		}
+	}
+	os.Remove(down)
+	recovered := get(t, edge.url+"/cached/flaky")
+	if !strings.HasSuffix(cacheStatus(recovered), "stored") {
+		t.Errorf("the page recovered: got Cache-Status %q, want a stored render", cacheStatus(recovered))
+	}
+	if r := get(t, edge.url+"/cached/flaky"); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") {
+		t.Errorf("after recovery: got Cache-Status %q, want a hit", cacheStatus(r))
+	}
+}
+
+// TestPoisonPillIsQuarantined: a URL whose render never ends costs a worker at every hard
+// deadline. After two such deaths the renderer refuses it at once, the edge serves the CSR
+// shell for it without a render, and other pages are untouched.
+func TestPoisonPillIsQuarantined(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	renderer := startRenderer(t, socket)
+	edge := startEdge(t, socket)
+	exits := func() float64 {
+		return sum(scrape(t, renderer.httpURL("/metrics")), "renderer_worker_exits_total", `reason="deadline"`)
+	}
+
+	for i := range 2 {
+		// Falls back at the 100 ms soft deadline; the edge withdraws the call, the render
+		// runs on to the 600 ms hard deadline, and the renderer terminates its worker.
+		assertFallback(t, get(t, edge.url+"/loops"), 200, "timeout")
+		waitUntil(t, 10*time.Second, "the looping render's worker to be terminated", func() bool { return exits() == float64(i+1) })
+	}
+	renderer.waitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
+
+	r := get(t, edge.url+"/loops")
+	assertFallback(t, r, 200, "quarantined")
+	assertSSR(t, get(t, edge.url+"/products/3"), 200)
+	metrics := scrape(t, renderer.httpURL("/metrics"))
+	if n := sum(metrics, "renderer_quarantine_refusals_total", `page="loops"`); n != 1 {
+		t.Errorf("got %v quarantine refusals for loops, want 1", n)
+	}
+	if n := sum(metrics, "renderer_renders_total", `page="loops"`, `outcome="RENDER_ERR_QUARANTINED"`); n != 1 {
+		t.Errorf("got %v quarantined renders in renderer_renders_total, want 1", n)
+	}
+	time.Sleep(800 * time.Millisecond) // longer than the hard deadline: a render would have killed a worker by now
+	if n := exits(); n != 2 {
+		t.Errorf("%v workers terminated, want 2: the quarantined URL was rendered", n)
+	}
+}

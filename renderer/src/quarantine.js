@@ -1,0 +1,172 @@
+// Poison-pill quarantine. A request whose render kills its worker (out of
+// memory, an endless loop stopped at the deadline, a crash) would otherwise
+// be rendered again by every retry and every visitor, each time costing a
+// worker and a cold start for everyone else. After `after` such deaths within
+// `windowMs` the request is refused at once for `durationMs`, before it can
+// reach the pool.
+//
+// The logic here is pure (the clock is injected); grpc-server.js decides what
+// counts as a death and answers the refused calls.
+import { createHash } from 'node:crypto';
+
+/** @import { RenderTask } from './render-page.js' */
+
+/**
+ * @typedef {object} QuarantineOptions
+ * @property {number} after deaths that put a key in quarantine (0: off)
+ * @property {number} windowMs the deaths must fall within this long
+ * @property {number} durationMs how long a key stays quarantined
+ * @property {number} [maxTracked] keys with recent deaths kept (the ones whose
+ *   last death is oldest go first)
+ * @property {number} [maxQuarantined] keys quarantined at once (the ones whose
+ *   quarantine ends first go first)
+ * @property {() => number} [now] epoch ms
+ */
+
+/**
+ * A key in quarantine.
+ * @typedef {object} Sentence
+ * @property {number} deaths workers its renders killed (within the window,
+ *   plus renders already running when it entered quarantine that died too)
+ * @property {number} since epoch ms it entered quarantine
+ * @property {number} until epoch ms it leaves quarantine
+ */
+
+/** Enough for every poison URL a bad deploy produces, small enough to never matter (a key is ~50 bytes). */
+const MAX_TRACKED = 1000;
+const MAX_QUARANTINED = 100;
+
+export class Quarantine {
+  #after;
+  #windowMs;
+  #durationMs;
+  #maxTracked;
+  #maxQuarantined;
+  #now;
+  /**
+   * Death times (epoch ms, oldest first) of keys not in quarantine. Map order
+   * is the order of their latest death: the oldest is first.
+   * @type {Map<string, number[]>}
+   */
+  #deaths = new Map();
+  /**
+   * Map order is the order they entered, so the first one leaves first (every
+   * sentence is equally long).
+   * @type {Map<string, Sentence>}
+   */
+  #quarantined = new Map();
+
+  /** @param {QuarantineOptions} options */
+  constructor({ after, windowMs, durationMs, maxTracked = MAX_TRACKED, maxQuarantined = MAX_QUARANTINED, now = Date.now }) {
+    this.#after = after;
+    this.#windowMs = windowMs;
+    this.#durationMs = durationMs;
+    this.#maxTracked = maxTracked;
+    this.#maxQuarantined = maxQuarantined;
+    this.#now = now;
+  }
+
+  /** False when quarantine_after is 0. */
+  get enabled() {
+    return this.#after > 0;
+  }
+
+  /** Keys in quarantine now. */
+  get size() {
+    this.#release(this.#now());
+    return this.#quarantined.size;
+  }
+
+  /** Keys with deaths recorded and not (yet) in quarantine. */
+  get tracked() {
+    return this.#deaths.size;
+  }
+
+  /**
+   * The key's sentence while it is in quarantine, else undefined.
+   * @param {string} key
+   * @returns {Readonly<Sentence> | undefined}
+   */
+  check(key) {
+    const sentence = this.#quarantined.get(key);
+    if (!sentence) return undefined;
+    if (sentence.until > this.#now()) return sentence;
+    this.#quarantined.delete(key);
+    return undefined;
+  }
+
+  /**
+   * Records that a render of `key` killed its worker. Returns the sentence
+   * when this death put the key in quarantine (only then), else undefined.
+   * @param {string} key
+   * @returns {Readonly<Sentence> | undefined}
+   */
+  recordDeath(key) {
+    if (!this.enabled) return undefined;
+    const now = this.#now();
+    this.#release(now);
+    const serving = this.#quarantined.get(key);
+    if (serving) {
+      // A render of it that was already running when it entered quarantine.
+      serving.deaths++;
+      return undefined;
+    }
+    const recent = (this.#deaths.get(key) ?? []).filter((at) => at > now - this.#windowMs);
+    recent.push(now);
+    this.#deaths.delete(key);
+    if (recent.length < this.#after) {
+      this.#deaths.set(key, recent);
+      this.#forget(now);
+      return undefined;
+    }
+    /** @type {Sentence} */
+    const sentence = { deaths: recent.length, since: now, until: now + this.#durationMs };
+    this.#quarantined.set(key, sentence);
+    for (const oldest of this.#quarantined.keys()) {
+      if (this.#quarantined.size <= this.#maxQuarantined) break;
+      this.#quarantined.delete(oldest);
+    }
+    this.#forget(now);
+    return sentence;
+  }
+
+  /** @param {number} now */
+  #release(now) {
+    for (const [key, sentence] of this.#quarantined) {
+      if (sentence.until > now) break;
+      this.#quarantined.delete(key);
+    }
+  }
+
+  /**
+   * Drops keys whose latest death left the window, and the oldest beyond
+   * maxTracked.
+   * @param {number} now
+   */
+  #forget(now) {
+    for (const [key, times] of this.#deaths) {
+      if (this.#deaths.size <= this.#maxTracked && /** @type {number} */ (times.at(-1)) > now - this.#windowMs) break;
+      this.#deaths.delete(key);
+    }
+  }
+}
+
+/**
+ * The identity of a render request: requests with the same key render the
+ * same thing. Hashed, so a key is small whatever the URL and props size.
+ * @param {Pick<RenderTask, 'page' | 'url' | 'params' | 'variants' | 'propsJson'>} task
+ */
+export function renderKey({ page, url, params, variants, propsJson }) {
+  const hash = createHash('sha256');
+  hash.update(JSON.stringify([page, url, sortedEntries(params), sortedEntries(variants)]));
+  if (propsJson && propsJson.byteLength > 0) hash.update(propsJson);
+  return hash.digest('base64url');
+}
+
+/**
+ * @param {Record<string, string> | undefined} record
+ * @returns {Array<[string, string]>}
+ */
+function sortedEntries(record) {
+  return Object.entries(record ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
