@@ -272,4 +272,3 @@ func testutilCount(s *stack, name string) int {
 	}
 	return int(total)
 }
-
