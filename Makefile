@@ -96,8 +96,19 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated c
 	cd renderer && npm run --silent typecheck
 
 .PHONY: test-go
-test-go: ## Go unit tests with -race
+test-go: ## Go unit tests with -race, then each fuzz target for FUZZTIME (10s)
 	cd edge && go test -race ./internal/... ./cmd/...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME:-10s}
+
+# Every fuzz target of the edge (package:target); its corpus is committed under testdata/fuzz.
+FUZZ_TARGETS := ./internal/server:FuzzCacheKey ./internal/server:FuzzAcceptEncoding
+FUZZTIME ?= 5m
+.PHONY: fuzz
+fuzz: ## Fuzz the edge's request parsing and cache keys, FUZZTIME (5m) per target; a failing input lands in testdata/fuzz
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t#*:} for $(FUZZTIME)"; \
+	  (cd edge && go test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}") || exit 1; \
+	done
 
 .PHONY: test-app
 test-app: app fixture ## Render every page of the demo and fixture bundles once, as the renderer would

@@ -37,11 +37,14 @@ type RenderServiceClient interface {
 	//	NOT_FOUND           unknown page name
 	//	INVALID_ARGUMENT    caller props that are not a JSON object, or a bad request
 	//	RESOURCE_EXHAUSTED  renderer queue full (trailer RENDER_ERR_QUEUE_FULL), or the call's
-	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE);
+	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE),
+	//	                    or the page is over renderer.max_page_mb (RENDER_ERR_PAGE_TOO_LARGE);
 	//	                    without a trailer: a message over a size limit
 	//	DEADLINE_EXCEEDED   the render did not finish before the call's deadline
 	//	INTERNAL            the page threw (its message, never its stack), or its worker ran out
 	//	                    of heap (RENDER_ERR_WORKER_OOM) or died
+	//	FAILED_PRECONDITION renders of this very request killed workers: it is refused for a
+	//	                    while without a render (RENDER_ERR_QUARANTINED)
 	//	CANCELLED           the caller went away
 	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
 	Render(ctx context.Context, in *RenderRequest, opts ...grpc.CallOption) (*RenderResponse, error)
@@ -76,11 +79,14 @@ type RenderServiceServer interface {
 	//	NOT_FOUND           unknown page name
 	//	INVALID_ARGUMENT    caller props that are not a JSON object, or a bad request
 	//	RESOURCE_EXHAUSTED  renderer queue full (trailer RENDER_ERR_QUEUE_FULL), or the call's
-	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE);
+	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE),
+	//	                    or the page is over renderer.max_page_mb (RENDER_ERR_PAGE_TOO_LARGE);
 	//	                    without a trailer: a message over a size limit
 	//	DEADLINE_EXCEEDED   the render did not finish before the call's deadline
 	//	INTERNAL            the page threw (its message, never its stack), or its worker ran out
 	//	                    of heap (RENDER_ERR_WORKER_OOM) or died
+	//	FAILED_PRECONDITION renders of this very request killed workers: it is refused for a
+	//	                    while without a render (RENDER_ERR_QUARANTINED)
 	//	CANCELLED           the caller went away
 	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
 	Render(context.Context, *RenderRequest) (*RenderResponse, error)
