@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"net/http"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -12,9 +11,7 @@ import (
 func cacheStatus(r response) string { return r.Header.Get("Cache-Status") }
 
 func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t)
 
 	first := get(t, edge.url+"/cached/products/5")
 	assertSSR(t, first, 200)
@@ -48,9 +45,7 @@ func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
 }
 
 func TestStaleIfErrorWhileRendererIsDown(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	renderer := startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	renderer, edge := startStack(t)
 	stored := get(t, edge.url+"/cached/products/8")
 	assertSSR(t, stored, 200)
 	storedAt := time.Now()
@@ -69,9 +64,7 @@ func TestStaleIfErrorWhileRendererIsDown(t *testing.T) {
 }
 
 func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t)
 
 	first := get(t, edge.url+"/cached/slow?ms=400")
 	assertFallback(t, first, 200, "timeout")
@@ -89,9 +82,7 @@ func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
 }
 
 func TestPurgeOnAdminPort(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t)
 	get(t, edge.url+"/cached/products/3")
 	resp, err := http.Post(edge.admin+"/cache/purge?prefix=/cached/products/", "", nil)
 	if err != nil {

@@ -233,6 +233,15 @@ edge:
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
 `
 
+// startStack starts the renderer (with rendererEnv) on a socket of its own and an edge in
+// front of it.
+func startStack(t *testing.T, rendererEnv ...string) (*process, *edgeProcess) {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	renderer := startRenderer(t, socket, rendererEnv...)
+	return renderer, startEdge(t, socket)
+}
+
 type edgeProcess struct {
 	*process
 	url, admin string

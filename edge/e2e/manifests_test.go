@@ -838,10 +838,12 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 	var svc service
 	r.one(t, "Service", &svc)
 	target, _ := resolvePort(svc.Spec.Ports[0].TargetPort, pod.containers()...)
-	resp := get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target]))
-	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-SSR-Fallback") != "" {
-		t.Errorf("GET / through the Service's port: %d, X-SSR-Fallback %q; want a server-rendered 200", resp.StatusCode, resp.Header.Get("X-SSR-Fallback"))
-	}
+	// The first request may fall back at the 150 ms soft deadline (a cold connection, a -race
+	// build compressing the page for the cache); the render goes on and fills the cache.
+	waitUntil(t, 10*time.Second, "GET / through the Service's port server-rendered", func() bool {
+		resp := get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target]))
+		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") == ""
+	})
 	if again := get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target])); !strings.HasPrefix(again.Header.Get("Cache-Status"), "sidecar-ssr; hit") {
 		t.Errorf("GET / again: Cache-Status %q, want a hit (the pod's config caches the demo's pages)", again.Header.Get("Cache-Status"))
 	}

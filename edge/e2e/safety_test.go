@@ -12,9 +12,7 @@ import (
 // TestCookieReachesOneClient: 20 first requests to a cached route whose page sets a fresh
 // session cookie each coalesce on one render; each client must still get a cookie of its own.
 func TestCookieReachesOneClient(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t)
 
 	const clients = 20
 	cookies := make([]string, clients)
@@ -53,9 +51,7 @@ func TestCookieReachesOneClient(t *testing.T) {
 // TestEscapedSlashCannotPoisonAnotherRoute: /items/7%2Freviews is the item "7/reviews"; it
 // must not be stored where /items/7/reviews, another route's page, is looked up.
 func TestEscapedSlashCannotPoisonAnotherRoute(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t)
 
 	poison := get(t, edge.url+"/items/7%2Freviews")
 	assertSSR(t, poison, 200)
@@ -80,9 +76,7 @@ func TestEscapedSlashCannotPoisonAnotherRoute(t *testing.T) {
 // once the page recovers the next render is stored at once.
 func TestPageErrorServesTheStaleCopy(t *testing.T) {
 	down := filepath.Join(t.TempDir(), "down")
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	startRenderer(t, socket, "SSR_FIXTURE_DOWN_FILE="+down)
-	edge := startEdge(t, socket)
+	_, edge := startStack(t, "SSR_FIXTURE_DOWN_FILE="+down)
 
 	stored := get(t, edge.url+"/cached/flaky")
 	assertSSR(t, stored, 200)
@@ -114,9 +108,7 @@ func TestPageErrorServesTheStaleCopy(t *testing.T) {
 // deadline. After two such deaths the renderer refuses it at once, the edge serves the CSR
 // shell for it without a render, and other pages are untouched.
 func TestPoisonPillIsQuarantined(t *testing.T) {
-	socket := filepath.Join(t.TempDir(), "renderer.sock")
-	renderer := startRenderer(t, socket)
-	edge := startEdge(t, socket)
+	renderer, edge := startStack(t)
 	exits := func() float64 {
 		return sum(scrape(t, renderer.httpURL("/metrics")), "renderer_worker_exits_total", `reason="deadline"`)
 	}

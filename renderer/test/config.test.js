@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
 import { tempDir } from './helpers.js';
 
@@ -33,6 +34,13 @@ test('no file: the embedded defaults that run the demo', () => {
     quarantineWindowMs: 60_000,
     quarantineDurationMs: 300_000,
   });
+});
+
+test('the defaults both processes read agree with the edge\'s embedded defaults', () => {
+  const edgeDefaults = parseYaml(readFileSync(new URL('../../edge/internal/config/defaults.yaml', import.meta.url), 'utf8'));
+  const config = parseConfig(undefined, { env: {} });
+  assert.equal(config.grpcAddress, edgeDefaults.renderer.grpc_address, 'renderer.grpc_address: where one listens, the other dials');
+  assert.equal(config.maxPageMb, edgeDefaults.edge.max_page_mb, 'renderer.max_page_mb = edge.max_page_mb: the worker refuses what the edge would');
 });
 
 test('page size cap and quarantine keys', () => {
