@@ -22,9 +22,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
 func main() {
@@ -53,23 +52,21 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	e := cfg.Edge
 	log := slog.New(slog.NewJSONHandler(stdout, &slog.HandlerOptions{Level: e.SlogLevel()}))
 
-	manifest, err := document.LoadManifest(e.AssetsDir)
-	if err != nil {
-		return fmt.Errorf("edge.assets_dir: %w", err)
-	}
-	renderer, err := renderclient.New(cfg.Renderer.GRPCAddress, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log})
-	if err != nil {
-		return fmt.Errorf("renderer.grpc_address: %w", err)
-	}
-	defer renderer.Close()
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := server.NewMetrics(registry)
-	cache := server.NewCache(e, metrics)
-	handler, err := server.New(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Metrics: metrics, Log: log})
+	site, err := ssr.New(ssr.Options{
+		Renderer: cfg.Renderer.GRPCAddress, AssetsDir: e.AssetsDir,
+		RenderTimeout: e.RenderTimeout, HardTimeout: e.HardTimeout, MaxPageMB: e.MaxPageMB, MaxPropsMB: e.MaxPropsMB,
+		MaxRendersInFlight: e.MaxRendersInFlight, NotFoundPage: e.NotFoundPage,
+		CacheMaxMB: e.CacheMaxMB, CacheMaxEntryMB: e.CacheMaxEntryMB, CacheNotFoundTTL: e.CacheNotFoundTTL,
+		CacheTTLJitter: jitter(e.CacheTTLJitter), CachePassTTL: e.CachePassTTL, CacheIgnoreQuery: e.CacheIgnoreQuery,
+		Registerer: registry, Logger: log,
+	})
 	if err != nil {
-		return fmt.Errorf("edge.assets_dir: %w", err)
+		return err
 	}
+	defer site.Close()
+	handler := site.ServeMux(routes(site, e.Routes))
 
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	public := &http.Server{
@@ -83,7 +80,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	}
 	var draining atomic.Bool
 	admin := &http.Server{
-		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: cache}),
+		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: site}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -102,7 +99,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		log.Info("listening", "listener", l.name, "address", ln.Addr().String())
 		go func() { errc <- l.srv.Serve(ln) }()
 	}
-	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "build_id", manifest.BuildID, "routes", len(e.Routes))
+	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes))
 
 	select {
 	case err := <-errc:
@@ -118,6 +115,32 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	err = errors.Join(public.Shutdown(shutdownCtx), admin.Shutdown(shutdownCtx))
 	log.Info("stopped")
 	return err
+}
+
+// routes mounts the config's routes: pages without a Go loader (their own load() runs in
+// the renderer), the client build's assets, and the not-found page for everything else.
+func routes(site *ssr.Server, routes []config.Route) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", site.Assets())
+	for _, r := range routes {
+		mux.Handle(r.Pattern, site.Page(r.Page, ssr.PageOptions{
+			Route: r.Pattern, Variants: r.Variants, RenderTimeout: r.RenderTimeout, HardTimeout: r.HardTimeout,
+			Cache: ssr.Cache{
+				TTL: r.Cache.TTL, StaleWhileRevalidate: r.Cache.StaleWhileRevalidate, StaleIfError: r.Cache.StaleIfError,
+				Query: r.Cache.Query, PersonalizeCookies: r.Cache.PersonalizeCookies,
+			},
+		}))
+	}
+	mux.Handle(config.NotFoundPattern, site.NotFound())
+	return mux
+}
+
+// jitter is edge.cache_ttl_jitter as ssr.Options takes it: there, zero means the default.
+func jitter(j float64) float64 {
+	if j == 0 {
+		return -1
+	}
+	return j
 }
 
 func lookup(environ []string, name string) string {

@@ -41,7 +41,10 @@ type Edge struct {
 	// HardTimeout is the gRPC deadline of a render; past it the renderer aborts the render.
 	HardTimeout time.Duration `yaml:"hard_timeout"`
 	// MaxPageMB bounds a render response; a larger page falls back instead of failing.
-	MaxPageMB    int    `yaml:"max_page_mb"`
+	MaxPageMB int `yaml:"max_page_mb"`
+	// MaxPropsMB bounds the props a Go loader hands a page (the renderer's max_request_mb
+	// bounds the whole request).
+	MaxPropsMB   int    `yaml:"max_props_mb"`
 	NotFoundPage string `yaml:"not_found_page"`
 
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
@@ -131,6 +134,9 @@ func (r Route) EffectiveTimeouts(e Edge) (soft, hard time.Duration) {
 
 // MaxPageBytes is the largest render response the edge accepts.
 func (e Edge) MaxPageBytes() int { return e.MaxPageMB << 20 }
+
+// MaxPropsBytes is the largest props a Go loader may hand a page.
+func (e Edge) MaxPropsBytes() int { return e.MaxPropsMB << 20 }
 
 type file struct {
 	Edge     Edge      `yaml:"edge"`
@@ -281,6 +287,9 @@ func (c *Config) validate() error {
 	if e.MaxPageMB < 1 {
 		bad("edge.max_page_mb", "must be at least 1, got %d", e.MaxPageMB)
 	}
+	if e.MaxPropsMB < 1 {
+		bad("edge.max_props_mb", "must be at least 1, got %d", e.MaxPropsMB)
+	}
 	if e.CacheMaxMB < 1 {
 		bad("edge.cache_max_mb", "must be at least 1, got %d", e.CacheMaxMB)
 	}
@@ -325,31 +334,50 @@ func (c *Config) validate() error {
 			bad(key+".pattern", `must start with "GET " (pages answer GET and HEAD), got %q`, r.Pattern)
 			continue
 		}
-		if r.Page == "" {
-			bad(key+".page", "must be set")
-		}
 		if err := register(mux, r.Pattern); err != nil {
 			bad(key+".pattern", "%v", err)
 		}
-		soft, hard := r.EffectiveTimeouts(*e)
-		if soft > hard {
-			bad(key, "render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard)
-		}
-		for name, d := range map[string]time.Duration{"ttl": r.Cache.TTL, "stale_while_revalidate": r.Cache.StaleWhileRevalidate, "stale_if_error": r.Cache.StaleIfError} {
-			if d < 0 {
-				bad(key+".cache."+name, "must not be negative, got %s", d)
-			}
-		}
-		for j, v := range r.Variants {
-			if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {
-				bad(fmt.Sprintf("%s.variants[%d]", key, j), `want "header:Name" or "cookie:name", got %q`, v)
-			}
+		for _, err := range routeProblems(r, *e) {
+			errs = append(errs, fmt.Errorf("config: %s%w", key, err))
 		}
 	}
 	if e.RenderTimeout > e.HardTimeout {
 		bad("edge.render_timeout", "%s is above edge.hard_timeout %s: the soft deadline must not outlast the render", e.RenderTimeout, e.HardTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// ValidateRoute checks what a route needs besides its pattern: a page, deadlines in order,
+// windows that are not negative, variants that name a header or a cookie.
+func ValidateRoute(r Route, e Edge) error {
+	return errors.Join(routeProblems(r, e)...)
+}
+
+// routeProblems are ValidateRoute's errors, each starting with "." or ": " so that the
+// caller can put the route's key before it.
+func routeProblems(r Route, e Edge) []error {
+	var errs []error
+	if r.Page == "" {
+		errs = append(errs, errors.New(".page: must be set"))
+	}
+	soft, hard := r.EffectiveTimeouts(e)
+	if soft > hard {
+		errs = append(errs, fmt.Errorf(": render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard))
+	}
+	for _, w := range []struct {
+		name string
+		d    time.Duration
+	}{{"ttl", r.Cache.TTL}, {"stale_while_revalidate", r.Cache.StaleWhileRevalidate}, {"stale_if_error", r.Cache.StaleIfError}} {
+		if w.d < 0 {
+			errs = append(errs, fmt.Errorf(".cache.%s: must not be negative, got %s", w.name, w.d))
+		}
+	}
+	for j, v := range r.Variants {
+		if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {
+			errs = append(errs, fmt.Errorf(".variants[%d]: want \"header:Name\" or \"cookie:name\", got %q", j, v))
+		}
+	}
+	return errs
 }
 
 // NotFoundPattern catches every GET no route matches; it renders the app's not-found page.

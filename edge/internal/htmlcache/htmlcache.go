@@ -6,6 +6,7 @@ import (
 	"container/list"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -231,10 +232,25 @@ func (c *Cache) purgedLocked(since Generation, e *Entry) bool {
 	return false
 }
 
-// Purge removes the entry stored under key, and keeps renders of it that are running from
-// being stored. It reports whether there was an entry.
-func (c *Cache) Purge(key string) bool {
+// PurgeKey removes the entry stored under key, and keeps renders of it that are running
+// from being stored. It reports whether there was an entry.
+func (c *Cache) PurgeKey(key string) bool {
 	return c.PurgeIf(func(e *Entry) bool { return e.Key == key }) == 1
+}
+
+// PurgePath is PurgeKey for every entry rendered for path (a normalized path and query),
+// whatever its variants. It returns how many entries it removed.
+func (c *Cache) PurgePath(path string) int {
+	return c.PurgeIf(func(e *Entry) bool { return e.Path == path })
+}
+
+// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
+// nothing.
+func (c *Cache) PurgePrefix(prefix string) int {
+	if prefix == "" {
+		return 0
+	}
+	return c.PurgeIf(func(e *Entry) bool { return strings.HasPrefix(e.Path, prefix) })
 }
 
 // PurgeIf removes every entry match accepts, and keeps renders running now whose result

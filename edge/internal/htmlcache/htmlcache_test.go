@@ -113,7 +113,7 @@ func TestPurge(t *testing.T) {
 		e.Path, e.Stored = p, clk.t
 		c.Set(e, c.Generation())
 	}
-	if !c.Purge("build|/") || c.Purge("build|/") {
+	if !c.PurgeKey("build|/") || c.PurgeKey("build|/") {
 		t.Errorf("purging a key should succeed once")
 	}
 	if n := c.PurgeIf(func(e *Entry) bool { return strings.HasPrefix(e.Path, "/products/") }); n != 2 {
@@ -138,7 +138,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 		return e
 	}
 	began := c.Generation()
-	c.Purge("/a")
+	c.PurgeKey("/a")
 	if c.Set(fill("/a"), began) {
 		t.Errorf("a render of /a that began before /a was purged was stored")
 	}
@@ -155,7 +155,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 	// Past purgesKept purges the cache no longer knows what a render saw: it refuses it.
 	old := c.Generation()
 	for i := range purgesKept + 1 {
-		c.Purge(fmt.Sprint("/other/", i))
+		c.PurgeKey(fmt.Sprint("/other/", i))
 	}
 	if c.Set(fill("/c"), old) {
 		t.Errorf("a render older than every remembered purge was stored")

@@ -89,26 +89,35 @@ func (m *Metrics) observeRender(route string, began time.Time, err error) {
 	m.renderDuration.WithLabelValues(route, result).Observe(time.Since(began).Seconds())
 }
 
-// instrument counts requests by the ServeMux pattern that matched. It must wrap the mux
-// directly: the mux records the pattern on the *http.Request it was given.
-func (m *Metrics) instrument(mux http.Handler) http.Handler {
+// count counts the requests h answers under route (its pattern, or the page's name where
+// the shop's router mounts it).
+func (m *Metrics) count(route string, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &statusRecorder{ResponseWriter: w}
-		mux.ServeHTTP(rec, r)
+		h.ServeHTTP(rec, r)
 		outcome := "ssr"
 		switch {
 		case rec.code == 0:
 			outcome = "client-closed"
-		case r.Pattern == assetsPattern:
+		case route == assetsPattern:
 			outcome = "asset"
 		case w.Header().Get("X-SSR-Fallback") != "":
 			outcome = w.Header().Get("X-SSR-Fallback")
 		}
-		route := r.Pattern
-		if route == "" {
-			route = "(none)" // the mux answered itself: 405, or a redirect to a cleaned path
-		}
 		m.requests.WithLabelValues(route, strconv.Itoa(rec.code), outcome).Inc()
+	})
+}
+
+// countUnrouted counts the requests a ServeMux answers itself (405, a redirect to a cleaned
+// path); the handlers it routes to count their own. It must wrap the mux directly: the mux
+// records the pattern on the *http.Request it was given.
+func (m *Metrics) countUnrouted(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &statusRecorder{ResponseWriter: w}
+		mux.ServeHTTP(rec, r)
+		if r.Pattern == "" {
+			m.requests.WithLabelValues("(none)", strconv.Itoa(rec.code), "ssr").Inc()
+		}
 	})
 }
 

@@ -22,8 +22,13 @@ func RequestID(ctx context.Context) string {
 var saneRequestID = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // withRequestID keeps a caller's X-Request-Id when it is sane, or makes one, and echoes it.
+// Nested (a page inside the edge's mux), the outer one decides.
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if RequestID(r.Context()) != "" {
+			next.ServeHTTP(w, r)
+			return
+		}
 		id := r.Header.Get("X-Request-Id")
 		if !saneRequestID.MatchString(id) {
 			var b [8]byte

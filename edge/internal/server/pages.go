@@ -53,6 +53,10 @@ type page struct {
 	personal    []string // cookies that make a request personal
 	notFoundTTL time.Duration
 	passTTL     time.Duration
+	// loader computes the props in Go; nil: the page's own load() does.
+	loader        Loader
+	notFoundPage  string
+	maxPropsBytes int
 	// vary names every request header a rendered response depends on.
 	vary string
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
@@ -69,6 +73,7 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		route: r.Pattern, name: r.Page, soft: soft, hard: hard, policy: r.Cache,
 		keys: newKeyRule(r, e.CacheIgnoreQuery), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: e.CacheNotFoundTTL, passTTL: e.CachePassTTL, vary: varyHeader(r), deps: d,
+		notFoundPage: e.NotFoundPage, maxPropsBytes: e.MaxPropsBytes(),
 	}
 	for _, m := range wildcard.FindAllStringSubmatch(r.Pattern, -1) {
 		p.params = append(p.params, m[1])
@@ -105,7 +110,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if reason := p.bypass(r); reason != "" {
 		p.metrics.cacheResult(p.route, "bypass")
-		p.serveAlone(w, r, req, "", "sidecar-ssr; fwd=bypass; detail="+reason)
+		p.serveAlone(w, r, req, "", p.loaderRequest(r, req), "sidecar-ssr; fwd=bypass; detail="+reason)
 		return
 	}
 	key := p.keys.key(p.buildID, req.Url, req.Variants)
@@ -113,7 +118,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil && entry.Pass {
 		// Hit-for-miss: the last render was not storable; do not queue behind one another.
 		p.metrics.cacheResult(p.route, "pass")
-		p.serveAlone(w, r, req, key, "sidecar-ssr; fwd=miss; detail=uncacheable")
+		p.serveAlone(w, r, req, key, p.loaderRequest(r, req), "sidecar-ssr; fwd=miss; detail=uncacheable")
 		return
 	}
 	switch state {
@@ -123,7 +128,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.flights.join(key, req.Url, p.renderInto(key, req)); started {
+		if _, started := p.flights.join(key, req.Url, p.renderInto(key, p.loaderRequest(r, req), req)); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -138,7 +143,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.flights.join(key, req.Url, p.renderInto(key, req))
+	fl, started := p.flights.join(key, req.Url, p.renderInto(key, p.loaderRequest(r, req), req))
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -174,7 +179,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
 			ctx, withdraw := context.WithCancel(context.Background())
 			defer withdraw()
-			fl, own, status = p.renderAlone(ctx, key, req), true, "sidecar-ssr; fwd=miss; detail=private"
+			fl, own, status = p.renderAlone(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
 		case stale != nil && p.status(fl.resp) >= 500:
 			// The page itself failed (its backend is down): stale-if-error covers that too.
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
@@ -216,14 +221,17 @@ var errShed = errors.New("edge: max_renders_in_flight reached")
 
 // reasonFor names a render failure for X-SSR-Fallback.
 func reasonFor(err error) string {
-	if errors.Is(err, errShed) {
+	switch {
+	case errors.Is(err, errShed):
 		return renderclient.ReasonOverloaded
+	case isLoadError(err):
+		return ReasonLoadError
 	}
 	return renderclient.Reason(err)
 }
 
-// render calls the renderer within the hard deadline, holding a render slot. It does not
-// wait for a slot: past the cap, the request sheds at once.
+// render calls the renderer (ctx carries the hard deadline), holding a render slot. It does
+// not wait for a slot: past the cap, the request sheds at once.
 func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	select {
 	case p.slots <- struct{}{}:
@@ -231,8 +239,6 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 	default:
 		return nil, errShed
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.hard)
-	defer cancel()
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
 	began := time.Now()
@@ -241,12 +247,12 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 	return resp, err
 }
 
-// renderInto is a flight's work: render, then store the document, or a hit-for-miss marker
-// when it may not be stored (the cache keeps a usable copy over a marker).
-func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
+// renderInto is a flight's work: load and render, then store the document, or a hit-for-miss
+// marker when it may not be stored (the cache keeps a usable copy over a marker).
+func (p *page) renderInto(key string, lr *http.Request, req *ssrv1.RenderRequest) func(*flight) {
 	return func(fl *flight) {
 		// Not the request's context: the render outlives the soft deadline to fill the cache.
-		fl.resp, fl.err = p.render(context.Background(), req)
+		fl.resp, fl.err = p.produce(context.Background(), lr, req)
 		if fl.err != nil {
 			return
 		}
@@ -263,9 +269,9 @@ func (p *page) renderInto(key string, req *ssrv1.RenderRequest) func(*flight) {
 
 // renderAlone renders for one request, within the hard deadline or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
-func (p *page) renderAlone(ctx context.Context, key string, req *ssrv1.RenderRequest) *flight {
+func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
 	return p.flights.alone(req.Url, func(fl *flight) {
-		fl.resp, fl.err = p.render(ctx, req)
+		fl.resp, fl.err = p.produce(ctx, lr, req)
 		if fl.err != nil || key == "" {
 			return
 		}
@@ -425,10 +431,10 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 // back, gone) the call is cancelled: the renderer drops the render if it is still queued and
 // finishes it if it is running. Under overload the workers then render pages somebody still
 // waits for, not pages whose requesters already got the shell.
-func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key, cacheStatus string) {
+func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
 	ctx, withdraw := context.WithCancel(context.Background())
 	defer withdraw()
-	p.await(w, r, req, key, p.renderAlone(ctx, key, req), true, cacheStatus, nil)
+	p.await(w, r, req, key, p.renderAlone(ctx, key, lr, req), true, cacheStatus, nil)
 }
 
 // write answers with a rendered response that was not stored.

@@ -56,8 +56,12 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 	}
 	p.log.Warn("serving client-side-render fallback", attrs...)
 	status := http.StatusOK
-	if p.unmatched {
+	switch {
+	case p.unmatched:
 		status = http.StatusNotFound
+	case reason == ReasonLoadError:
+		// The shop's own data is missing: the browser could not do better than the server.
+		status = http.StatusServiceUnavailable
 	}
 	h := w.Header()
 	h.Set("X-SSR-Fallback", reason)

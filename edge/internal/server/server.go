@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
-	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +20,7 @@ import (
 
 const assetsPattern = "GET /assets/"
 
-// Options are what the public handler is built from.
+// Options are what a Site is built from.
 type Options struct {
 	Renderer Renderer
 	Manifest *document.Manifest
@@ -29,9 +29,19 @@ type Options struct {
 	Log      *slog.Logger
 }
 
-// New returns the public handler: every configured route, the not-found catch-all and
-// /assets/. The configuration must have been validated by config.Load.
-func New(e config.Edge, o Options) (http.Handler, error) {
+// Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
+// mounts its config routes on it; the public package mounts pages with Go loaders.
+type Site struct {
+	e      config.Edge
+	d      deps
+	assets http.Handler
+
+	mu     sync.Mutex
+	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
+}
+
+// NewSite prepares the pages of e (validated by config.Load) over o's renderer and cache.
+func NewSite(e config.Edge, o Options) (*Site, error) {
 	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"))
 	if err != nil {
 		return nil, err
@@ -41,19 +51,56 @@ func New(e config.Edge, o Options) (http.Handler, error) {
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log,
 	}
-	mux := http.NewServeMux()
-	mux.Handle(assetsPattern, files)
-	for _, r := range e.Routes {
-		mux.Handle(r.Pattern, newPage(r, e, d))
+	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, files), direct: map[string]*page{}}, nil
+}
+
+// Page serves one route: its page, cache policy, variants and deadlines; load computes the
+// props in Go (nil: the page's own load() does).
+func (s *Site) Page(r config.Route, load Loader) http.Handler {
+	p := newPage(r, s.e, s.d)
+	p.loader = load
+	return s.wrap(p.route, p)
+}
+
+// NotFound serves every path no route matches: the app's not-found page, status 404, one
+// cache entry for all of them. It may be served stale for an hour while the renderer is
+// down, since a not-found page rarely changes.
+func (s *Site) NotFound() http.Handler {
+	p := newPage(config.Route{Pattern: config.NotFoundPattern, Page: s.e.NotFoundPage, Cache: config.RouteCache{
+		TTL: s.e.CacheNotFoundTTL, StaleWhileRevalidate: s.e.CacheNotFoundTTL, StaleIfError: time.Hour,
+	}}, s.e, s.d)
+	p.unmatched = true
+	return s.wrap(p.route, p)
+}
+
+// Assets serves the client build's files under /assets/.
+func (s *Site) Assets() http.Handler { return s.assets }
+
+// Render answers r with page rendered with propsJSON, uncached, within the soft deadline,
+// with the fallbacks of any page.
+func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, propsJSON []byte, err error) {
+	s.mu.Lock()
+	p, ok := s.direct[page]
+	if !ok {
+		p = newPage(config.Route{Pattern: "render " + page, Page: page}, s.e, s.d)
+		s.direct[page] = p
 	}
-	// Every unmatched path shares one entry; it may be served stale for an hour while the
-	// renderer is down, since a not-found page rarely changes.
-	notFound := newPage(config.Route{Pattern: config.NotFoundPattern, Page: e.NotFoundPage, Cache: config.RouteCache{
-		TTL: e.CacheNotFoundTTL, StaleWhileRevalidate: e.CacheNotFoundTTL, StaleIfError: time.Hour,
-	}}, e, d)
-	notFound.unmatched = true
-	mux.Handle(config.NotFoundPattern, notFound)
-	return withRecover(o.Log)(withRequestID(o.Metrics.instrument(mux))), nil
+	s.mu.Unlock()
+	one := *p
+	one.loader = func(*http.Request) (*Loaded, error) { return &Loaded{Props: propsJSON}, err }
+	s.wrap(one.route, &one).ServeHTTP(w, r)
+}
+
+// wrap gives a page handler what every response needs on any router: a request id, a logged
+// 500 instead of a dropped connection on a bug, and a count in edge_requests_total.
+func (s *Site) wrap(route string, h http.Handler) http.Handler {
+	return withRecover(s.d.log)(withRequestID(s.d.metrics.count(route, h)))
+}
+
+// ServeMux wraps a ServeMux of pages: request ids, recovered panics, and the requests the
+// mux answers itself counted.
+func (s *Site) ServeMux(mux *http.ServeMux) http.Handler {
+	return withRecover(s.d.log)(withRequestID(s.d.metrics.countUnrouted(mux)))
 }
 
 // NewCache returns the HTML cache sized by e, reporting evictions, entries and bytes to m.
@@ -78,7 +125,14 @@ type AdminOptions struct {
 	// TrustLoopback admits loopback callers to them without the token.
 	TrustLoopback bool
 	// Cache is purged by POST /cache/purge.
-	Cache *htmlcache.Cache
+	Cache Purger
+}
+
+// Purger removes stored documents: *htmlcache.Cache, and the public package's Server.
+type Purger interface {
+	PurgeKey(key string) bool
+	PurgePath(path string) int
+	PurgePrefix(prefix string) int
 }
 
 // Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
@@ -108,21 +162,19 @@ func Admin(o AdminOptions) http.Handler {
 
 // purge removes cache entries: ?key= an exact cache key, ?path= every variant of a
 // normalized path and query, ?prefix= every entry whose path starts with it.
-func purge(c *htmlcache.Cache) http.HandlerFunc {
+func purge(c Purger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		n := 0
 		switch {
 		case q.Has("key"):
-			if c.Purge(q.Get("key")) {
+			if c.PurgeKey(q.Get("key")) {
 				n = 1
 			}
 		case q.Has("path"):
-			path := q.Get("path")
-			n = c.PurgeIf(func(e *htmlcache.Entry) bool { return e.Path == path })
+			n = c.PurgePath(q.Get("path"))
 		case q.Has("prefix") && q.Get("prefix") != "":
-			prefix := q.Get("prefix")
-			n = c.PurgeIf(func(e *htmlcache.Entry) bool { return strings.HasPrefix(e.Path, prefix) })
+			n = c.PurgePrefix(q.Get("prefix"))
 		default:
 			http.Error(w, "purge needs ?key=, ?path= or a non-empty ?prefix=", http.StatusBadRequest)
 			return

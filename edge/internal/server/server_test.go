@@ -29,6 +29,22 @@ import (
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
+// newHandler mounts every route of e on one ServeMux, as the edge binary does through the
+// public package.
+func newHandler(e config.Edge, o Options) (http.Handler, error) {
+	s, err := NewSite(e, o)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle(assetsPattern, s.Assets())
+	for _, r := range e.Routes {
+		mux.Handle(r.Pattern, s.Page(r, nil))
+	}
+	mux.Handle(config.NotFoundPattern, s.NotFound())
+	return s.ServeMux(mux), nil
+}
+
 // fakeRenderer is a RenderService whose answer each test chooses.
 type fakeRenderer struct {
 	ssrv1.UnimplementedRenderServiceServer
@@ -134,7 +150,7 @@ func start(t testing.TB, edge func(*config.Edge)) *stack {
 		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20,
 		Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() },
 	})
-	h, err := New(e, Options{
+	h, err := newHandler(e, Options{
 		Renderer: client, Manifest: &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}},
 		Cache: cache, Metrics: metrics, Log: slog.New(slog.DiscardHandler),
 	})
@@ -326,7 +342,7 @@ func TestRendererDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	h, _ := New(e, Options{
+	h, _ := newHandler(e, Options{
 		Renderer: client, Manifest: &document.Manifest{Scripts: []string{"/assets/c.js"}},
 		Cache: htmlcache.New(htmlcache.Options{}), Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.DiscardHandler),
 	})

@@ -1,0 +1,181 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// Loader computes a page's props in Go (the shop's database, services). It runs only when a
+// render is needed, inside the coalescing: a cache hit never calls it. The request it gets
+// holds only what the cache key holds (see loaderRequest).
+type Loader func(*http.Request) (*Loaded, error)
+
+// Loaded is what a Loader decided for one render.
+type Loaded struct {
+	// Props is the page's props as a JSON object.
+	Props []byte
+	// Status, if not zero, replaces the page's status.
+	Status int
+	// Header is added to the page's headers (a Set-Cookie makes the response private).
+	Header http.Header
+	// Redirect answers with a redirect to this location instead of rendering.
+	Redirect string
+	// RedirectStatus is the redirect's status; if zero, 302.
+	RedirectStatus int
+	// NotFound renders the app's not-found page with status 404.
+	NotFound bool
+	// MaxAgeSeconds, if not zero, caps the route's TTL; NoStore keeps the response from being
+	// stored (and makes it private: it reaches only the request that loaded it).
+	MaxAgeSeconds uint32
+	NoStore       bool
+}
+
+// errLoad wraps a loader's failure: its own error, a panic, or props that cannot be sent.
+type errLoad struct{ err error }
+
+func (e *errLoad) Error() string { return "props loader: " + e.err.Error() }
+func (e *errLoad) Unwrap() error { return e.err }
+
+// ReasonLoadError is the fallback reason of a page whose loader failed.
+const ReasonLoadError = "load-error"
+
+// produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
+// within the hard deadline: the soft deadline of the requests waiting for it covers both.
+func (p *page) produce(ctx context.Context, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.hard)
+	defer cancel()
+	if p.loader == nil {
+		return p.render(ctx, req)
+	}
+	loaded, err := p.load(lr.WithContext(ctx), req)
+	if err != nil {
+		return nil, &errLoad{err}
+	}
+	if loaded.Redirect != "" {
+		status := loaded.RedirectStatus
+		if status == 0 {
+			status = http.StatusFound
+		}
+		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
+			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
+	}
+	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
+	if loaded.NotFound {
+		withProps.Page = p.notFoundPage
+	}
+	resp, err := p.render(ctx, withProps)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case loaded.NotFound:
+		resp.Status = http.StatusNotFound
+	case loaded.Status != 0:
+		resp.Status = int32(loaded.Status)
+	}
+	resp.Headers = append(resp.Headers, headerList(loaded.Header)...)
+	if hint := cacheHint(loaded); hint != nil {
+		resp.Cache = hint
+	}
+	return resp, nil
+}
+
+// load calls the loader with a request that holds only what the cache key holds, turns a
+// panic into an error, and checks the props can be sent.
+func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			loaded, err = nil, fmt.Errorf("panic: %v", v)
+		}
+	}()
+	loaded, err = p.loader(lr)
+	if err != nil {
+		return nil, err
+	}
+	if loaded == nil {
+		loaded = &Loaded{}
+	}
+	if loaded.Redirect != "" {
+		return loaded, nil
+	}
+	if len(loaded.Props) == 0 {
+		loaded.Props = []byte("{}")
+	}
+	if len(loaded.Props) > p.maxPropsBytes {
+		return nil, fmt.Errorf("page %q: props of %d bytes are over edge.max_props_mb (%d bytes)", req.Page, len(loaded.Props), p.maxPropsBytes)
+	}
+	if !json.Valid(loaded.Props) || !strings.HasPrefix(strings.TrimLeft(string(loaded.Props[:min(len(loaded.Props), 64)]), " \t\r\n"), "{") {
+		return nil, fmt.Errorf("page %q: props must be a JSON object", req.Page)
+	}
+	return loaded, nil
+}
+
+// loaderRequest is the request a loader will see, or nil for a page without one. A render may
+// be shared by every request with its cache key and stored for later ones, so a loader must
+// not read what the key leaves out: it gets the normalized URL (the query parameters the
+// page keeps) and the declared header and cookie variants; its context is the render's, not
+// the client's, so a client that goes away does not fail the others. A request that
+// bypasses the cache renders for itself alone and gets everything, its cookies and
+// Authorization included. It is made before the flight starts: r belongs to its handler.
+func (p *page) loaderRequest(r *http.Request, req *ssrv1.RenderRequest) *http.Request {
+	if p.loader == nil {
+		return nil
+	}
+	lr := r.Clone(context.Background()) // keeps the path values
+	if p.bypass(r) != "" {
+		return lr
+	}
+	if u, err := url.Parse(req.Url); err == nil && !p.unmatched {
+		lr.URL.RawQuery = u.RawQuery
+		lr.RequestURI = req.Url
+	}
+	lr.Header = http.Header{}
+	var cookies []string
+	for _, v := range p.keys.variants {
+		kind, name, _ := strings.Cut(v, ":")
+		if kind == "header" {
+			if values := r.Header.Values(name); len(values) > 0 {
+				lr.Header[http.CanonicalHeaderKey(name)] = values
+			}
+		} else if c, err := r.Cookie(name); err == nil {
+			cookies = append(cookies, c.String())
+		}
+	}
+	if len(cookies) > 0 {
+		lr.Header.Set("Cookie", strings.Join(cookies, "; "))
+	}
+	return lr
+}
+
+func headerList(h http.Header) []*ssrv1.Header {
+	var list []*ssrv1.Header
+	for name, values := range h {
+		for _, v := range values {
+			list = append(list, &ssrv1.Header{Name: name, Value: v})
+		}
+	}
+	return list
+}
+
+func cacheHint(l *Loaded) *ssrv1.CacheHint {
+	if l.MaxAgeSeconds == 0 && !l.NoStore {
+		return nil
+	}
+	return &ssrv1.CacheHint{MaxAgeSeconds: l.MaxAgeSeconds, NoStore: l.NoStore}
+}
+
+// isLoadError reports whether err is a loader's failure.
+func isLoadError(err error) bool {
+	var e *errLoad
+	return errors.As(err, &e)
+}

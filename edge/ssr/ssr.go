@@ -1,0 +1,315 @@
+// Package ssr renders React pages for a Go server through the sidecar-ssr renderer: a Node
+// process beside it that renders in a pool of worker threads, reached over gRPC on a unix
+// socket.
+//
+// A [Server] gives the shop's own router http.Handlers: [Server.Page] for a page whose
+// props a Go [Loader] computes (the shop's database, its services), cached, coalesced and
+// held to a deadline; [Server.Render] for a one-off render inside an existing handler;
+// [Server.NotFound] and [Server.Assets] for the rest of the app. When the renderer is late,
+// down or overloaded, a page still answers: with its stale copy, or with the document
+// whose root the browser renders itself.
+//
+// The edge binary (cmd/edge) is this package with routes from a config file.
+package ssr
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+)
+
+// Options configure a Server. Zero values mean the defaults given, which are the edge
+// binary's (edge/internal/config/defaults.yaml).
+type Options struct {
+	// Renderer is the renderer's gRPC address. If empty, "unix:///tmp/sidecar-ssr/renderer.sock".
+	Renderer string
+	// AssetsDir is the client build: manifest.json and assets/. If empty, "app/dist/client".
+	AssetsDir string
+	// RenderTimeout is how long a request waits for its page (the loader and the render):
+	// past it, it gets the stale copy or the client-side-render document. If zero, 150ms.
+	RenderTimeout time.Duration
+	// HardTimeout bounds the loader and the render, which go on after RenderTimeout to fill
+	// the cache. If zero, 2s.
+	HardTimeout time.Duration
+	// MaxPageMB bounds a rendered page. If zero, 16.
+	MaxPageMB int
+	// MaxPropsMB bounds the props a loader returns. If zero, 3.
+	MaxPropsMB int
+	// MaxRendersInFlight caps renders at once; past it a request gets its fallback at once.
+	// If zero, 64.
+	MaxRendersInFlight int
+	// NotFoundPage is the app's page for paths nothing serves (404). If empty, "not-found".
+	NotFoundPage string
+	// CacheMaxMB bounds the HTML cache by the memory its documents hold. If zero, 256.
+	CacheMaxMB int
+	// CacheMaxEntryMB refuses larger documents (every encoding counted). If zero, 8.
+	CacheMaxEntryMB int
+	// CacheNotFoundTTL is the freshness of 404s. If zero, 10s.
+	CacheNotFoundTTL time.Duration
+	// CacheTTLJitter shortens each stored TTL by up to this fraction, at random, so entries
+	// stored together do not expire together. If zero, 0.1; negative: none.
+	CacheTTLJitter float64
+	// CachePassTTL is how long requests render side by side after a render that may not be
+	// stored. If zero, 10s.
+	CachePassTTL time.Duration
+	// CacheIgnoreQuery are query parameters no page reads (a trailing * matches a prefix).
+	// If nil, common tracking parameters (utm_*, fbclid, gclid...).
+	CacheIgnoreQuery []string
+	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry.
+	// Register one Server per Registerer.
+	Registerer prometheus.Registerer
+	// Logger receives fallbacks, refused sockets and bugs. If nil, slog.Default().
+	Logger *slog.Logger
+}
+
+// Server renders pages on one renderer, with one HTML cache. It is safe for concurrent use.
+type Server struct {
+	site     *server.Site
+	renderer *renderclient.Client
+	cache    *htmlcache.Cache
+	e        config.Edge
+}
+
+// New connects (lazily) to the renderer and loads the client build's manifest.
+func New(o Options) (*Server, error) {
+	defaults, err := config.Load("", nil)
+	if err != nil {
+		return nil, err
+	}
+	e := defaults.Edge
+	set(&e.AssetsDir, o.AssetsDir)
+	set(&e.RenderTimeout, o.RenderTimeout)
+	set(&e.HardTimeout, o.HardTimeout)
+	set(&e.MaxPageMB, o.MaxPageMB)
+	set(&e.MaxPropsMB, o.MaxPropsMB)
+	set(&e.MaxRendersInFlight, o.MaxRendersInFlight)
+	set(&e.NotFoundPage, o.NotFoundPage)
+	set(&e.CacheMaxMB, o.CacheMaxMB)
+	set(&e.CacheMaxEntryMB, o.CacheMaxEntryMB)
+	set(&e.CacheNotFoundTTL, o.CacheNotFoundTTL)
+	set(&e.CachePassTTL, o.CachePassTTL)
+	set(&e.CacheTTLJitter, max(o.CacheTTLJitter, 0))
+	if o.CacheTTLJitter < 0 {
+		e.CacheTTLJitter = 0
+	}
+	if o.CacheIgnoreQuery != nil {
+		e.CacheIgnoreQuery = o.CacheIgnoreQuery
+	}
+	if e.RenderTimeout > e.HardTimeout {
+		return nil, fmt.Errorf("ssr: RenderTimeout %s is above HardTimeout %s", e.RenderTimeout, e.HardTimeout)
+	}
+	if e.CacheMaxEntryMB > e.CacheMaxMB {
+		return nil, fmt.Errorf("ssr: CacheMaxEntryMB %d is above CacheMaxMB %d", e.CacheMaxEntryMB, e.CacheMaxMB)
+	}
+	address := defaults.Renderer.GRPCAddress
+	set(&address, o.Renderer)
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := o.Registerer
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	return newServer(e, address, reg, log)
+}
+
+func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
+	manifest, err := document.LoadManifest(e.AssetsDir)
+	if err != nil {
+		return nil, fmt.Errorf("ssr: assets: %w", err)
+	}
+	renderer, err := renderclient.New(address, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log})
+	if err != nil {
+		return nil, fmt.Errorf("ssr: renderer %q: %w", address, err)
+	}
+	metrics := server.NewMetrics(reg)
+	cache := server.NewCache(e, metrics)
+	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Metrics: metrics, Log: log})
+	if err != nil {
+		renderer.Close()
+		return nil, fmt.Errorf("ssr: assets: %w", err)
+	}
+	return &Server{site: site, renderer: renderer, cache: cache, e: e}, nil
+}
+
+func set[T comparable](field *T, value T) {
+	var zero T
+	if value != zero {
+		*field = value
+	}
+}
+
+// Close closes the connection to the renderer. Requests still being served fall back.
+func (s *Server) Close() error { return s.renderer.Close() }
+
+// A Loader computes a page's props in Go. It runs only when the page must be rendered (a
+// miss, a refresh, a request that bypasses the cache), once for all the requests waiting
+// for that render: a cache hit never calls it.
+//
+// The request it gets holds only what the page's cache key holds, since the render may be
+// shared and stored: the path and its values, the query parameters the page keeps, and
+// the declared Variants (a request that bypasses the cache gets everything). Its context
+// ends at HardTimeout, not when the client goes away. An error, or a panic, answers with
+// the stale copy if there is one, else with status 503 and the page's document without
+// server markup (X-SSR-Fallback: load-error); the error is logged.
+type Loader func(*http.Request) (Result, error)
+
+// Result is what a Loader decided for one render.
+type Result struct {
+	// Props are the page's props: marshalled to JSON once (it must give a JSON object), or
+	// passed as they are when a json.RawMessage. The page receives them as ctx.props in its
+	// load(), or as its component's props when it has none; the browser hydrates with the
+	// props the page rendered with.
+	Props any
+	// Status, if not zero, is the response's status instead of the page's.
+	Status int
+	// Header is added to the response. A Set-Cookie makes the response private: it is not
+	// stored, and it reaches only the request whose loader ran.
+	Header http.Header
+	// Redirect, if not empty, answers with a redirect there instead of rendering, with
+	// RedirectStatus (if zero, 302). 301 and 308 are cached like pages.
+	Redirect       string
+	RedirectStatus int
+	// NotFound renders the app's not-found page with status 404.
+	NotFound bool
+	// MaxAge, if not zero, shortens the page's Cache.TTL for this render.
+	MaxAge time.Duration
+	// NoStore keeps this render out of the cache, and makes it private.
+	NoStore bool
+}
+
+// PageOptions configure a page. The zero value renders on every request, uncached, with
+// the page's own load().
+type PageOptions struct {
+	// Load computes the props in Go. If nil, the page's own load() does, in the renderer.
+	Load Loader
+	// Cache is the page's cache policy; a zero TTL means not cached.
+	Cache Cache
+	// Variants name the request parts the page depends on besides its path and query:
+	// "header:Accept-Language", "cookie:currency". They are part of the cache key, named in
+	// Vary, given to the loader and sent to the page as ctx.variants.
+	Variants []string
+	// RenderTimeout and HardTimeout override the Server's.
+	RenderTimeout, HardTimeout time.Duration
+	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
+	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
+	// by several handlers with different options.
+	Route string
+}
+
+// Cache is a page's cache policy (RFC 5861 windows).
+type Cache struct {
+	// TTL is how long a render is fresh. Zero: the page is not cached.
+	TTL time.Duration
+	// StaleWhileRevalidate: past TTL, the stored copy is served at once while one
+	// background render refreshes it.
+	StaleWhileRevalidate time.Duration
+	// StaleIfError: past TTL, the stored copy is served when a render fails or is late.
+	StaleIfError time.Duration
+	// Query lists the query parameters the page reads; the others are left out of the key
+	// and of the render. Nil means all but Options.CacheIgnoreQuery.
+	Query []string
+	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
+	// the cache, and its loader sees the whole request.
+	PersonalizeCookies []string
+}
+
+// Page returns the handler of the app's page name. Mount it on any router; path values
+// (Go 1.22 ServeMux patterns) reach the page as ctx.params. It panics when o is invalid
+// (a variant that is not "header:Name" or "cookie:name", RenderTimeout above HardTimeout),
+// as a ServeMux does for a bad pattern: it is a programming error, found at start.
+func (s *Server) Page(name string, o PageOptions) http.Handler {
+	route := o.Route
+	if route == "" {
+		route = name
+	}
+	r := config.Route{
+		Pattern: route, Page: name, RenderTimeout: o.RenderTimeout, HardTimeout: o.HardTimeout, Variants: o.Variants,
+		Cache: config.RouteCache{
+			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
+			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
+		},
+	}
+	if err := config.ValidateRoute(r, s.e); err != nil {
+		panic("ssr: page " + name + ": " + err.Error())
+	}
+	var load server.Loader
+	if o.Load != nil {
+		load = func(r *http.Request) (*server.Loaded, error) {
+			res, err := o.Load(r)
+			if err != nil {
+				return nil, err
+			}
+			return res.loaded()
+		}
+	}
+	return s.site.Page(r, load)
+}
+
+func (res Result) loaded() (*server.Loaded, error) {
+	props, err := marshalProps(res.Props)
+	if err != nil {
+		return nil, err
+	}
+	return &server.Loaded{
+		Props: props, Status: res.Status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: res.RedirectStatus,
+		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore,
+	}, nil
+}
+
+func marshalProps(props any) ([]byte, error) {
+	switch p := props.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	}
+	b, err := json.Marshal(props)
+	if err != nil {
+		return nil, fmt.Errorf("props are not JSON: %w", err)
+	}
+	return b, nil
+}
+
+// Render answers r with page rendered with props, uncached, within RenderTimeout: for one
+// page inside a handler of the shop's own. props are marshalled as Result.Props are.
+func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, props any) {
+	b, err := marshalProps(props)
+	s.site.Render(w, r, page, b, err)
+}
+
+// NotFound returns the handler for paths nothing else serves: the app's not-found page
+// with status 404, one cache entry for all of them. Mount it at "/" (or "GET /").
+func (s *Server) NotFound() http.Handler { return s.site.NotFound() }
+
+// Assets returns the handler of the client build's hashed files, with immutable cache
+// headers. Mount it at "GET /assets/".
+func (s *Server) Assets() http.Handler { return s.site.Assets() }
+
+// ServeMux wraps the shop's ServeMux: request ids, a logged 500 instead of a dropped
+// connection when a handler panics, and the requests the mux answers itself (405, a
+// redirect to a cleaned path) counted in edge_requests_total. Pages count their own.
+func (s *Server) ServeMux(mux *http.ServeMux) http.Handler { return s.site.ServeMux(mux) }
+
+// PurgePath removes the stored documents of path (a path and query as the pages received
+// them, e.g. "/products/7"), every variant, and keeps renders of it already running from
+// being stored. It returns how many documents it removed.
+func (s *Server) PurgePath(path string) int { return s.cache.PurgePath(path) }
+
+// PurgePrefix is PurgePath for every path that starts with prefix (not empty).
+func (s *Server) PurgePrefix(prefix string) int { return s.cache.PurgePrefix(prefix) }
+
+// PurgeKey removes the document stored under one cache key, as the admin endpoint's
+// /cache/purge?key= names it, and reports whether there was one.
+func (s *Server) PurgeKey(key string) bool { return s.cache.PurgeKey(key) }
