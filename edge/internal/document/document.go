@@ -69,8 +69,9 @@ type Page struct {
 	// Head is trusted markup from the app's head(); HTML the rendered root.
 	Head string
 	HTML []byte
-	// PropsJSON is the JSON object the page rendered with. Nil means client-side rendering:
-	// the root stays empty and the client entry loads its own data.
+	// PropsJSON is the JSON object the page rendered with, or, with no HTML, the props a Go
+	// loader computed for a render that failed: the browser renders from them. Nil with no
+	// HTML: the client entry loads its own data.
 	PropsJSON []byte
 }
 

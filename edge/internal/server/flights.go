@@ -2,6 +2,7 @@ package server
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
@@ -21,6 +22,10 @@ type flight struct {
 	// to the request that started the flight, never to those that joined it.
 	private bool
 	err     error
+	// loaded holds the props a Go loader computed, once it has: a request whose render
+	// fails or is late still gets them in its client-side-render document. Nil while
+	// loading, for pages without a loader, and when the loader's result is private.
+	loaded atomic.Pointer[[]byte]
 }
 
 // flights coalesces renders per cache key, like singleflight, except that the work runs on

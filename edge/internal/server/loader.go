@@ -48,7 +48,7 @@ const ReasonLoadError = "load-error"
 
 // produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard deadline: the soft deadline of the requests waiting for it covers both.
-func (p *page) produce(ctx context.Context, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
 	if p.loader == nil {
@@ -65,6 +65,9 @@ func (p *page) produce(ctx context.Context, lr *http.Request, req *ssrv1.RenderR
 		}
 		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
 			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
+	}
+	if loaded.Header.Get("Set-Cookie") == "" && !loaded.NoStore {
+		fl.loaded.Store(&loaded.Props)
 	}
 	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
 	if loaded.NotFound {

@@ -197,7 +197,11 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		p.serveEntry(w, r, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
 		return
 	}
-	p.fallback(w, r, req, reason, failure, status)
+	var props []byte
+	if loaded := fl.loaded.Load(); loaded != nil {
+		props = *loaded
+	}
+	p.fallback(w, r, req, reason, failure, status, props)
 }
 
 // bypass says why a request must not use the cache, or "".
@@ -252,7 +256,7 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 func (p *page) renderInto(key string, lr *http.Request, req *ssrv1.RenderRequest) func(*flight) {
 	return func(fl *flight) {
 		// Not the request's context: the render outlives the soft deadline to fill the cache.
-		fl.resp, fl.err = p.produce(context.Background(), lr, req)
+		fl.resp, fl.err = p.produce(context.Background(), fl, lr, req)
 		if fl.err != nil {
 			return
 		}
@@ -271,7 +275,7 @@ func (p *page) renderInto(key string, lr *http.Request, req *ssrv1.RenderRequest
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
 func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
 	return p.flights.alone(req.Url, func(fl *flight) {
-		fl.resp, fl.err = p.produce(ctx, lr, req)
+		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
 		if fl.err != nil || key == "" {
 			return
 		}
@@ -441,7 +445,7 @@ func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse, cacheStatus string) {
 	status := p.status(resp)
 	if status == 0 {
-		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus)
+		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus, nil)
 		return
 	}
 	h := w.Header()

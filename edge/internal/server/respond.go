@@ -48,8 +48,9 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 	p.respond(w, e.Status, e.Bodies[coding])
 }
 
-// fallback answers with the client-side-render shell: the browser renders the page itself.
-func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string) {
+// fallback answers with the client-side-render shell: the browser renders the page itself,
+// with props when a Go loader computed them (else the app gets its data its own way).
+func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, props []byte) {
 	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())
@@ -67,7 +68,7 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 	h.Set("X-SSR-Fallback", reason)
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cache-Status", cacheStatus+"; detail="+reason)
-	p.respondDocument(w, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params})
+	p.respondDocument(w, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params, PropsJSON: props})
 }
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}

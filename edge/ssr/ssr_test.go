@@ -1,0 +1,394 @@
+package ssr
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// fakeRenderer renders "<page>: <props>" and returns the props it was given, as the real
+// renderer does for a page without load().
+type fakeRenderer struct {
+	ssrv1.UnimplementedRenderServiceServer
+	calls atomic.Int64
+	delay time.Duration
+	down  atomic.Bool
+}
+
+func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	f.calls.Add(1)
+	if f.down.Load() {
+		return nil, errors.New("renderer trouble")
+	}
+	time.Sleep(f.delay)
+	props := req.PropsJson
+	if len(props) == 0 {
+		props = []byte("{}")
+	}
+	return &ssrv1.RenderResponse{Page: req.Page, Status: 200, Html: []byte(req.Page + ": " + string(props)), PropsJson: props}, nil
+}
+
+type fixture struct {
+	srv      *Server
+	renderer *fakeRenderer
+	logs     *strings.Builder
+}
+
+// newFixture starts a fake renderer on a temp unix socket and a Server in front of it.
+func newFixture(t *testing.T, o Options) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "r.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &fakeRenderer{}
+	g := grpc.NewServer()
+	ssrv1.RegisterRenderServiceServer(g, fake)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+
+	assets := filepath.Join(dir, "client")
+	os.MkdirAll(filepath.Join(assets, "assets"), 0o755)
+	os.WriteFile(filepath.Join(assets, "manifest.json"), []byte(`{"buildId":"b1","scripts":["/assets/c.js"]}`), 0o644)
+	os.WriteFile(filepath.Join(assets, "assets", "c.js"), []byte("1"), 0o644)
+	var logs strings.Builder
+	var mu sync.Mutex
+	o.Renderer, o.AssetsDir = "unix://"+sock, assets
+	if o.RenderTimeout == 0 {
+		o.RenderTimeout, o.HardTimeout = 10*time.Second, 20*time.Second // no slow runner turns a test into a timeout
+	}
+	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	srv, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	return &fixture{srv: srv, renderer: fake, logs: &logs}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+func serve(h http.Handler, target string, header ...string) *httptest.ResponseRecorder {
+	mux := http.NewServeMux()
+	mux.Handle("GET /products/{id}", h)
+	mux.Handle("GET /{$}", h)
+	r := httptest.NewRequest("GET", target, nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		r.Header.Add(header[i], header[i+1])
+	}
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, r)
+	return rec
+}
+
+type product struct {
+	ID    int    `json:"id"`
+	Name  string `json:"name"`
+	Price int    `json:"priceCents"`
+}
+
+func TestLoaderPropsReachThePageAndTheBrowser(t *testing.T) {
+	f := newFixture(t, Options{})
+	h := f.srv.Page("product", PageOptions{Load: func(r *http.Request) (Result, error) {
+		return Result{Props: product{ID: 7, Name: "Teapot </script>", Price: 1999}}, nil
+	}})
+	rec := serve(h, "/products/7")
+	want := `{"id":7,"name":"Teapot \u003c/script\u003e","priceCents":1999}`
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), "product: "+want) {
+		t.Fatalf("got %d %q, want the page rendered with the loader's props", rec.Code, rec.Body.String())
+	}
+	// The hydration data carries the props the page rendered with, escaped for a script.
+	if !strings.Contains(rec.Body.String(), `"props":{"id":7,"name":"Teapot \u003c/script\u003e"`) {
+		t.Errorf("the document's hydration data does not carry the props:\n%s", rec.Body.String())
+	}
+}
+
+func TestLoaderRunsOnlyWhenARenderIsNeeded(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.renderer.delay = 100 * time.Millisecond
+	var loads atomic.Int64
+	h := f.srv.Page("product", PageOptions{
+		Cache: Cache{TTL: time.Minute},
+		Load: func(r *http.Request) (Result, error) {
+			loads.Add(1)
+			return Result{Props: map[string]string{"id": r.PathValue("id")}}, nil
+		},
+	})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() { defer wg.Done(); serve(h, "/products/3") }()
+	}
+	wg.Wait()
+	if rec := serve(h, "/products/3"); !strings.HasPrefix(rec.Header().Get("Cache-Status"), "sidecar-ssr; hit") {
+		t.Errorf("got Cache-Status %q, want a hit", rec.Header().Get("Cache-Status"))
+	}
+	if n := loads.Load(); n != 1 {
+		t.Errorf("the loader ran %d times for 21 requests on one key, want once", n)
+	}
+}
+
+// TestLoaderSeesWhatTheKeyHolds: a shared, stored render must not depend on what its key
+// leaves out, so the loader sees the path values, the kept query and the variants only.
+func TestLoaderSeesWhatTheKeyHolds(t *testing.T) {
+	f := newFixture(t, Options{})
+	seen := make(chan *http.Request, 2)
+	var withDeadline atomic.Bool
+	h := f.srv.Page("product", PageOptions{
+		Cache:    Cache{TTL: time.Minute, Query: []string{"color"}, PersonalizeCookies: []string{"session"}},
+		Variants: []string{"cookie:currency", "header:Accept-Language"},
+		Load: func(r *http.Request) (Result, error) {
+			_, ok := r.Context().Deadline()
+			withDeadline.Store(ok && r.Context().Err() == nil)
+			seen <- r
+			return Result{}, nil
+		},
+	})
+	serve(h, "/products/9?color=red&sort=asc", "Cookie", "currency=EUR; tracking=abc", "Accept-Language", "de", "X-Secret", "1")
+	r := <-seen
+	if got := r.PathValue("id"); got != "9" {
+		t.Errorf("path value id = %q, want 9", got)
+	}
+	if got := r.URL.RawQuery; got != "color=red" {
+		t.Errorf("query %q, want only the kept color=red", got)
+	}
+	if c, err := r.Cookie("currency"); err != nil || c.Value != "EUR" {
+		t.Errorf("the currency variant cookie is missing: %v", err)
+	}
+	if _, err := r.Cookie("tracking"); err == nil || r.Header.Get("X-Secret") != "" || r.Header.Get("Accept-Language") != "de" {
+		t.Errorf("the loader saw %v: want the variants and nothing else", r.Header)
+	}
+	if !withDeadline.Load() {
+		t.Errorf("the loader's context has no deadline (HardTimeout), or had already ended")
+	}
+
+	// A personal request bypasses the cache and gets the whole request.
+	serve(h, "/products/9?sort=asc", "Cookie", "session=s1; tracking=abc")
+	if r := <-seen; r.URL.Query().Get("sort") != "asc" || r.Header.Get("Cookie") != "session=s1; tracking=abc" {
+		t.Errorf("a bypassing request's loader saw %s %v, want all of it", r.URL, r.Header)
+	}
+}
+
+func TestLoaderFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		load    Loader
+		wantLog string
+	}{
+		{"error", func(*http.Request) (Result, error) { return Result{}, errors.New("database is down") }, "database is down"},
+		{"panic", func(*http.Request) (Result, error) { panic("nil map") }, "panic: nil map"},
+		{"props not JSON", func(*http.Request) (Result, error) { return Result{Props: map[string]any{"c": make(chan int)}}, nil }, "props are not JSON"},
+		{"props not an object", func(*http.Request) (Result, error) { return Result{Props: []int{1, 2}}, nil }, "props must be a JSON object"},
+		{"props over MaxPropsMB", func(*http.Request) (Result, error) {
+			return Result{Props: map[string]string{"blob": strings.Repeat("x", 1<<20+1)}}, nil
+		}, "over edge.max_props_mb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Options{MaxPropsMB: 1})
+			rec := serve(f.srv.Page("product", PageOptions{Load: tt.load}), "/products/1")
+			if rec.Code != 503 || rec.Header().Get("X-SSR-Fallback") != "load-error" || rec.Header().Get("Cache-Control") != "no-store" {
+				t.Errorf("got %d X-SSR-Fallback %q, want 503 load-error no-store", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+			}
+			if !strings.Contains(rec.Body.String(), `<div id="root"></div>`) {
+				t.Errorf("want the document without server markup, got %q", rec.Body.String())
+			}
+			if !strings.Contains(f.logs.String(), tt.wantLog) {
+				t.Errorf("the log does not say %q:\n%s", tt.wantLog, f.logs.String())
+			}
+			if n := f.renderer.calls.Load(); n != 0 {
+				t.Errorf("the page was rendered %d times after its loader failed", n)
+			}
+		})
+	}
+}
+
+// TestLoaderErrorServesTheStaleCopy: inside stale-if-error a failing loader is covered like
+// a failing render.
+func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
+	f := newFixture(t, Options{})
+	var failing atomic.Bool
+	h := f.srv.Page("home", PageOptions{
+		Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour},
+		Load: func(*http.Request) (Result, error) {
+			if failing.Load() {
+				return Result{}, errors.New("database is down")
+			}
+			return Result{Props: map[string]int{"n": 1}}, nil
+		},
+	})
+	first := serve(h, "/")
+	failing.Store(true)
+	time.Sleep(5 * time.Millisecond)
+	rec := serve(h, "/")
+	if rec.Code != 200 || rec.Body.String() != first.Body.String() || !strings.HasSuffix(rec.Header().Get("Cache-Status"), "detail=load-error") {
+		t.Errorf("got %d Cache-Status %q, want the stale copy", rec.Code, rec.Header().Get("Cache-Status"))
+	}
+}
+
+// TestSlowLoaderCountsAgainstRenderTimeout: the soft deadline covers the loader and the
+// render; the late result still fills the cache.
+func TestSlowLoaderCountsAgainstRenderTimeout(t *testing.T) {
+	f := newFixture(t, Options{RenderTimeout: 50 * time.Millisecond, HardTimeout: 10 * time.Second})
+	release := make(chan struct{})
+	h := f.srv.Page("home", PageOptions{
+		Cache: Cache{TTL: time.Minute},
+		Load: func(*http.Request) (Result, error) {
+			<-release
+			return Result{Props: map[string]int{"n": 1}}, nil
+		},
+	})
+	if rec := serve(h, "/"); rec.Header().Get("X-SSR-Fallback") != "timeout" || rec.Code != 200 {
+		t.Fatalf("got %d X-SSR-Fallback %q, want the timeout fallback", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+	}
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.HasPrefix(serve(h, "/").Header().Get("Cache-Status"), "sidecar-ssr; hit") {
+		if time.Now().After(deadline) {
+			t.Fatal("the late load and render were not stored")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestResultShapesTheResponse(t *testing.T) {
+	tests := []struct {
+		name       string
+		result     Result
+		wantCode   int
+		wantHeader [2]string
+		wantBody   string
+		stored     bool
+	}{
+		{"status", Result{Status: 410, Props: map[string]int{}}, 410, [2]string{}, "product: {}", false},
+		{"header", Result{Header: http.Header{"X-Shop": {"yes"}}}, 200, [2]string{"X-Shop", "yes"}, "product: {}", true},
+		{"private cookie", Result{Header: http.Header{"Set-Cookie": {"sid=1"}}}, 200, [2]string{"Set-Cookie", "sid=1"}, "", false},
+		{"redirect", Result{Redirect: "/products/8"}, 302, [2]string{"Location", "/products/8"}, "", false},
+		{"permanent redirect", Result{Redirect: "/products/8", RedirectStatus: 301}, 301, [2]string{"Location", "/products/8"}, "", true},
+		{"not found", Result{NotFound: true}, 404, [2]string{}, "not-found: {}", true},
+		{"no store", Result{NoStore: true}, 200, [2]string{}, "product: {}", false},
+		{"raw JSON props", Result{Props: json.RawMessage(`{"raw":true}`)}, 200, [2]string{}, `product: {"raw":true}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
+			rec := serve(h, "/products/1")
+			if rec.Code != tt.wantCode || (tt.wantHeader[0] != "" && rec.Header().Get(tt.wantHeader[0]) != tt.wantHeader[1]) || !strings.Contains(rec.Body.String(), tt.wantBody) {
+				t.Errorf("got %d %v %q", rec.Code, rec.Header(), rec.Body.String())
+			}
+			again := serve(h, "/products/1")
+			if hit := strings.HasPrefix(again.Header().Get("Cache-Status"), "sidecar-ssr; hit"); hit != tt.stored {
+				t.Errorf("second request: Cache-Status %q, want stored %v", again.Header().Get("Cache-Status"), tt.stored)
+			}
+		})
+	}
+}
+
+func TestMaxAgeShortensTheTTL(t *testing.T) {
+	f := newFixture(t, Options{CacheTTLJitter: -1})
+	h := f.srv.Page("home", PageOptions{Cache: Cache{TTL: time.Hour}, Load: func(*http.Request) (Result, error) {
+		return Result{MaxAge: 30 * time.Second}, nil
+	}})
+	serve(h, "/")
+	if got := serve(h, "/").Header().Get("Cache-Status"); got != "sidecar-ssr; hit; ttl=30" && got != "sidecar-ssr; hit; ttl=29" {
+		t.Errorf("got Cache-Status %q, want a hit with ttl=30 (29 once a second has begun)", got)
+	}
+}
+
+func TestRenderInsideAHandler(t *testing.T) {
+	f := newFixture(t, Options{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.srv.Render(w, r, "product", product{ID: 1, Name: "Mug"})
+	})
+	for range 2 {
+		rec := serve(h, "/products/1")
+		if rec.Code != 200 || !strings.Contains(rec.Body.String(), `product: {"id":1,"name":"Mug","priceCents":0}`) {
+			t.Fatalf("got %d %q", rec.Code, rec.Body.String())
+		}
+	}
+	if n := f.renderer.calls.Load(); n != 2 {
+		t.Errorf("got %d renders for two direct renders, want 2 (uncached)", n)
+	}
+	rec := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f.srv.Render(w, r, "product", func() {})
+	}), "/products/1")
+	if rec.Code != 503 || rec.Header().Get("X-SSR-Fallback") != "load-error" {
+		t.Errorf("props that are not JSON: got %d %q", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+	}
+}
+
+func TestRendererDownKeepsThePageAnswering(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.renderer.down.Store(true)
+	rec := serve(f.srv.Page("home", PageOptions{Load: func(*http.Request) (Result, error) {
+		return Result{Props: map[string]int{"n": 1}}, nil
+	}}), "/")
+	if rec.Code != 200 || rec.Header().Get("X-SSR-Fallback") != "render-error" {
+		t.Errorf("got %d %q, want the client-side-render document", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+	}
+	// The loader ran: the browser renders the page from its props.
+	if body := rec.Body.String(); !strings.Contains(body, `<div id="root"></div>`) || !strings.Contains(body, `"props":{"n":1}`) {
+		t.Errorf("want an empty root and the loader's props in the document, got %q", body)
+	}
+}
+
+func TestPurge(t *testing.T) {
+	f := newFixture(t, Options{})
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	serve(h, "/products/1")
+	serve(h, "/products/2")
+	if n := f.srv.PurgePath("/products/1"); n != 1 {
+		t.Errorf("PurgePath removed %d, want 1", n)
+	}
+	if n := f.srv.PurgePrefix("/products/"); n != 1 {
+		t.Errorf("PurgePrefix removed %d, want 1", n)
+	}
+	if n := f.srv.PurgePrefix(""); n != 0 {
+		t.Errorf("an empty prefix purged %d", n)
+	}
+}
+
+func TestInvalidOptions(t *testing.T) {
+	if _, err := New(Options{RenderTimeout: 3 * time.Second, HardTimeout: time.Second}); err == nil || !strings.Contains(err.Error(), "above HardTimeout") {
+		t.Errorf("soft above hard: got %v", err)
+	}
+	if _, err := New(Options{AssetsDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "manifest") {
+		t.Errorf("no client build: got %v", err)
+	}
+	f := newFixture(t, Options{})
+	defer func() {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "variants[0]") {
+			t.Errorf("a bad variant: got panic %v", v)
+		}
+	}()
+	f.srv.Page("home", PageOptions{Variants: []string{"query:x"}})
+}
