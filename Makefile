@@ -33,13 +33,13 @@ help: ## Show this help
 ##@ Run
 
 .PHONY: run
-run: build ## Build everything and serve the demo on http://localhost:8080 (Ctrl-C stops)
+run: build ## Build everything and serve the demo shop (Go + SQLite + React) on http://localhost:8080 (Ctrl-C stops)
 	@scripts/run.sh
 
 ##@ Build
 
 .PHONY: build
-build: app edge fixture ## Build the demo app, the test fixture bundle and the edge binary
+build: app edge shop fixture ## Build the demo app, the test fixture bundle, the edge binary and the demo shop
 
 .PHONY: deps
 deps: $(RENDERER_DEPS) $(APP_DEPS) ## Install the pinned npm packages (npm ci)
@@ -72,6 +72,10 @@ renderer/test/fixtures/dist/server.js: renderer/test/fixtures/server.jsx $(APP_S
 edge: ## Build the edge binary into bin/edge
 	cd edge && go build -o $(BIN)/edge ./cmd/edge
 
+.PHONY: shop
+shop: ## Build the demo shop (a Go server over the edge's public package, SQLite) into bin/shop
+	cd shop && go build -o $(BIN)/shop .
+
 $(GO_TOOLS) &: tools/go.mod tools/go.sum
 	cd tools && GOBIN=$(BIN) go install tool
 
@@ -82,12 +86,13 @@ proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 ##@ Test
 
 .PHONY: test
-test: lint test-go test-app test-node test-k8s test-e2e test-browser test-loadtest ## Run every test (installs what it needs)
+test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-loadtest ## Run every test (installs what it needs)
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
 	cd edge && go vet ./...
-	@unformatted=$$(gofmt -l edge); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	cd shop && go vet ./...
+	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd proto && buf lint
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	  sed "s#out: ../edge/internal#out: $$tmp#" proto/buf.gen.yaml > $$tmp/buf.gen.yaml; \
@@ -128,6 +133,10 @@ $(KUBERNETES_VALIDATE): deploy/k8s/requirements.txt
 .PHONY: test-k8s
 test-k8s: $(BIN)/kustomize $(KUBERNETES_VALIDATE) ## Render every kustomize overlay; validate it strictly against Kubernetes 1.30 and 1.37 schemas, offline
 	deploy/k8s/validate.sh $(BIN)/kustomize $(KUBERNETES_VALIDATE) $(K8S_VERSIONS)
+
+.PHONY: test-shop
+test-shop: build ## The demo shop end to end: SQLite, its Go loaders, the real renderer over a unix socket
+	cd shop && go test -race -count=1 ./...
 
 .PHONY: test-e2e
 test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over a unix socket

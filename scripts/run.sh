@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts the renderer, waits until every worker has loaded the bundle, then starts the edge.
+# Starts the renderer, waits until every worker has loaded the bundle, then starts the demo
+# shop (its catalog in bin/shop.db, created on first run).
 # Ctrl-C (or either process exiting) stops both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,8 +23,8 @@ for _ in $(seq 1 300); do
   sleep 0.2
 done
 
-bin/edge & pids+=($!)
+bin/shop -db bin/shop.db & pids+=($!)
 echo
-echo "sidecar-ssr is serving the demo on http://localhost:8080  (Ctrl-C stops)"
+echo "sidecar-ssr is serving the demo shop on http://localhost:8080  (Ctrl-C stops)"
 echo
 wait -n "${pids[@]}"

@@ -1,8 +1,9 @@
 // Client entry. The edge writes the document (see docs/app-contract.md):
 //   <div id="root">server HTML, or empty for the CSR fallback</div>
 //   <script id="__SSR_DATA__" type="application/json">{"page", "url", "params", "props"?}</script>
-// With props and server markup we hydrate; otherwise we load the data the page's own
-// way (the demo computes it deterministically) and render from scratch.
+// With props and server markup we hydrate; with props alone (a Go server computed them,
+// the render failed) we render them from scratch; otherwise we load the data the page's
+// own way (the demo computes it deterministically) and render from scratch.
 import { createElement } from 'react';
 import { createRoot, hydrateRoot } from 'react-dom/client';
 import { notFoundPage, pages } from './pages.js';
@@ -24,8 +25,8 @@ function readData() {
 
 async function clientRender(root, data, name) {
   let page = pages[name];
-  let props = {};
-  if (page.load) {
+  let props = data.props ?? {};
+  if (page.load && !data.props) {
     const result =
       (await page.load({
         url: data.url ?? location.pathname + location.search,

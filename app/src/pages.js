@@ -4,9 +4,15 @@ import { Home, homeHead, loadHome } from './pages/Home.jsx';
 import { NotFound, notFoundHead } from './pages/NotFound.jsx';
 import { Product, loadProduct, productHead } from './pages/Product.jsx';
 
+/**
+ * A Go server (shop/) reads the catalog from its database and hands the page its props;
+ * without one (the config-only edge), the page computes them from the catalog itself.
+ */
+const unlessGiven = (load) => (ctx) => (Object.keys(ctx.props ?? {}).length > 0 ? { props: ctx.props } : load(ctx));
+
 export const pages = {
-  home: { component: Home, load: loadHome, head: homeHead },
-  product: { component: Product, load: loadProduct, head: productHead },
+  home: { component: Home, load: unlessGiven(loadHome), head: homeHead },
+  product: { component: Product, load: unlessGiven(loadProduct), head: productHead },
   'not-found': { component: NotFound, head: notFoundHead },
 };
 

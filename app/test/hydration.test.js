@@ -5,7 +5,7 @@
 //   make test-browser                                    # builds what it needs, installs Chromium
 //   renderer/node_modules/.bin/node --test app/test/     # from the repository root, once built
 //
-// Needs: bin/edge, app/dist/server/server.js, the production client build app/dist/client and
+// Needs: bin/edge, bin/shop, app/dist/server/server.js, the production client build app/dist/client and
 // the development client build app/dist/client-dev (`node app/build.mjs --dev --client-outdir
 // app/dist/client-dev`). Production React does not report attribute mismatches, so every case
 // runs against both client builds, each behind its own edge; the renderer is shared.
@@ -40,6 +40,7 @@ const paths = {
   node: path.join(repoDir, 'renderer', 'node_modules', '.bin', 'node'),
   renderer: path.join(repoDir, 'renderer', 'src', 'main.js'),
   edge: path.join(repoDir, 'bin', 'edge'),
+  shop: path.join(repoDir, 'bin', 'shop'),
   bundle: path.join(repoDir, 'app', 'dist', 'server', 'server.js'),
 };
 const builds = [
@@ -228,21 +229,21 @@ function missingPrerequisite() {
   if (!existsSync(CHROMIUM)) {
     return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
   }
-  for (const need of [paths.node, paths.edge, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
+  for (const need of [paths.node, paths.edge, paths.shop, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
     if (!existsSync(need)) {
-      return `${path.relative(repoDir, need)} is missing: run \`make test-browser\` (it builds the edge, the app and the development client)`;
+      return `${path.relative(repoDir, need)} is missing: run \`make test-browser\` (it builds the edge, the shop, the app and the development client)`;
     }
   }
   return null;
 }
 
 // Its own test, so that a missing browser counts as a failure, not only as cancelled tests.
-test('prerequisites: Chromium, the edge binary, the server bundle and both client builds', () => {
+test('prerequisites: Chromium, the edge and shop binaries, the server bundle and both client builds', () => {
   const missing = missingPrerequisite();
   if (missing) assert.fail(missing);
 });
 
-describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, () => {
+describe('hydration in Chromium (real renderer + edge, and the Go shop)', { timeout: 120_000 }, () => {
   let tmpDir;
   let renderer;
   let browser;
@@ -250,6 +251,9 @@ describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, (
   let browserLaunch;
   /** @type {Record<string, {proc: any, url: string, manifest: any}>} */
   const edges = {};
+  /** The demo shop (bin/shop): the same pages with props from Go and SQLite, production client. */
+  /** @type {{proc: any, url: string, manifest: any}} */
+  let shop;
 
   before(async () => {
     const missing = missingPrerequisite();
@@ -281,6 +285,15 @@ describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, (
         const manifest = JSON.parse(readFileSync(path.join(build.dir, 'manifest.json'), 'utf8'));
         edges[build.name] = { proc, url: `http://${line.address}`, manifest };
       }),
+      (async () => {
+        const production = builds.find((b) => b.name === 'production');
+        const proc = startProcess('shop', paths.shop, [
+          '-listen', '127.0.0.1:0', '-admin-listen', '127.0.0.1:0', '-db', path.join(tmpDir, 'shop.db'),
+          '-renderer', `unix://${socket}`, '-assets', production.dir, '-render-timeout', '2s',
+        ], {});
+        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
+        shop = { proc, url: `http://${line.address}`, manifest: JSON.parse(readFileSync(path.join(production.dir, 'manifest.json'), 'utf8')) };
+      })(),
     ]);
     browser = await browserLaunch;
   });
@@ -288,14 +301,16 @@ describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, (
   after(async () => {
     const launched = await browserLaunch?.catch(() => null);
     await launched?.close().catch(() => {});
-    await Promise.all([renderer, ...Object.values(edges).map((e) => e.proc)].map(stopProcess));
+    await Promise.all([renderer, shop?.proc, ...Object.values(edges).map((e) => e.proc)].filter(Boolean).map(stopProcess));
     if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   });
 
-  for (const build of builds) {
+  const servers = [...builds.map((b) => ({ name: b.name, server: () => edges[b.name] })), { name: 'shop (props from Go and SQLite)', server: () => shop }];
+  for (const { name, server } of servers) {
     for (const pathname of PAGES) {
-      test(`${build.name}: ${pathname} hydrates the server markup without errors`, async () => {
-        const edge = edges[build.name];
+      test(`${name}: ${pathname} hydrates the server markup without errors`, async () => {
+        const edge = server();
+        const build = { name };
         const { context, page, response, problems } = await open(browser, edge.url + pathname);
         try {
           assert.equal(response.status(), 200);
@@ -401,5 +416,28 @@ describe('hydration in Chromium (real renderer + edge)', { timeout: 120_000 }, (
         }
       });
     }
+
+    // The shop's loader still reads the database: the document carries its props, and the
+    // browser renders the page from them.
+    test('shop: /?page=8 renders in the browser from the props Go loaded', async () => {
+      const { context, page, response, problems } = await open(browser, shop.url + '/?page=8');
+      try {
+        assert.equal(response.status(), 200);
+        assert.equal(response.headers()['x-ssr-fallback'], 'renderer-unavailable');
+        const { rootHTML, data } = parseDocument(await response.text());
+        assert.equal(rootHTML, '', 'the fallback root is empty');
+        assert.equal(data.props?.page, 8, 'the fallback carries the loader\'s props');
+        assert.equal(data.props?.products?.length, 100);
+
+        await waitForReact(page);
+        assert.equal(await page.locator('article.card').count(), 100, 'product cards rendered client-side');
+        assert.ok(await page.getByText(data.props.products[0].name).first().isVisible(), 'the first product of the props is on the page');
+        await assertCartCounts(page);
+        await settle(page);
+        assertNoProblems(problems, 'shop CSR with props');
+      } finally {
+        await context.close();
+      }
+    });
   });
 });

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// The demo catalog, generated once into the database from a seeded PRNG. It is the same
+// catalog the demo app computes for itself when it runs without a Go server
+// (app/src/catalog.js): TestCatalogMatchesTheApp holds the two equal.
+
+const (
+	minID    = 1
+	maxID    = 1000
+	pageSize = 100
+)
+
+var pageCount = (maxID - minID + pageSize) / pageSize
+
+// Product is one catalog entry, as the pages take it.
+type Product struct {
+	ID             int      `json:"id"`
+	SKU            string   `json:"sku"`
+	Name           string   `json:"name"`
+	Brand          string   `json:"brand"`
+	Description    string   `json:"description"`
+	PriceCents     int      `json:"priceCents"`
+	ListPriceCents *int     `json:"listPriceCents"`
+	Currency       string   `json:"currency"`
+	Stock          int      `json:"stock"`
+	ShipsInDays    int      `json:"shipsInDays"`
+	Rating         float64  `json:"rating"`
+	ReviewCount    int      `json:"reviewCount"`
+	Tags           []string `json:"tags"`
+	Color          string   `json:"color"`
+}
+
+// mulberry32 is a 32-bit seeded PRNG returning floats in [0, 1).
+func mulberry32(seed uint32) func() float64 {
+	a := seed
+	return func() float64 {
+		a += 0x6d2b79f5
+		t := a
+		t = (t ^ (t >> 15)) * (t | 1)
+		t ^= t + (t^(t>>7))*(t|61)
+		return float64(t^(t>>14)) / 4294967296
+	}
+}
+
+var (
+	adjectives = []string{"Sturdy", "Compact", "Featherlight", "Classic", "Weatherproof", "Handcrafted", "Modular",
+		"Everyday", "Vintage", "Ergonomic", "Foldable", "Insulated", "Recycled", "Deluxe", "Minimal",
+		"Rugged", "Silent", "Bright", "Cozy", "Nimble"}
+	materials = []string{"Oak", "Steel", "Linen", "Ceramic", "Bamboo", "Wool", "Copper", "Canvas", "Walnut", "Glass",
+		"Leather", "Cotton", "Granite", "Aluminium", "Cork"}
+	nouns = []string{"Desk Lamp", "Backpack", "Teapot", "Notebook", "Headphones", "Water Bottle", "Chair",
+		"Wall Clock", "Blanket", "Mug", "Bike Light", "Plant Pot", "Pen Set", "Tote Bag", "Speaker",
+		"Cutting Board", "Umbrella", "Wallet", "Lantern", "Kettle"}
+	benefits = []string{"built to last for years", "easy to clean", "perfect for small spaces", "a favourite gift",
+		"designed for daily use", "made in small batches", "tested by our team", "light enough to carry",
+		"quiet and efficient", "kind to the planet"}
+	details = []string{"Each piece is checked by hand before it leaves the workshop",
+		"Comes with a two-year warranty and free returns within 30 days",
+		"Ships in plastic-free packaging that you can compost at home",
+		"Designed in Lisbon and assembled by a family business",
+		"Pairs well with the rest of the collection",
+		"Spare parts are available for as long as we sell it",
+		"Wipe with a damp cloth; no special care needed",
+		"Reviewers love how it looks after a year of use"}
+	brands = []string{"Northwind", "Alder & Co", "Fieldnote", "Kestrel", "Lumen Works", "Tidewater", "Oakhurst", "Paper Crane"}
+	tags   = []string{"new", "bestseller", "eco", "gift", "home", "office", "outdoor", "travel", "kitchen", "sale",
+		"limited", "handmade"}
+)
+
+func pick[T any](rand func() float64, list []T) T {
+	return list[int(math.Floor(rand()*float64(len(list))))]
+}
+
+func between(rand func() float64, lo, hi int) int {
+	return lo + int(math.Floor(rand()*float64(hi-lo+1)))
+}
+
+// generate computes the product with id.
+func generate(id int) Product {
+	rand := mulberry32(uint32(uint64(id) * 2654435761))
+	adjective, material, noun := pick(rand, adjectives), pick(rand, materials), pick(rand, nouns)
+	benefit, detail, brand := pick(rand, benefits), pick(rand, details), pick(rand, brands)
+	var chosen []string
+	for n := between(rand, 2, 4); len(chosen) < n; {
+		if tag := pick(rand, tags); !slices.Contains(chosen, tag) {
+			chosen = append(chosen, tag)
+		}
+	}
+	price := between(rand, 4, 400)*100 + pick(rand, []int{0, 49, 95, 99})
+	article := "A"
+	if strings.ContainsAny(adjective[:1], "AEIOU") {
+		article = "An"
+	}
+	p := Product{
+		ID: id, SKU: fmt.Sprintf("SSR-%06d", id), Name: adjective + " " + material + " " + noun, Brand: brand,
+		Description: fmt.Sprintf("%s %s %s in %s, %s. %s.", article, strings.ToLower(adjective), strings.ToLower(noun), strings.ToLower(material), benefit, detail),
+		PriceCents:  price, Currency: "USD", Tags: chosen,
+	}
+	if slices.Contains(chosen, "sale") {
+		was := int(math.Floor(float64(price)*1.25/100+0.5))*100 + 99
+		p.ListPriceCents = &was
+	}
+	p.Stock = between(rand, 0, 120)
+	p.ShipsInDays = between(rand, 1, 10)
+	p.Rating = float64(between(rand, 25, 50)) / 10
+	p.ReviewCount = between(rand, 0, 2500)
+	p.Color = fmt.Sprintf("hsl(%d %d%% %d%%)", between(rand, 0, 359), between(rand, 35, 75), between(rand, 55, 80))
+	return p
+}
+
+// relatedIDs are count other products' ids, chosen from id.
+func relatedIDs(id, count int) []int {
+	rand := mulberry32(uint32(id) ^ 0x5bd1e995)
+	var ids []int
+	for len(ids) < count {
+		if other := between(rand, minID, maxID); other != id && !slices.Contains(ids, other) {
+			ids = append(ids, other)
+		}
+	}
+	return ids
+}

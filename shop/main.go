@@ -1,0 +1,171 @@
+// Command shop is the demo shop as a Go shop writes it: its catalog in its own database
+// (SQLite), its own router and handlers, and React pages rendered by the sidecar-ssr
+// renderer with props computed in Go (package github.com/sidecar-ssr/sidecar-ssr/edge/ssr).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves the shop until ctx is done, then drains.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout io.Writer) error {
+	flags := flag.NewFlagSet("shop", flag.ContinueOnError)
+	listen := flags.String("listen", ":8080", "public HTTP address")
+	adminListen := flags.String("admin-listen", "127.0.0.1:9100", "health and metrics (keep it off the public network)")
+	dbPath := flags.String("db", "shop.db", "SQLite database; created and seeded with the catalog on first run")
+	renderer := flags.String("renderer", getenv("SSR_RENDERER_GRPC_ADDRESS"), "the renderer's gRPC address (default: unix:///tmp/sidecar-ssr/renderer.sock)")
+	assets := flags.String("assets", "", "the app's client build (default: app/dist/client)")
+	renderTimeout := flags.Duration("render-timeout", 0, "how long a request waits for its page before the browser renders it (default: 150ms)")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewJSONHandler(stdout, nil))
+
+	db, err := openStore(ctx, *dbPath)
+	if err != nil {
+		return fmt.Errorf("database: %w", err)
+	}
+	defer db.Close()
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	pages, err := ssr.New(ssr.Options{Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, Registerer: registry, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer pages.Close()
+
+	public := &http.Server{
+		Handler:           pages.ServeMux(routes(pages, db)),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	var draining atomic.Bool
+	admin := http.NewServeMux()
+	admin.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
+	admin.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if draining.Load() {
+			http.Error(w, "draining", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ready\n"))
+	})
+	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	adminServer := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
+
+	errc := make(chan error, 2)
+	for _, l := range []struct {
+		name, addr string
+		srv        *http.Server
+	}{{"public", *listen, public}, {"admin", *adminListen, adminServer}} {
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			return fmt.Errorf("%s listener: %w", l.name, err)
+		}
+		log.Info("listening", "listener", l.name, "address", ln.Addr().String())
+		go func() { errc <- l.srv.Serve(ln) }()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	draining.Store(true)
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return errors.Join(public.Shutdown(shutdown), adminServer.Shutdown(shutdown))
+}
+
+// routes are the shop's pages: the listing and the product pages read the catalog in Go
+// and hand it to the React pages as props.
+func routes(pages *ssr.Server, db *store) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("GET /assets/", pages.Assets())
+	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
+		Route: "GET /{$}",
+		Cache: ssr.Cache{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
+		Load: func(r *http.Request) (ssr.Result, error) {
+			page := listingPage(r.URL.Query().Get("page"))
+			products, err := db.listing(r.Context(), page)
+			return ssr.Result{Props: homeProps{Page: page, PageCount: pageCount, Products: products}}, err
+		},
+	}))
+	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
+		Route: "GET /products/{id}",
+		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
+		Load: func(r *http.Request) (ssr.Result, error) {
+			id, ok := productID(r.PathValue("id"))
+			if !ok {
+				return ssr.Result{NotFound: true}, nil
+			}
+			product, related, err := db.product(r.Context(), id)
+			if err != nil || product == nil {
+				return ssr.Result{NotFound: product == nil}, err
+			}
+			return ssr.Result{Props: productProps{Product: *product, Related: related}}, nil
+		},
+	}))
+	mux.Handle("GET /", pages.NotFound())
+	return mux
+}
+
+type homeProps struct {
+	Page      int       `json:"page"`
+	PageCount int       `json:"pageCount"`
+	Products  []Product `json:"products"`
+}
+
+type productProps struct {
+	Product Product   `json:"product"`
+	Related []Product `json:"related"`
+}
+
+// listingPage is ?page=N for a listing page that exists; anything else is page 1.
+func listingPage(query string) int {
+	if n, err := strconv.Atoi(query); err == nil && n >= 1 && n <= pageCount && strconv.Itoa(n) == query {
+		return n
+	}
+	return 1
+}
+
+var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
+
+// productID accepts only canonical decimal ids ("42", not "042" or "4.2").
+func productID(param string) (int, bool) {
+	if !canonicalID.MatchString(param) {
+		return 0, false
+	}
+	id, _ := strconv.Atoi(param)
+	return id, id >= minID && id <= maxID
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	_ "modernc.org/sqlite" // pure Go: no cgo
+)
+
+// store is the shop's catalog in SQLite.
+type store struct{ db *sql.DB }
+
+const schema = `CREATE TABLE IF NOT EXISTS products (
+	id               INTEGER PRIMARY KEY,
+	sku              TEXT NOT NULL,
+	name             TEXT NOT NULL,
+	brand            TEXT NOT NULL,
+	description      TEXT NOT NULL,
+	price_cents      INTEGER NOT NULL,
+	list_price_cents INTEGER,
+	currency         TEXT NOT NULL,
+	stock            INTEGER NOT NULL,
+	ships_in_days    INTEGER NOT NULL,
+	rating           REAL NOT NULL,
+	review_count     INTEGER NOT NULL,
+	tags             TEXT NOT NULL, -- a JSON array
+	color            TEXT NOT NULL
+)`
+
+const columns = `id, sku, name, brand, description, price_cents, list_price_cents, currency, stock,
+	ships_in_days, rating, review_count, tags, color`
+
+// openStore opens (creating it if needed) the database at path and seeds the catalog into
+// it on first use.
+func openStore(ctx context.Context, path string) (*store, error) {
+	// WAL: readers never wait for a writer; busy_timeout: a writer waits instead of failing.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
+	if err != nil {
+		return nil, err
+	}
+	s := &store{db: db}
+	if err := s.seed(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *store) seed(ctx context.Context) error {
+	if _, err := s.db.ExecContext(ctx, schema); err != nil {
+		return err
+	}
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM products").Scan(&n); err != nil || n > 0 {
+		return err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	insert, err := tx.PrepareContext(ctx, "INSERT INTO products ("+columns+") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return err
+	}
+	for id := minID; id <= maxID; id++ {
+		p := generate(id)
+		tagsJSON, _ := json.Marshal(p.Tags)
+		if _, err := insert.ExecContext(ctx, p.ID, p.SKU, p.Name, p.Brand, p.Description, p.PriceCents, p.ListPriceCents,
+			p.Currency, p.Stock, p.ShipsInDays, p.Rating, p.ReviewCount, string(tagsJSON), p.Color); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+func (s *store) Close() error { return s.db.Close() }
+
+// listing returns the products of one listing page (1-based).
+func (s *store) listing(ctx context.Context, page int) ([]Product, error) {
+	first := minID + (page-1)*pageSize
+	return s.query(ctx, "SELECT "+columns+" FROM products WHERE id BETWEEN ? AND ? ORDER BY id", first, first+pageSize-1)
+}
+
+// product returns the product with id and its related products, or nil when there is none.
+func (s *store) product(ctx context.Context, id int) (*Product, []Product, error) {
+	found, err := s.query(ctx, "SELECT "+columns+" FROM products WHERE id = ?", id)
+	if err != nil || len(found) == 0 {
+		return nil, nil, err
+	}
+	ids := relatedIDs(id, 8)
+	args := make([]any, len(ids))
+	for i, v := range ids {
+		args[i] = v
+	}
+	rows, err := s.query(ctx, "SELECT "+columns+" FROM products WHERE id IN (?"+strings.Repeat(", ?", len(ids)-1)+")", args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[int]Product, len(rows))
+	for _, p := range rows {
+		byID[p.ID] = p
+	}
+	related := make([]Product, 0, len(ids))
+	for _, v := range ids {
+		if p, ok := byID[v]; ok {
+			related = append(related, p)
+		}
+	}
+	return &found[0], related, nil
+}
+
+func (s *store) query(ctx context.Context, query string, args ...any) ([]Product, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var products []Product
+	for rows.Next() {
+		var p Product
+		var tagsJSON string
+		if err := rows.Scan(&p.ID, &p.SKU, &p.Name, &p.Brand, &p.Description, &p.PriceCents, &p.ListPriceCents,
+			&p.Currency, &p.Stock, &p.ShipsInDays, &p.Rating, &p.ReviewCount, &tagsJSON, &p.Color); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tagsJSON), &p.Tags); err != nil {
+			return nil, fmt.Errorf("product %d: tags: %w", p.ID, err)
+		}
+		products = append(products, p)
+	}
+	return products, rows.Err()
+}
