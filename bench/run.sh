@@ -6,6 +6,11 @@
 #   v8go            in-process V8 in Go, a pool of isolates (if bin/v8go-ssr is built)
 #   stack-uncached  edge + gRPC + renderer, cache bypassed
 #   stack-cached    edge + gRPC + renderer, cache on (hits)
+# and the same listing with its props from the shop's SQLite database, each contender doing
+# the data work its architecture would:
+#   node-baseline-db  the fastify handler queries node:sqlite and hands the props to the worker
+#   v8go-db           Go queries the database and passes the props into the isolate
+#   shop-uncached     the demo shop: a Go loader queries and marshals, the props cross the hop
 # For each server: the knee (stepped arrival rates, SLO p99 ≤ 150 ms and ≥ 99 % rendered;
 # SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the contenders taking turns within
 # each round so that the machine's drifting noise falls on all of them, the table giving the
@@ -24,16 +29,22 @@ steps=${STEPS:-100,150,200,250,300,350,400,450,500,600,700,800}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
 step_seconds=${STEP_SECONDS:-10}
 knee_rounds=${KNEE_ROUNDS:-3}
-contenders=(${CONTENDERS:-node-baseline v8go stack-uncached stack-cached})
+contenders=(${CONTENDERS:-node-baseline v8go stack-uncached stack-cached node-baseline-db v8go-db shop-uncached})
+bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop read
 
 start_contender() {
   case $1 in
-    node-baseline)
-      "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" > "$work/$1.log" 2>&1 & pids+=($!)
+    node-baseline|node-baseline-db)
+      db=(); [ "$1" = node-baseline-db ] && db=(--db "$work/shop.db")
+      "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" "${db[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18083 processes=("node=$!") ;;
-    v8go)
-      bin/v8go-ssr -bundle app/dist/v8/server.js -addr 127.0.0.1:18082 -isolates "$threads" > "$work/$1.log" 2>&1 & pids+=($!)
+    v8go|v8go-db)
+      db=(); [ "$1" = v8go-db ] && db=(-db "$work/shop.db")
+      bin/v8go-ssr -bundle app/dist/v8/server.js -addr 127.0.0.1:18082 -isolates "$threads" "${db[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18082 processes=("go=$!") ;;
+    shop-uncached)
+      THREADS=$threads start_shop
+      url=http://$EDGE processes=("edge=$shop_pid" "node=$renderer_pid") ;;
     stack-*)
       THREADS=$threads start_stack
       url=http://$EDGE processes=("edge=$edge_pid" "node=$renderer_pid") ;;
@@ -48,12 +59,12 @@ k6() {
 # start C: starts contender C, warmed up (JIT everywhere), and sets its k6 arguments; fails
 # (1) when C cannot run here.
 start() {
-  if [ "$1" = v8go ] && [ ! -x bin/v8go-ssr ]; then return 1; fi
+  case $1 in v8go*) [ -x bin/v8go-ssr ] || return 1 ;; esac
   start_contender "$1"
   env_args=(-e "BASE_URL=$url")
   knee_steps=$steps
   if [ "$1" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
-  auth=(); [ "$1" = stack-uncached ] && auth=(-H "Authorization: Bearer bench")
+  auth=(); case $1 in *-uncached) auth=(-H "Authorization: Bearer bench") ;; esac
   bin/hey -z 5s -c 8 "${auth[@]}" "$url/" > /dev/null
 }
 

@@ -6,7 +6,9 @@ import { cpus } from 'node:os';
 const [dir, fixedRate, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
-const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached'];
+const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
+/** The listing with props from the shop's database: compared with bare Node doing the same. */
+const fromDatabase = (n) => n.endsWith('-db') || n === 'shop-uncached';
 /** The knee of every round (run.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
   .map((f) => f.match(new RegExp(`^${n}-knee-(\\d+)\\.json$`)))
@@ -21,17 +23,19 @@ const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).m
   const rounds = knees(n);
   return { n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`) };
 });
-const base = rows.find((r) => r.n === 'node-baseline')?.knee;
+const baseOf = (n) => rows.find((r) => r.n === (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline'))?.knee;
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
 console.log(`| contender | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
 console.log('| --- | --- | --- | --- | --- | --- | --- |');
 for (const { n, rounds, knee, fixed } of rows) {
-  console.log(`| ${n} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${base && knee ? (knee / base).toFixed(2) + '×' : 'n/a'} | ` +
+  console.log(`| ${n} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${baseOf(n) && knee ? (knee / baseOf(n)).toFixed(2) + '×' : 'n/a'} | ` +
     `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
     `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} |`);
 }
+console.log('\nRows ending -db and shop-uncached render the same listing with its props read from the shop\'s SQLite database '
+  + '(shop/catalog) by each contender the way its architecture would; their "vs bare Node" is against node-baseline-db.');
 console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; '
   + 'the contenders take turns within each round; ratios are of the medians.');
 

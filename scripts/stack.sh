@@ -56,6 +56,17 @@ start_stack() {
   wait_for "edge ready" http_ok "http://$ADMIN/readyz"
 }
 
+# start_shop: start_renderer, then the demo shop (Go loaders over SQLite at $work/shop.db) on
+# $EDGE (admin on $ADMIN), its soft deadline raised like uncached_config's; sets $shop_pid.
+start_shop() {
+  start_renderer
+  bin/shop -seed -db "$work/shop.db"
+  bin/shop -listen "$EDGE" -admin-listen "$ADMIN" -db "$work/shop.db" -renderer "unix://$work/renderer.sock" \
+    -render-timeout 2s > "$work/shop.log" 2>&1 & shop_pid=$!
+  pids+=($shop_pid)
+  wait_for "shop ready" http_ok "http://$ADMIN/readyz"
+}
+
 # metric NAME [LABEL-SUBSTRING...]: the sum of the edge's samples of NAME that match.
 metric() { metric_at "http://$ADMIN/metrics" "$@"; }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
 func main() {
@@ -44,17 +45,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	dbPath := flags.String("db", "shop.db", "SQLite database; created and seeded with the catalog on first run")
 	renderer := flags.String("renderer", getenv("SSR_RENDERER_GRPC_ADDRESS"), "the renderer's gRPC address (default: unix:///tmp/sidecar-ssr/renderer.sock)")
 	assets := flags.String("assets", "", "the app's client build (default: app/dist/client)")
+	seedOnly := flags.Bool("seed", false, "create and seed the database at -db, then exit")
 	renderTimeout := flags.Duration("render-timeout", 0, "how long a request waits for its page before the browser renders it (default: 150ms)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stdout, nil))
 
-	db, err := openStore(ctx, *dbPath)
+	db, err := catalog.Open(ctx, *dbPath)
 	if err != nil {
 		return fmt.Errorf("database: %w", err)
 	}
 	defer db.Close()
+	if *seedOnly {
+		return nil
+	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	pages, err := ssr.New(ssr.Options{Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, Registerer: registry, Logger: log})
@@ -109,16 +114,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
 // and hand it to the React pages as props.
-func routes(pages *ssr.Server, db *store) *http.ServeMux {
+func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", pages.Assets())
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
 		Route: "GET /{$}",
 		Cache: ssr.Cache{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
 		Load: func(r *http.Request) (ssr.Result, error) {
-			page := listingPage(r.URL.Query().Get("page"))
-			products, err := db.listing(r.Context(), page)
-			return ssr.Result{Props: homeProps{Page: page, PageCount: pageCount, Products: products}}, err
+			page := catalog.ListingPage(r.URL.Query().Get("page"))
+			products, err := db.Listing(r.Context(), page)
+			return ssr.Result{Props: catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}}, err
 		},
 	}))
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
@@ -129,7 +134,7 @@ func routes(pages *ssr.Server, db *store) *http.ServeMux {
 			if !ok {
 				return ssr.Result{NotFound: true}, nil
 			}
-			product, related, err := db.product(r.Context(), id)
+			product, related, err := db.Product(r.Context(), id)
 			if err != nil || product == nil {
 				return ssr.Result{NotFound: product == nil}, err
 			}
@@ -141,22 +146,14 @@ func routes(pages *ssr.Server, db *store) *http.ServeMux {
 }
 
 type homeProps struct {
-	Page      int       `json:"page"`
-	PageCount int       `json:"pageCount"`
-	Products  []Product `json:"products"`
+	Page      int               `json:"page"`
+	PageCount int               `json:"pageCount"`
+	Products  []catalog.Product `json:"products"`
 }
 
 type productProps struct {
-	Product Product   `json:"product"`
-	Related []Product `json:"related"`
-}
-
-// listingPage is ?page=N for a listing page that exists; anything else is page 1.
-func listingPage(query string) int {
-	if n, err := strconv.Atoi(query); err == nil && n >= 1 && n <= pageCount && strconv.Itoa(n) == query {
-		return n
-	}
-	return 1
+	Product catalog.Product   `json:"product"`
+	Related []catalog.Product `json:"related"`
 }
 
 var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
@@ -167,5 +164,5 @@ func productID(param string) (int, bool) {
 		return 0, false
 	}
 	id, _ := strconv.Atoi(param)
-	return id, id >= minID && id <= maxID
+	return id, id >= catalog.MinID && id <= catalog.MaxID
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
 var repoRoot = func() string { wd, _ := os.Getwd(); return filepath.Dir(wd) }()
@@ -132,11 +133,11 @@ func TestPagesRenderWhatTheDatabaseHolds(t *testing.T) {
 	dir := t.TempDir()
 	renderer, _ := startRenderer(t, dir)
 	db := filepath.Join(dir, "shop.db")
-	s, err := openStore(context.Background(), db)
+	s, err := catalog.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec("UPDATE products SET name = 'Renamed in SQLite' WHERE id = 7"); err != nil {
+	if _, err := s.DB().Exec("UPDATE products SET name = 'Renamed in SQLite' WHERE id = 7"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -146,11 +147,11 @@ func TestPagesRenderWhatTheDatabaseHolds(t *testing.T) {
 	if home.status != 200 || !home.hasHTML || home.header.Get("X-SSR-Fallback") != "" {
 		t.Fatalf("GET /?page=2: %d, fallback %q, server markup %v", home.status, home.header.Get("X-SSR-Fallback"), home.hasHTML)
 	}
-	var listing homeProps
-	if err := json.Unmarshal(home.props, &listing); err != nil || listing.Page != 2 || len(listing.Products) != pageSize || listing.Products[0].ID != 101 {
+	var listing catalog.ListingProps
+	if err := json.Unmarshal(home.props, &listing); err != nil || listing.Page != 2 || len(listing.Products) != catalog.PageSize || listing.Products[0].ID != 101 {
 		t.Errorf("the listing's hydration props: page %d, %d products (%v)", listing.Page, len(listing.Products), err)
 	}
-	if want := generate(150).Name; !strings.Contains(home.body, want) {
+	if want := catalog.Generate(150).Name; !strings.Contains(home.body, want) {
 		t.Errorf("the listing does not show product 150, %q", want)
 	}
 
@@ -185,60 +186,7 @@ func TestRendererDownTheBrowserRendersTheDatabaseProps(t *testing.T) {
 		t.Fatalf("GET /products/9 with the renderer down: %d, fallback %q, server markup %v", p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML)
 	}
 	var detail productProps
-	if err := json.Unmarshal(p.props, &detail); err != nil || detail.Product.Name != generate(9).Name {
+	if err := json.Unmarshal(p.props, &detail); err != nil || detail.Product.Name != catalog.Generate(9).Name {
 		t.Errorf("the client-side-render document's props: %s (%v), want product 9 from the database", p.props, err)
-	}
-}
-
-// TestCatalogMatchesTheApp: the catalog the shop seeds is the one the demo app computes for
-// itself without a Go server (app/src/catalog.js), product for product.
-func TestCatalogMatchesTheApp(t *testing.T) {
-	ids := []int{1, 2, 3, 42, 500, 999, 1000}
-	script := fmt.Sprintf(`const c = await import(%q);
-const ids = %s;
-console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((id) => c.relatedProducts(id, 8).map((p) => p.id))}));`,
-		filepath.Join(repoRoot, "app", "src", "catalog.js"), mustJSON(ids))
-	out, err := exec.Command(nodeBinary(t), "--input-type=module", "-e", script).Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var js struct {
-		Products []json.RawMessage
-		Related  [][]int
-	}
-	if err := json.Unmarshal(out, &js); err != nil {
-		t.Fatal(err)
-	}
-	for i, id := range ids {
-		if got := mustJSON(generate(id)); got != string(js.Products[i]) {
-			t.Errorf("product %d:\n  Go %s\n  JS %s", id, got, js.Products[i])
-		}
-		if got := relatedIDs(id, 8); mustJSON(got) != mustJSON(js.Related[i]) {
-			t.Errorf("related to %d: Go %v, JS %v", id, got, js.Related[i])
-		}
-	}
-}
-
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return string(b)
-}
-
-func TestStoreSeedsOnce(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "shop.db")
-	for range 2 {
-		s, err := openStore(context.Background(), db)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int
-		s.db.QueryRow("SELECT count(*) FROM products").Scan(&n)
-		s.Close()
-		if n != maxID {
-			t.Fatalf("%d products, want %d", n, maxID)
-		}
 	}
 }

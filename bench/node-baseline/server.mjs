@@ -2,7 +2,11 @@
 // threads, on the same pinned Node, packages (the renderer's), threads and bundle as the
 // stack. No gRPC hop, no cache: what a Node shop would write.
 //
-//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2]
+// With --db, it does the data work a Node shop would: GET / reads its listing from the shop's
+// SQLite database (node:sqlite, on the main thread, where a fastify handler runs) and hands
+// the props to the worker, as the Go shop hands them to the renderer.
+//
+//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db]
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -12,6 +16,7 @@ const { values: opts } = parseArgs({
     port: { type: 'string', default: '18083' },
     threads: { type: 'string', default: '2' },
     bundle: { type: 'string', default: 'app/dist/server/server.js' },
+    db: { type: 'string' },
   },
 });
 // The renderer's lockfile pins fastify and piscina: use exactly those.
@@ -30,9 +35,36 @@ const pool = new Piscina({
 
 const app = fastify();
 app.get('/healthz', async () => ({ status: 'ok' }));
+const listing = opts.db === undefined ? undefined : openListing(opts.db);
 app.get('/*', async (req, reply) => {
-  const { status, html } = await pool.run({ url: req.url });
+  const props = listing && new URL(req.url, 'http://x').pathname === '/' ? listing(req.query) : undefined;
+  const { status, html } = await pool.run({ url: req.url, props });
   reply.code(status).type('text/html; charset=utf-8').send(html);
 });
 const address = await app.listen({ host: '127.0.0.1', port: Number(opts.port) });
 console.log(JSON.stringify({ msg: 'listening', address, threads }));
+
+/**
+ * The listing page's props from the shop's database (shop/catalog), as the Go shop builds them.
+ * @param {string} path
+ */
+function openListing(path) {
+  const { DatabaseSync } = require('node:sqlite');
+  const db = new DatabaseSync(path, { readOnly: true });
+  const pageSize = 100;
+  const pageCount = /** @type {{n: number}} */ (db.prepare('SELECT count(*) AS n FROM products').get()).n / pageSize;
+  const select = db.prepare(`SELECT id, sku, name, brand, description, price_cents, list_price_cents, currency, stock,
+    ships_in_days, rating, review_count, tags, color FROM products WHERE id BETWEEN ? AND ? ORDER BY id`);
+  /** @param {Record<string, string>} query */
+  return (query) => {
+    const n = Number(query.page);
+    const page = Number.isInteger(n) && n >= 1 && n <= pageCount && String(n) === query.page ? n : 1;
+    const first = 1 + (page - 1) * pageSize;
+    const products = select.all(first, first + pageSize - 1).map((r) => ({
+      id: r.id, sku: r.sku, name: r.name, brand: r.brand, description: r.description, priceCents: r.price_cents,
+      listPriceCents: r.list_price_cents, currency: r.currency, stock: r.stock, shipsInDays: r.ships_in_days,
+      rating: r.rating, reviewCount: r.review_count, tags: JSON.parse(String(r.tags)), color: r.color,
+    }));
+    return { page, pageCount, products };
+  };
+}

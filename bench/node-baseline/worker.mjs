@@ -7,14 +7,14 @@ const app = await import(pathToFileURL(workerData.bundle).href);
 const unsafe = /[<>&\u2028\u2029]/g;
 const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
-/** @param {{url: string}} task */
-export default async function render({ url }) {
+/** @param {{url: string, props?: Record<string, unknown>}} task props: from the database (--db) */
+export default async function render({ url, props: given }) {
   const u = new URL(url, 'http://x');
   const match = /^\/products\/([^/]+)$/.exec(u.pathname);
   const name = u.pathname === '/' ? 'home' : match ? 'product' : app.notFoundPage;
   const params = match ? { id: match[1] } : {};
   let page = app.pages[name];
-  const ctx = { url, params, query: Object.fromEntries(u.searchParams), variants: {}, props: {} };
+  const ctx = { url, params, query: Object.fromEntries(u.searchParams), variants: {}, props: given ?? {} };
   let result = page.load ? await page.load(ctx) : { props: {} };
   let status = name === app.notFoundPage ? 404 : 200;
   if (result.notFound) {

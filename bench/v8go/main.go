@@ -14,11 +14,16 @@
 //
 //	v8go-ssr [-bundle app/dist/v8/server.js] [-addr 127.0.0.1:18082] [-isolates NumCPU] [-assets dir]
 //
+// With -db, it does the data work an in-process shop would: GET / reads its listing from the
+// shop's SQLite database in Go (shop/catalog) and passes the props into the isolate, as the
+// Go shop hands them to the renderer.
+//
 // GET / renders the home page (?page=N is passed to load as the query); GET /healthz is 200.
 package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,15 +40,17 @@ import (
 	"time"
 
 	v8 "github.com/tommie/v8go"
+
+	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
 // glue runs once per context after the bundle: one function per request, so a render costs
 // one call across cgo plus reading three strings back. It returns { head, html, props } (props
 // as JSON), or a promise of it when a page's load() is async.
 const glue = `
-globalThis.__render = function (name, url, queryJSON) {
+globalThis.__render = function (name, url, queryJSON, propsJSON) {
   const page = SSR.pages[name];
-  const ctx = { url, params: {}, query: JSON.parse(queryJSON), variants: {}, props: {} };
+  const ctx = { url, params: {}, query: JSON.parse(queryJSON), variants: {}, props: JSON.parse(propsJSON) };
   const finish = (result) => {
     const props = (result && result.props) || {};
     return {
@@ -90,9 +97,9 @@ type page struct {
 
 // Render runs load, head and renderToString for one request. Every handle it creates is
 // released before it returns, so the long-lived context does not accumulate values.
-func (r *renderer) Render(name, url, queryJSON string) (page, error) {
-	var args [3]*v8.Value
-	for i, s := range []string{name, url, queryJSON} {
+func (r *renderer) Render(name, url, queryJSON, propsJSON string) (page, error) {
+	var args [4]*v8.Value
+	for i, s := range []string{name, url, queryJSON, propsJSON} {
 		v, err := v8.NewValue(r.iso, s)
 		if err != nil {
 			return page{}, err
@@ -100,7 +107,7 @@ func (r *renderer) Render(name, url, queryJSON string) (page, error) {
 		defer v.Release()
 		args[i] = v
 	}
-	res, err := r.render.Call(v8.Undefined(r.iso), args[0], args[1], args[2])
+	res, err := r.render.Call(v8.Undefined(r.iso), args[0], args[1], args[2], args[3])
 	if err != nil {
 		return page{}, err
 	}
@@ -191,6 +198,7 @@ func main() {
 	isolates := flag.Int("isolates", runtime.NumCPU(), "isolates in the pool (renders in parallel)")
 	assetsDir := flag.String("assets", "", "client build folder whose manifest.json names the asset tags (empty: none)")
 	warmup := flag.Int("warmup", 20, "renders of / per isolate before listening (JIT warm-up)")
+	dbPath := flag.String("db", "", "the shop's SQLite database: read the listing's props from it in Go (empty: the page's load() computes them)")
 	flag.Parse()
 	log.SetFlags(0)
 
@@ -201,6 +209,31 @@ func main() {
 	doc, err := newShell(*assetsDir)
 	if err != nil {
 		log.Fatalf("assets: %v", err)
+	}
+
+	var db *catalog.Store
+	if *dbPath != "" {
+		if db, err = catalog.Open(context.Background(), *dbPath); err != nil {
+			log.Fatalf("database: %v", err)
+		}
+	}
+	// listingProps are the props of the listing page for the ?page= query: "{}" without a
+	// database (the page's load() computes them).
+	listingProps := func(ctx context.Context, query string) (string, error) {
+		if db == nil {
+			return "{}", nil
+		}
+		page := catalog.ListingPage(query)
+		products, err := db.Listing(ctx, page)
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products})
+		return string(b), err
+	}
+	warmupProps, err := listingProps(context.Background(), "")
+	if err != nil {
+		log.Fatalf("database: %v", err)
 	}
 
 	started := time.Now()
@@ -218,7 +251,7 @@ func main() {
 			log.Fatalf("isolate %d: %v", i, err)
 		}
 		for j := 0; j < *warmup; j++ {
-			if _, err := r.Render("home", "/", "{}"); err != nil {
+			if _, err := r.Render("home", "/", "{}", warmupProps); err != nil {
 				log.Fatalf("warm-up render: %v", err)
 			}
 		}
@@ -238,8 +271,14 @@ func main() {
 		queryJSON, _ := json.Marshal(query)
 		url := req.URL.RequestURI()
 
+		props, err := listingProps(req.Context(), req.URL.Query().Get("page"))
+		if err != nil {
+			log.Printf("database: %v", err)
+			http.Error(w, "database failed", http.StatusInternalServerError)
+			return
+		}
 		r := <-pool
-		p, err := r.Render("home", url, string(queryJSON))
+		p, err := r.Render("home", url, string(queryJSON), props)
 		pool <- r
 		if err != nil {
 			var jsErr *v8.JSError

@@ -1,4 +1,4 @@
-package main
+package catalog
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	_ "modernc.org/sqlite" // pure Go: no cgo
 )
 
-// store is the shop's catalog in SQLite.
-type store struct{ db *sql.DB }
+// Store is the catalog in SQLite. It is safe for concurrent use.
+type Store struct{ db *sql.DB }
 
 const schema = `CREATE TABLE IF NOT EXISTS products (
 	id               INTEGER PRIMARY KEY,
@@ -33,15 +33,15 @@ const schema = `CREATE TABLE IF NOT EXISTS products (
 const columns = `id, sku, name, brand, description, price_cents, list_price_cents, currency, stock,
 	ships_in_days, rating, review_count, tags, color`
 
-// openStore opens (creating it if needed) the database at path and seeds the catalog into
-// it on first use.
-func openStore(ctx context.Context, path string) (*store, error) {
+// Open opens (creating it if needed) the database at path and seeds the catalog into it on
+// first use.
+func Open(ctx context.Context, path string) (*Store, error) {
 	// WAL: readers never wait for a writer; busy_timeout: a writer waits instead of failing.
 	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)")
 	if err != nil {
 		return nil, err
 	}
-	s := &store{db: db}
+	s := &Store{db: db}
 	if err := s.seed(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
@@ -49,7 +49,7 @@ func openStore(ctx context.Context, path string) (*store, error) {
 	return s, nil
 }
 
-func (s *store) seed(ctx context.Context) error {
+func (s *Store) seed(ctx context.Context) error {
 	if _, err := s.db.ExecContext(ctx, schema); err != nil {
 		return err
 	}
@@ -66,8 +66,8 @@ func (s *store) seed(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for id := minID; id <= maxID; id++ {
-		p := generate(id)
+	for id := MinID; id <= MaxID; id++ {
+		p := Generate(id)
 		tagsJSON, _ := json.Marshal(p.Tags)
 		if _, err := insert.ExecContext(ctx, p.ID, p.SKU, p.Name, p.Brand, p.Description, p.PriceCents, p.ListPriceCents,
 			p.Currency, p.Stock, p.ShipsInDays, p.Rating, p.ReviewCount, string(tagsJSON), p.Color); err != nil {
@@ -77,21 +77,25 @@ func (s *store) seed(ctx context.Context) error {
 	return tx.Commit()
 }
 
-func (s *store) Close() error { return s.db.Close() }
+// DB is the database, for the shop's own queries.
+func (s *Store) DB() *sql.DB { return s.db }
 
-// listing returns the products of one listing page (1-based).
-func (s *store) listing(ctx context.Context, page int) ([]Product, error) {
-	first := minID + (page-1)*pageSize
-	return s.query(ctx, "SELECT "+columns+" FROM products WHERE id BETWEEN ? AND ? ORDER BY id", first, first+pageSize-1)
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Listing returns the products of one listing page (1-based).
+func (s *Store) Listing(ctx context.Context, page int) ([]Product, error) {
+	first := MinID + (page-1)*PageSize
+	return s.query(ctx, "SELECT "+columns+" FROM products WHERE id BETWEEN ? AND ? ORDER BY id", first, first+PageSize-1)
 }
 
-// product returns the product with id and its related products, or nil when there is none.
-func (s *store) product(ctx context.Context, id int) (*Product, []Product, error) {
+// Product returns the product with id and its related products, or nil when there is none.
+func (s *Store) Product(ctx context.Context, id int) (*Product, []Product, error) {
 	found, err := s.query(ctx, "SELECT "+columns+" FROM products WHERE id = ?", id)
 	if err != nil || len(found) == 0 {
 		return nil, nil, err
 	}
-	ids := relatedIDs(id, 8)
+	ids := RelatedIDs(id, 8)
 	args := make([]any, len(ids))
 	for i, v := range ids {
 		args[i] = v
@@ -113,7 +117,7 @@ func (s *store) product(ctx context.Context, id int) (*Product, []Product, error
 	return &found[0], related, nil
 }
 
-func (s *store) query(ctx context.Context, query string, args ...any) ([]Product, error) {
+func (s *Store) query(ctx context.Context, query string, args ...any) ([]Product, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

@@ -1,23 +1,43 @@
-package main
+// Package catalog is the demo shop's catalog: generated once from a seeded PRNG into a
+// SQLite database (a pure-Go driver: no cgo), read by the shop's handlers and by the bench
+// contenders that do the same data work.
+package catalog
 
 import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// The demo catalog, generated once into the database from a seeded PRNG. It is the same
-// catalog the demo app computes for itself when it runs without a Go server
+// The catalog is the one the demo app computes for itself when it runs without a Go server
 // (app/src/catalog.js): TestCatalogMatchesTheApp holds the two equal.
 
+// The catalog's ids, and its listing pages.
 const (
-	minID    = 1
-	maxID    = 1000
-	pageSize = 100
+	MinID    = 1
+	MaxID    = 1000
+	PageSize = 100
 )
 
-var pageCount = (maxID - minID + pageSize) / pageSize
+// PageCount is the number of listing pages.
+const PageCount = (MaxID - MinID + PageSize) / PageSize
+
+// ListingProps are the listing page's props.
+type ListingProps struct {
+	Page      int       `json:"page"`
+	PageCount int       `json:"pageCount"`
+	Products  []Product `json:"products"`
+}
+
+// ListingPage is ?page=N for a listing page that exists; anything else is page 1.
+func ListingPage(query string) int {
+	if n, err := strconv.Atoi(query); err == nil && n >= 1 && n <= PageCount && strconv.Itoa(n) == query {
+		return n
+	}
+	return 1
+}
 
 // Product is one catalog entry, as the pages take it.
 type Product struct {
@@ -82,8 +102,8 @@ func between(rand func() float64, lo, hi int) int {
 	return lo + int(math.Floor(rand()*float64(hi-lo+1)))
 }
 
-// generate computes the product with id.
-func generate(id int) Product {
+// Generate computes the product with id.
+func Generate(id int) Product {
 	rand := mulberry32(uint32(uint64(id) * 2654435761))
 	adjective, material, noun := pick(rand, adjectives), pick(rand, materials), pick(rand, nouns)
 	benefit, detail, brand := pick(rand, benefits), pick(rand, details), pick(rand, brands)
@@ -115,12 +135,12 @@ func generate(id int) Product {
 	return p
 }
 
-// relatedIDs are count other products' ids, chosen from id.
-func relatedIDs(id, count int) []int {
+// RelatedIDs are count other products' ids, chosen from id.
+func RelatedIDs(id, count int) []int {
 	rand := mulberry32(uint32(id) ^ 0x5bd1e995)
 	var ids []int
 	for len(ids) < count {
-		if other := between(rand, minID, maxID); other != id && !slices.Contains(ids, other) {
+		if other := between(rand, MinID, MaxID); other != id && !slices.Contains(ids, other) {
 			ids = append(ids, other)
 		}
 	}
