@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached"]
+ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached", "node-baseline-db", "v8go-db", "shop-uncached"]
 
 run = pathlib.Path(sys.argv[1])
 series = {}

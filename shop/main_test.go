@@ -16,25 +16,17 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
+	"github.com/sidecar-ssr/sidecar-ssr/shop/internal/testenv"
 )
 
-var repoRoot = func() string { wd, _ := os.Getwd(); return filepath.Dir(wd) }()
-
-func nodeBinary(t *testing.T) string {
-	t.Helper()
-	node := filepath.Join(repoRoot, "renderer", "node_modules", ".bin", "node")
-	if _, err := os.Stat(node); err != nil {
-		t.Fatalf("%s is missing: run `make test-shop` (it builds the app and installs the pinned Node)", node)
-	}
-	return node
-}
+var repoRoot = testenv.RepoRoot
 
 // startRenderer runs the real renderer on the demo app's bundle, on a socket in dir, and
 // waits until its workers are warm. Its process is killed when the test ends, or by kill.
 func startRenderer(t *testing.T, dir string) (address string, kill func()) {
 	t.Helper()
 	address = "unix://" + filepath.Join(dir, "renderer.sock")
-	cmd := exec.Command(nodeBinary(t), "--max-semi-space-size=1", filepath.Join(repoRoot, "renderer", "src", "main.js"))
+	cmd := exec.Command(testenv.Node(t), "--max-semi-space-size=1", filepath.Join(repoRoot, "renderer", "src", "main.js"))
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS="+address, "SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0", "SSR_RENDERER_THREADS=2")
 	out, _ := cmd.StdoutPipe()

@@ -4,13 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-)
 
-var repoRoot = func() string { wd, _ := os.Getwd(); return filepath.Dir(filepath.Dir(wd)) }()
+	"github.com/sidecar-ssr/sidecar-ssr/shop/internal/testenv"
+)
 
 // TestCatalogMatchesTheApp: the catalog the shop seeds is the one the demo app computes for
 // itself without a Go server (app/src/catalog.js), product for product.
@@ -19,8 +18,8 @@ func TestCatalogMatchesTheApp(t *testing.T) {
 	script := fmt.Sprintf(`const c = await import(%q);
 const ids = %s;
 console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((id) => c.relatedProducts(id, 8).map((p) => p.id))}));`,
-		filepath.Join(repoRoot, "app", "src", "catalog.js"), mustJSON(ids))
-	out, err := exec.Command(node(t), "--input-type=module", "-e", script).Output()
+		filepath.Join(testenv.RepoRoot, "app", "src", "catalog.js"), mustJSON(ids))
+	out, err := exec.Command(testenv.Node(t), "--input-type=module", "-e", script).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +64,32 @@ func TestStoreSeedsOnce(t *testing.T) {
 	}
 }
 
-func node(t *testing.T) string {
-	t.Helper()
-	node := filepath.Join(repoRoot, "renderer", "node_modules", ".bin", "node")
-	if _, err := os.Stat(node); err != nil {
-		t.Fatalf("%s is missing: run `make test-shop` (it installs the pinned Node)", node)
+// BenchmarkListingProps is the shop's data work per uncached listing render: the query and
+// the JSON the props cross the hop as (make bench's shop-uncached row includes it).
+func BenchmarkListingProps(b *testing.B) {
+	s, err := Open(context.Background(), filepath.Join(b.TempDir(), "shop.db"))
+	if err != nil {
+		b.Fatal(err)
 	}
-	return node
+	defer s.Close()
+	b.Run("query", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Listing(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	products, _ := s.Listing(context.Background(), 1)
+	b.Run("marshal", func(b *testing.B) {
+		b.ReportAllocs()
+		var n int
+		for b.Loop() {
+			out, err := json.Marshal(ListingProps{Page: 1, PageCount: PageCount, Products: products})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n = len(out)
+		}
+		b.ReportMetric(float64(n), "bytes")
+	})
 }
