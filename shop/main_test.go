@@ -64,7 +64,10 @@ func startShop(t *testing.T, renderer, db string) string {
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", db, "-renderer", renderer,
-			"-assets", filepath.Join(repoRoot, "app", "dist", "client")}, func(string) string { return "" }, w)
+			"-assets", filepath.Join(repoRoot, "app", "dist", "client"),
+			// Far beyond any render here: a slow runner must not turn these tests of data
+			// into tests of deadlines.
+			"-render-timeout", "10s"}, func(string) string { return "" }, w)
 		w.Close()
 	}()
 	t.Cleanup(func() {
