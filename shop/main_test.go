@@ -61,19 +61,22 @@ func startShop(t *testing.T, renderer, db string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
-	done := make(chan error, 1)
+	var runErr error
+	finished := make(chan struct{})
 	go func() {
-		done <- run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", db, "-renderer", renderer,
+		defer close(finished)
+		runErr = run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", db, "-renderer", renderer,
 			"-assets", filepath.Join(repoRoot, "app", "dist", "client"),
-			// Far beyond any render here: a slow runner must not turn these tests of data
+			// The hard deadline: a slow runner must not turn these tests of data
 			// into tests of deadlines.
-			"-render-timeout", "10s"}, func(string) string { return "" }, w)
+			"-render-timeout", "2s"}, func(string) string { return "" }, w)
 		w.Close()
 	}()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("shop: %v", err)
+		<-finished
+		if runErr != nil {
+			t.Errorf("shop: %v", runErr)
 		}
 	})
 	sc := bufio.NewScanner(r)
@@ -85,7 +88,8 @@ func startShop(t *testing.T, renderer, db string) string {
 			return "http://" + line.Address
 		}
 	}
-	t.Fatalf("the shop never listened: %v", <-done)
+	<-finished
+	t.Fatalf("the shop never listened: %v", runErr)
 	return ""
 }
 
