@@ -101,8 +101,8 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated c
 	cd renderer && npm run --silent typecheck
 
 .PHONY: test-go
-test-go: ## Go unit tests with -race, then each fuzz target for FUZZTIME (10s)
-	cd edge && go test -race ./internal/... ./cmd/...
+test-go: ## Go unit tests with -race (the public package ssr/ included), then each fuzz target for FUZZTIME (10s)
+	cd edge && go test -race ./internal/... ./cmd/... ./ssr/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME:-10s}
 
 # Every fuzz target of the edge (package:target); its corpus is committed under testdata/fuzz.
