@@ -459,5 +459,5 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		w.WriteHeader(status)
 		return
 	}
-	p.respondDocument(w, status, p.documentPage(req, resp))
+	p.respondDocument(w, r, status, p.documentPage(req, resp))
 }

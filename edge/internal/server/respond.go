@@ -33,7 +33,11 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 		w.WriteHeader(e.Status)
 		return
 	}
-	coding := negotiate(r.Header.Get("Accept-Encoding"), e.Bodies)
+	offered := storedCodings
+	if len(e.Bodies) == 1 { // too small to be worth compressing
+		offered = nil
+	}
+	coding := negotiate(r.Header.Get("Accept-Encoding"), offered)
 	tag := e.ETag
 	if coding != "" {
 		tag = strings.TrimSuffix(tag, `"`) + "-" + coding + `"`
@@ -68,18 +72,31 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 	h.Set("X-SSR-Fallback", reason)
 	h.Set("Cache-Control", "no-store")
 	h.Set("Cache-Status", cacheStatus+"; detail="+reason)
-	p.respondDocument(w, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params, PropsJSON: props})
+	h.Add("Vary", p.vary)
+	p.respondDocument(w, r, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params, PropsJSON: props})
 }
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
 
-// respondDocument assembles doc in a pooled buffer and writes it.
-func (p *page) respondDocument(w http.ResponseWriter, status int, doc document.Page) {
+// respondDocument assembles doc in a pooled buffer and writes it, compressed in the coding
+// the client prefers among liveCodings.
+func (p *page) respondDocument(w http.ResponseWriter, r *http.Request, status int, doc document.Page) {
 	bp := buffers.Get().(*[]byte)
 	body := p.shell.Append((*bp)[:0], doc)
-	p.respond(w, status, body)
-	*bp = body[:0]
-	buffers.Put(bp)
+	defer func() { *bp = body[:0]; buffers.Put(bp) }()
+	coding := ""
+	if len(body) >= minCompressBytes {
+		coding = negotiate(r.Header.Get("Accept-Encoding"), liveCodings)
+	}
+	if coding == "" {
+		p.respond(w, status, body)
+		return
+	}
+	cp := buffers.Get().(*[]byte)
+	compressed := compressLive((*cp)[:0], coding, body)
+	defer func() { *cp = compressed[:0]; buffers.Put(cp) }()
+	w.Header().Set("Content-Encoding", coding)
+	p.respond(w, status, compressed)
 }
 
 func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
