@@ -98,9 +98,10 @@ func New(o Options) (*Server, error) {
 	set(&e.CacheMaxEntryMB, o.CacheMaxEntryMB)
 	set(&e.CacheNotFoundTTL, o.CacheNotFoundTTL)
 	set(&e.CachePassTTL, o.CachePassTTL)
-	set(&e.CacheTTLJitter, max(o.CacheTTLJitter, 0))
 	if o.CacheTTLJitter < 0 {
 		e.CacheTTLJitter = 0
+	} else {
+		set(&e.CacheTTLJitter, o.CacheTTLJitter)
 	}
 	if o.CacheIgnoreQuery != nil {
 		e.CacheIgnoreQuery = o.CacheIgnoreQuery

@@ -38,10 +38,11 @@ type flights struct {
 	m  map[string]*flight // guarded by mu
 }
 
-// join returns the flight for key, starting run in the background when there is none, or
-// when the one running began before a purge that covers it. started reports whether this
-// call started it.
-func (f *flights) join(key, path string, run func(*flight)) (fl *flight, started bool) {
+// join returns the flight for key, starting the work that prepare returns in the background
+// when there is none, or when the one running began before a purge that covers it. prepare
+// runs only then, before join returns (so it may still read the request). started reports
+// whether this call started the flight.
+func (f *flights) join(key, path string, prepare func() func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
@@ -52,6 +53,7 @@ func (f *flights) join(key, path string, run func(*flight)) (fl *flight, started
 	}
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
+	run := prepare()
 	fl = f.alone(path, func(fl *flight) {
 		run(fl)
 		f.mu.Lock()

@@ -128,7 +128,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.flights.join(key, req.Url, p.renderInto(key, p.loaderRequest(r, req), req)); started {
+		if _, started := p.flights.join(key, req.Url, p.fill(key, r, req)); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -143,7 +143,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.flights.join(key, req.Url, p.renderInto(key, p.loaderRequest(r, req), req))
+	fl, started := p.flights.join(key, req.Url, p.fill(key, r, req))
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -251,23 +251,30 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 	return resp, err
 }
 
-// renderInto is a flight's work: load and render, then store the document, or a hit-for-miss
-// marker when it may not be stored (the cache keeps a usable copy over a marker).
-func (p *page) renderInto(key string, lr *http.Request, req *ssrv1.RenderRequest) func(*flight) {
-	return func(fl *flight) {
-		// Not the request's context: the render outlives the soft deadline to fill the cache.
-		fl.resp, fl.err = p.produce(context.Background(), fl, lr, req)
-		if fl.err != nil {
-			return
-		}
-		fl.private = private(fl.resp)
-		e := p.stored(key, req, fl.resp)
-		if e == nil {
-			e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
-		}
-		if p.cache.Set(e, fl.gen) && !e.Pass {
-			fl.entry = e
-		}
+// fill prepares a flight's work: load and render, then store the document, or a hit-for-miss
+// marker when it may not be stored (the cache keeps a usable copy over a marker). The
+// loader's request is made only for a flight that starts: joining one costs nothing.
+func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func() func(*flight) {
+	return func() func(*flight) {
+		lr := p.loaderRequest(r, req)
+		return func(fl *flight) { p.renderInto(fl, key, lr, req) }
+	}
+}
+
+// renderInto is fill's work.
+func (p *page) renderInto(fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
+	// Not the request's context: the render outlives the soft deadline to fill the cache.
+	fl.resp, fl.err = p.produce(context.Background(), fl, lr, req)
+	if fl.err != nil {
+		return
+	}
+	fl.private = private(fl.resp)
+	e := p.stored(key, req, fl.resp)
+	if e == nil {
+		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
+	}
+	if p.cache.Set(e, fl.gen) && !e.Pass {
+		fl.entry = e
 	}
 }
 
