@@ -49,7 +49,7 @@ FROM ${RENDERER_BASE} AS renderer
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=renderer-deps /app/renderer/node_modules renderer/node_modules
-COPY renderer/package.json renderer/
+COPY renderer/package.json renderer/node-flags.json renderer/
 COPY renderer/src renderer/src
 COPY proto/ssr proto/ssr
 COPY --from=app /src/app/dist/server app/dist/server
@@ -59,4 +59,4 @@ USER 65532:65532
 # 9101 HTTP: health, readiness, metrics. gRPC is a unix socket (/run/ssr).
 EXPOSE 9101
 # A small young generation for the main thread only (renderer/src/main.js says why).
-ENTRYPOINT ["node", "--max-semi-space-size=1", "/app/renderer/src/main.js"]
+ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--single-threaded-gc", "/app/renderer/src/main.js"]

@@ -183,12 +183,16 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go sho
 	cd bench/v8go && go build -o $(BIN)/v8go-ssr .
 
 .PHONY: bench
-bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached; knee in 3 interleaved rounds (about 30 min; KNEE_ROUNDS=1: about 13)
+bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached, identity and compressed; knee in 3 interleaved rounds (about 50 min; KNEE_ROUNDS=1: about 22)
 	bench/run.sh
 
 .PHONY: profile
 profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: uncached stack vs bare Node at RATE (150) req/s, no knee (about 2 min)
 	SKIP_KNEE=1 CONTENDERS="node-baseline stack-uncached" FIXED_RATE=$${RATE:-150} bench/run.sh
+
+.PHONY: tail
+tail: build $(K6) $(GO_TOOLS) ## Where the uncached stack's slow requests spend their time: phases, run-queue delays, pool events at RATE (105) req/s (about 1 min)
+	bench/tail.sh
 
 .PHONY: figures
 figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to renderToString in one thread

@@ -12,10 +12,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached", "node-baseline-db", "v8go-db", "shop-uncached"]
+COMPRESSED = "+compressed"  # runs with a browser's Accept-Encoding (bench/run.sh)
+
+
+def order(path):
+    """Contender order, identity before compressed; unknown names last."""
+    name = path.name.removesuffix("-fixed.csv")
+    contender = name.removesuffix(COMPRESSED)
+    return (ORDER.index(contender) if contender in ORDER else len(ORDER), name.endswith(COMPRESSED), name)
+
 
 run = pathlib.Path(sys.argv[1])
 series = {}
-for path in sorted(run.glob("*-fixed.csv"), key=lambda p: ORDER.index(p.name.removesuffix("-fixed.csv"))):
+for path in sorted(run.glob("*-fixed.csv"), key=order):
     points = []
     with path.open() as f:
         for row in csv.DictReader(f):

@@ -11,12 +11,25 @@
 #   node-baseline-db  the fastify handler queries node:sqlite and hands the props to the worker
 #   v8go-db           Go queries the database and passes the props into the isolate
 #   shop-uncached     the demo shop: a Go loader queries and marshals, the props cross the hop
-# For each server: the knee (stepped arrival rates, SLO p99 ≤ 150 ms and ≥ 99 % rendered;
-# SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the contenders taking turns within
+# Two modes. Identity: no Accept-Encoding (k6's default), pages go out uncompressed.
+# NAME+compressed: every request sends a browser's `Accept-Encoding: gzip, deflate, br, zstd`
+# and the contender compresses as its users would: node-baseline with @fastify/compress at
+# its defaults (server.mjs --compress), the edge and the shop as they always do (live zstd >
+# brotli 1 > gzip 1); v8go does not compress and has no compressed mode. CONTENDERS lists the
+# runs; by default node-baseline and stack-uncached in both modes, the others in identity.
+# For each run: the knee (stepped arrival rates, every 25 req/s from 100, STEP_SECONDS 10
+# each; SLO p99 ≤ 150 ms, ≥ 99 % rendered, ≤ 1 % dropped; k6 stops after the first failing
+# step; SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the runs taking turns within
 # each round so that the machine's drifting noise falls on all of them, the table giving the
-# median; and a fixed rate (FIXED_RATE, default 200 req/s, 30 s) with p50/p90/p99/p99.9/max
-# and the CPU milliseconds per request of each process and thread group (bench/thread-cpu.mjs:
-# the edge, Node's main thread, render workers, V8 helper threads).
+# median; then one fixed rate for all runs, so that the rows compare, for FIXED_DURATION
+# (30s), with p50/p90/p99/p99.9/max, bytes per response and the CPU milliseconds per request
+# of each process and thread group (bench/thread-cpu.mjs: the edge, Node's main thread, render
+# workers, V8 helper threads, libuv threads), its total also as a ratio to bare Node's in the
+# same mode on the same page. The fixed rate: FIXED_RATE if set, else 70 % of
+# stack-uncached's median knee (identity), rounded to 5 req/s, else 150 req/s (no such knee:
+# SKIP_KNEE, stack-uncached not among the runs, or a knee of 0).
+# About 50 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
+# about 22 with KNEE_ROUNDS=1.
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,19 +37,23 @@ source scripts/stack.sh
 out=bench/results/$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$out"
 threads=${THREADS:-$(($(nproc) + 1))} # the renderer's own default: cores + 1
-fixed_rate=${FIXED_RATE:-200}
-steps=${STEPS:-100,150,200,250,300,350,400,450,500,600,700,800}
+steps=${STEPS:-$(seq -s, 100 25 800)}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
 step_seconds=${STEP_SECONDS:-10}
 knee_rounds=${KNEE_ROUNDS:-3}
-contenders=(${CONTENDERS:-node-baseline v8go stack-uncached stack-cached node-baseline-db v8go-db shop-uncached})
+fixed_duration=${FIXED_DURATION:-30s}
+default_fixed_rate=150 # without a knee of stack-uncached: about 70 % of its knee on 2 cores
+browser_accept_encoding='gzip, deflate, br, zstd' # loadtest/lib/common.js, ENCODING=browser
+runs=(${CONTENDERS:-node-baseline node-baseline+compressed v8go stack-uncached stack-uncached+compressed stack-cached node-baseline-db v8go-db shop-uncached})
 bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop read
 
+# start_contender NAME COMPRESS: starts contender NAME (without its mode); COMPRESS is 1 in
+# compressed mode.
 start_contender() {
   case $1 in
     node-baseline|node-baseline-db)
-      db=(); [ "$1" = node-baseline-db ] && db=(--db "$work/shop.db")
-      "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" "${db[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
+      args=(); [ "$1" = node-baseline-db ] && args+=(--db "$work/shop.db"); [ "$2" = 1 ] && args+=(--compress)
+      "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18083 processes=("node=$!") ;;
     v8go|v8go-db)
       db=(); [ "$1" = v8go-db ] && db=(-db "$work/shop.db")
@@ -56,16 +73,30 @@ k6() {
   K6_NO_USAGE_REPORT=true bin/k6 run --quiet "$@" > /dev/null 2>&1 || true # thresholds may fail: the figures are the point
 }
 
-# start C: starts contender C, warmed up (JIT everywhere), and sets its k6 arguments; fails
-# (1) when C cannot run here.
+# start RUN: starts the run's contender (RUN is NAME or NAME+compressed), warmed up (JIT
+# everywhere) with the run's headers, and sets its k6 arguments, $auth and $accept (the
+# run's headers, for hey and curl); fails (1) when RUN cannot run here.
 start() {
-  case $1 in v8go*) [ -x bin/v8go-ssr ] || return 1 ;; esac
-  start_contender "$1"
+  local name=${1%+compressed} compress=0
+  case $1 in
+    *+compressed) compress=1 ;;
+    *+*) echo "$1: unknown mode (want NAME or NAME+compressed)" >&2; return 1 ;;
+  esac
+  case $name in
+    v8go*) [ -x bin/v8go-ssr ] || return 1
+      if [ "$compress" = 1 ]; then echo "$1: v8go does not compress: no compressed mode" >&2; return 1; fi ;;
+  esac
+  start_contender "$name" "$compress"
   env_args=(-e "BASE_URL=$url")
   knee_steps=$steps
-  if [ "$1" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
-  auth=(); case $1 in *-uncached) auth=(-H "Authorization: Bearer bench") ;; esac
-  bin/hey -z 5s -c 8 "${auth[@]}" "$url/" > /dev/null
+  if [ "$name" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
+  auth=(); case $name in *-uncached) auth=(-H "Authorization: Bearer bench") ;; esac
+  accept=(); hey_accept=(-disable-compression) # hey would ask for gzip
+  if [ "$compress" = 1 ]; then
+    env_args+=(-e ENCODING=browser)
+    accept=(-H "Accept-Encoding: $browser_accept_encoding") hey_accept=("${accept[@]}")
+  fi
+  bin/hey -z 5s -c 8 "${auth[@]}" "${hey_accept[@]}" "$url/" > /dev/null
 }
 
 "$node" bench/render-loop.mjs --seconds 10 > "$out/ceiling.json"
@@ -73,25 +104,44 @@ echo "ceiling: $(cat "$out/ceiling.json")"
 [ -x bin/v8go-ssr ] || echo "v8go: bin/v8go-ssr is not built (make bin/v8go-ssr): skipped"
 if [ -z "${SKIP_KNEE:-}" ]; then
   for round in $(seq "$knee_rounds"); do
-    for c in "${contenders[@]}"; do
-      start "$c" || continue
-      echo "$c: knee, round $round of $knee_rounds (steps $knee_steps, ${step_seconds}s each)..."
-      mkdir -p "$out/$c-knee-$round"
-      k6 "${env_args[@]}" -e "STEPS=$knee_steps" -e "STEP_SECONDS=$step_seconds" \
-        -e "KNEE_FILE=$out/$c-knee-$round.json" -e "RESULTS_DIR=$out/$c-knee-$round" loadtest/02-knee.js
+    for r in "${runs[@]}"; do
+      start "$r" || continue
+      echo "$r: knee, round $round of $knee_rounds (steps $knee_steps, ${step_seconds}s each, up to the first failing one)..."
+      mkdir -p "$out/$r-knee-$round"
+      k6 "${env_args[@]}" -e "STEPS=$knee_steps" -e "STEP_SECONDS=$step_seconds" -e STOP_AT_FAIL=1 \
+        -e "KNEE_FILE=$out/$r-knee-$round.json" -e "RESULTS_DIR=$out/$r-knee-$round" loadtest/02-knee.js
+      echo "$r: knee $("$node" -p "require('./$out/$r-knee-$round.json').rps" 2>/dev/null || echo '(none)') req/s"
       stop_all
     done
   done
 fi
-for c in "${contenders[@]}"; do
-  start "$c" || continue
-  echo "$c: fixed rate $fixed_rate req/s..."
-  mkdir -p "$out/$c-fixed"
+
+# One fixed rate for every run, so that the rows compare; fixed-rate.json says where it came from.
+"$node" -e '
+  const fs = require("node:fs");
+  const [dir, given, fallback] = process.argv.slice(1);
+  const knees = fs.readdirSync(dir).filter((f) => /^stack-uncached-knee-\d+\.json$/.test(f))
+    .map((f) => JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")).rps).sort((a, b) => a - b);
+  const n = knees.length;
+  const median = n === 0 ? 0 : n % 2 ? knees[(n - 1) / 2] : (knees[n / 2 - 1] + knees[n / 2]) / 2;
+  const fixed = given ? { rate: Number(given), source: "FIXED_RATE" }
+    : median > 0 ? { rate: Math.max(5, Math.round((0.7 * median) / 5) * 5), source: "knee", stack_uncached_knee: median }
+    : { rate: Number(fallback), source: "default" };
+  fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(fixed));
+' "$out" "${FIXED_RATE:-}" "$default_fixed_rate"
+fixed_rate=$("$node" -p "require('./$out/fixed-rate.json').rate")
+for r in "${runs[@]}"; do
+  start "$r" || continue
+  echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
+  mkdir -p "$out/$r-fixed"
+  # What the run's client gets: the page's Content-Encoding and its size on the wire.
+  curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url/" \
+    -w '{"content_encoding": "%header{content-encoding}", "body_bytes": %{size_download}}' > "$out/$r-encoding.json"
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-before.json"
-  k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e DURATION=30s -e "RESULTS_DIR=$out/$c-fixed" --out "csv=$out/$c-fixed.csv" loadtest/03-load.js
+  k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e "DURATION=$fixed_duration" -e "RESULTS_DIR=$out/$r-fixed" --out "csv=$out/$r-fixed.csv" loadtest/03-load.js
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-after.json"
   "$node" bench/thread-cpu.mjs diff "$work/cpu-before.json" "$work/cpu-after.json" \
-    "$("$node" -p "require('./$out/$c-fixed/summary.json').requests")" > "$out/$c-cpu.json"
+    "$("$node" -p "require('./$out/$r-fixed/summary.json').requests")" > "$out/$r-cpu.json"
   stop_all
 done
 

@@ -1,46 +1,77 @@
 // Prints make bench's table (markdown) from a results folder:
 //   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
+// Runs are named CONTENDER (identity: no Accept-Encoding) or CONTENDER+compressed (a browser's
+// Accept-Encoding); each is compared with bare Node in the same mode, and on the same page.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 const [dir, fixedRate, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
-const names = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
+const contenders = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
+const COMPRESSED = '+compressed';
+/** Every run with a fixed-rate summary, in contender order, identity before compressed. */
+const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
+const contender = (n) => n.replace(COMPRESSED, '');
 /** The listing with props from the shop's database: compared with bare Node doing the same. */
-const fromDatabase = (n) => n.endsWith('-db') || n === 'shop-uncached';
+const fromDatabase = (n) => contender(n).endsWith('-db') || contender(n) === 'shop-uncached';
+/** The run n is compared with: bare Node, on the same page, in the same mode. */
+const baseName = (n) => (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline') + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
 /** The knee of every round (run.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
-  .map((f) => f.match(new RegExp(`^${n}-knee-(\\d+)\\.json$`)))
+  .map((f) => (f.startsWith(`${n}-knee-`) ? /^(\d+)\.json$/.exec(f.slice(`${n}-knee-`.length)) : null))
   .filter((m) => m !== null)
   .sort((a, b) => Number(a[1]) - Number(b[1]))
-  .map((m) => json(m[0]).rps);
+  .map((m) => json(`${n}-knee-${m[0]}`).rps);
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length === 0 ? undefined : s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const rows = names.filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`)).map((n) => {
+const maybe = (f) => (existsSync(`${dir}/${f}`) ? json(f) : undefined);
+const rows = names.map((n) => {
   const rounds = knees(n);
-  return { n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`) };
+  return { n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`), served: maybe(`${n}-encoding.json`), cpu: maybe(`${n}-cpu.json`) };
 });
-const baseOf = (n) => rows.find((r) => r.n === (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline'))?.knee;
+const row = (n) => rows.find((r) => r.n === n);
+const ratio = (v, base) => (v && base ? (v / base).toFixed(2) + '×' : 'n/a');
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
+/** How the page went out: its Content-Encoding and the average bytes per response on the wire (k6's data_received, headers included). */
+const served = ({ served: s, fixed }) => `${s ? s.content_encoding || 'identity' : 'n/a'}, ${fixed.received_bytes_per_request ? (fixed.received_bytes_per_request / 1000).toFixed(1) + ' kB' : 'n/a'}`;
+/** All of a run's processes, CPU ms per request. */
+const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0) : undefined);
+
+const fixedFrom = maybe('fixed-rate.json') ?? { rate: Number(fixedRate), source: 'argument' };
+const why = {
+  knee: `70 % of stack-uncached's median knee (${fixedFrom.stack_uncached_knee} req/s), rounded to 5`,
+  FIXED_RATE: 'set by FIXED_RATE',
+  argument: 'as given (a run without fixed-rate.json)',
+  default: "the default: this run has no knee of stack-uncached (SKIP_KNEE, stack-uncached not run, or a knee of 0)",
+}[fixedFrom.source];
+
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
-console.log(`| contender | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | at ${fixedRate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped |`);
-console.log('| --- | --- | --- | --- | --- | --- | --- |');
-for (const { n, rounds, knee, fixed } of rows) {
-  console.log(`| ${n} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${baseOf(n) && knee ? (knee / baseOf(n)).toFixed(2) + '×' : 'n/a'} | ` +
+console.log(`Fixed rate: ${fixedFrom.rate} req/s for every run, ${why}.\n`);
+console.log(`| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | at ${fixedFrom.rate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped | CPU ms per request | vs bare Node |`);
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+for (const r of rows) {
+  const { n, rounds, knee, fixed } = r;
+  const base = row(baseName(n));
+  console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ` +
     `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
-    `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} |`);
+    `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} | ` +
+    `${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} | ${ratio(cpuTotal(r.cpu), cpuTotal(base?.cpu))} |`);
 }
+console.log(`\nRuns ending ${COMPRESSED} send a browser's \`Accept-Encoding: gzip, deflate, br, zstd\` (the others none), and their "vs bare Node" is against `
+  + `bare Node in the same mode (node-baseline${COMPRESSED}: @fastify/compress at its defaults). "Served as": the page's Content-Encoding `
+  + 'and the average bytes per response on the wire, headers included, during the fixed-rate run.');
 console.log('\nRows ending -db and shop-uncached render the same listing with its props read from the shop\'s SQLite database '
   + '(shop/catalog) by each contender the way its architecture would; their "vs bare Node" is against node-baseline-db.');
-console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6) with p99 ≤ 150 ms, ≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; '
-  + 'the contenders take turns within each round; ratios are of the medians.');
+console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6, stopped after its first failing step) with p99 ≤ 150 ms, '
+  + '≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; the runs take turns within each round; ratios are of the medians. '
+  + 'CPU: all of the run\'s processes during the fixed-rate run (below).');
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).
-const cpu = names.filter((n) => existsSync(`${dir}/${n}-cpu.json`)).map((n) => ({ n, ...json(`${n}-cpu.json`) }));
+const cpu = rows.filter((r) => r.cpu).map((r) => ({ n: r.n, base: row(baseName(r.n))?.cpu, ...r.cpu }));
 if (cpu.length > 0) {
   const ms = (v) => (v == null ? '-' : v.toFixed(2));
   const node = (group) => (c) => c.node?.[group];
@@ -49,11 +80,13 @@ if (cpu.length > 0) {
     ['Node main thread', node('main thread')],
     ['Node render workers', node('render workers')],
     ['Node V8 helper threads (GC, compile)', node('V8 helper threads (GC, compile)')],
-    ['Node other threads (incl. workers retired during the run)', (c) => (c.node ? (c.node['libuv threads'] ?? 0) + (c.node.other ?? 0) : undefined)],
-    ['**all processes**', (c) => (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0)],
+    ['Node libuv threads (zlib streams: @fastify/compress)', node('libuv threads')],
+    ['Node other threads (incl. workers retired during the run)', node('other')],
+    ['**all processes**', cpuTotal],
   ];
-  console.log(`\n## CPU ms per request at ${fixedRate} req/s (from /proc, load generator excluded)\n`);
+  console.log(`\n## CPU ms per request at ${fixedFrom.rate} req/s (from /proc, load generator excluded)\n`);
   console.log(`| component | ${cpu.map((c) => c.n).join(' | ')} |`);
   console.log(`| --- | ${cpu.map(() => '---').join(' | ')} |`);
   for (const [label, get] of components) console.log(`| ${label} | ${cpu.map((c) => ms(get(c))).join(' | ')} |`);
+  console.log(`| **all processes, vs bare Node** (same page, same mode) | ${cpu.map((c) => ratio(cpuTotal(c), cpuTotal(c.base))).join(' | ')} |`);
 }

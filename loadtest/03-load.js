@@ -2,6 +2,7 @@
 // A low-rate warm-up scenario first, excluded from the thresholds by its scenario tag; then
 // RATE req/s for DURATION, uncached (the documented bypass header). Thresholds: p95/p99,
 // server-rendered share, no 5xx, no dropped iterations.
+import exec from 'k6/execution';
 import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, page, writeSummary } from './lib/common.js';
 
 // 150 req/s when there is no knee.json yet: about 70 % of what 2 workers render on 2 cores.
@@ -32,8 +33,17 @@ export const options = {
   },
 };
 
+// PHASES=1: one JSON line per request of the load scenario in k6's log (run with
+// --log-format=raw --log-output=file=F): when it started, how long it took, and the edge's
+// Server-Timing, for bench/tail.mjs to say where the slow ones spent their time.
+const phases = Boolean(__ENV.PHASES);
+
 export default function () {
-  page('/', { ...UNCACHED, tags: { page: 'home' } });
+  const t = Date.now();
+  const res = page('/', { ...UNCACHED, tags: { page: 'home' } });
+  if (phases && exec.scenario.name === 'load') {
+    console.log(JSON.stringify({ t, d: res.timings.duration, timing: res.headers['Server-Timing'] || '', status: res.status }));
+  }
 }
 
 export function handleSummary(data) {

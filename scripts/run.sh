@@ -13,7 +13,7 @@ stop() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
 trap stop EXIT
 trap 'exit 130' INT TERM
 
-"$node" --max-semi-space-size=1 renderer/src/main.js & pids+=($!)
+"$node" $("$node" -p "require('./renderer/node-flags.json').join(' ')") renderer/src/main.js & pids+=($!)
 
 for _ in $(seq 1 300); do
   if "$node" -e "fetch('$ready_url').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; then

@@ -41,7 +41,7 @@ YAML
 start_renderer() {
   : > "$work/renderer.log"
   SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0 \
-    SSR_RENDERER_THREADS=${THREADS:-2} "$node" --max-semi-space-size=1 ${RENDERER_NODE_FLAGS:-} renderer/src/main.js >> "$work/renderer.log" 2>&1 & renderer_pid=$!
+    SSR_RENDERER_THREADS=${THREADS:-2} "$node" $("$node" -p "require('./renderer/node-flags.json').join(' ')") ${RENDERER_NODE_FLAGS:-} renderer/src/main.js >> "$work/renderer.log" 2>&1 & renderer_pid=$!
   pids+=($renderer_pid)
   wait_for "renderer ready" grep -q '"msg":"ready"' "$work/renderer.log"
   RENDERER_HTTP=$(grep -o '"listener":"http","address":"[^"]*"' "$work/renderer.log" | head -1 | sed 's/.*"address":"\(.*\)"/\1/')

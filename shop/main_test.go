@@ -26,7 +26,7 @@ var repoRoot = testenv.RepoRoot
 func startRenderer(t *testing.T, dir string) (address string, kill func()) {
 	t.Helper()
 	address = "unix://" + filepath.Join(dir, "renderer.sock")
-	cmd := exec.Command(testenv.Node(t), "--max-semi-space-size=1", filepath.Join(repoRoot, "renderer", "src", "main.js"))
+	cmd := exec.Command(testenv.Node(t), append(testenv.NodeFlags(t), filepath.Join(repoRoot, "renderer", "src", "main.js"))...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS="+address, "SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0", "SSR_RENDERER_THREADS=2")
 	out, _ := cmd.StdoutPipe()

@@ -6,7 +6,10 @@
 // SQLite database (node:sqlite, on the main thread, where a fastify handler runs) and hands
 // the props to the worker, as the Go shop hands them to the renderer.
 //
-//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db]
+// With --compress (make bench's compressed mode), it compresses as a fastify user would:
+// @fastify/compress registered with its defaults (below).
+//
+//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db] [--compress]
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -17,6 +20,7 @@ const { values: opts } = parseArgs({
     threads: { type: 'string', default: '2' },
     bundle: { type: 'string', default: 'app/dist/server/server.js' },
     db: { type: 'string' },
+    compress: { type: 'boolean', default: false },
   },
 });
 // The renderer's lockfile pins fastify and piscina: use exactly those.
@@ -34,15 +38,29 @@ const pool = new Piscina({
 });
 
 const app = fastify();
+if (opts.compress) {
+  // @fastify/compress 9.2.0's defaults, which a user gets from `app.register(compress)`:
+  // encodings zstd, br, gzip, deflate in that order of preference (zstd where node:zlib has
+  // it, as Node 26's does), so a browser's `gzip, deflate, br, zstd` gets zstd; zstd at
+  // node:zlib's default level (3), brotli at quality 4, gzip and deflate at zlib's default
+  // level (6); bodies under 1 KiB are left alone; bodies up to `syncThreshold` (64 KiB
+  // divided by 8 for every core past the first, at least 4 KiB: 8 KiB on 2 cores) are
+  // compressed synchronously on the main thread, larger ones (the pages here, 140-180 KB)
+  // are streamed through libuv's thread pool.
+  await app.register(require('@fastify/compress'));
+}
 app.get('/healthz', async () => ({ status: 'ok' }));
 const listing = opts.db === undefined ? undefined : openListing(opts.db);
 app.get('/*', async (req, reply) => {
   const props = listing && new URL(req.url, 'http://x').pathname === '/' ? listing(req.query) : undefined;
   const { status, html } = await pool.run({ url: req.url, props });
-  reply.code(status).type('text/html; charset=utf-8').send(html);
+  // Returning the reply tells fastify the handler sent it; without it, an async handler that
+  // resolves to undefined before an asynchronous onSend hook (@fastify/compress's stream) has
+  // finished gets its reply sent again, empty.
+  return reply.code(status).type('text/html; charset=utf-8').send(html);
 });
 const address = await app.listen({ host: '127.0.0.1', port: Number(opts.port) });
-console.log(JSON.stringify({ msg: 'listening', address, threads }));
+console.log(JSON.stringify({ msg: 'listening', address, threads, compress: opts.compress }));
 
 /**
  * The listing page's props from the shop's database (shop/catalog), as the Go shop builds them.

@@ -69,6 +69,11 @@ func TestStack(t *testing.T) {
 		if !strings.Contains(r.body, "<title>") || strings.Index(r.body, "<title>") > strings.Index(r.body, "</head>") {
 			t.Errorf("the page's <title> is not in <head>")
 		}
+		// Every phase of the render, the renderer's own time coming in its trailer.
+		timing := r.Header.Get("Server-Timing")
+		if !regexp.MustCompile(`^cache;desc=miss, queue;dur=[\d.]+, load;dur=[\d.]+, render;dur=[\d.]+, worker;dur=[\d.]+;desc=\d+, renderer;dur=[\d.]+, hop;dur=[\d.]+$`).MatchString(timing) {
+			t.Errorf("got Server-Timing %q, want every phase", timing)
+		}
 	})
 
 	t.Run("detail page", func(t *testing.T) {

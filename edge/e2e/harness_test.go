@@ -54,6 +54,20 @@ func TestMain(m *testing.M) {
 	}())
 }
 
+// nodeFlags are the flags every launcher gives the renderer's node (renderer/node-flags.json).
+func nodeFlags(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, "renderer", "node-flags.json"))
+	var flags []string
+	if err == nil {
+		err = json.Unmarshal(b, &flags)
+	}
+	if err != nil {
+		t.Fatalf("renderer/node-flags.json: %v", err)
+	}
+	return flags
+}
+
 func fixtureBundle() string {
 	return filepath.Join(repoRoot, "renderer", "test", "fixtures", "dist", "server.js")
 }
@@ -187,7 +201,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 // until every worker has loaded the bundle. Its HTTP address is process.address("http").
 func startRenderer(t *testing.T, socket string, env ...string) *process {
 	t.Helper()
-	cmd := exec.Command(nodeBinary, "--max-semi-space-size=1", filepath.Join(repoRoot, "renderer", "src", "main.js"))
+	cmd := exec.Command(nodeBinary, append(nodeFlags(t), filepath.Join(repoRoot, "renderer", "src", "main.js"))...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),
 		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,

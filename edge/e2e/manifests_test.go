@@ -50,9 +50,11 @@ const (
 
 // imageEntrypoints are the ENTRYPOINTs of the root Dockerfile's targets, named like the
 // containers; TestManifestDockerfiles holds them to the file.
-var imageEntrypoints = map[string][]string{
-	"edge":     {"/app/bin/edge"},
-	"renderer": {"node", "--max-semi-space-size=1", "/app/renderer/src/main.js"},
+func imageEntrypoints(t *testing.T) map[string][]string {
+	return map[string][]string{
+		"edge":     {"/app/bin/edge"},
+		"renderer": append(append([]string{"node"}, nodeFlags(t)...), "/app/renderer/src/main.js"),
+	}
 }
 
 // ---- the subset of the Kubernetes API the tests read ----
@@ -675,7 +677,7 @@ func TestManifestDockerfiles(t *testing.T) {
 			stages[m[1]] = stage
 		}
 	}
-	for name, want := range imageEntrypoints {
+	for name, want := range imageEntrypoints(t) {
 		text, ok := stages[name]
 		if !ok {
 			t.Errorf("Dockerfile: no target %q", name)
@@ -775,7 +777,7 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 			}
 		}
 
-		argv := slices.Clone(imageEntrypoints[c.Name])
+		argv := imageEntrypoints(t)[c.Name]
 		if len(c.Command) > 0 {
 			argv = slices.Clone(c.Command)
 		}

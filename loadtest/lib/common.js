@@ -24,11 +24,25 @@ export const serverErrors = new Counter('server_errors');
 export const UNCACHED = __ENV.USE_CACHE ? {} : { headers: { Authorization: 'Bearer loadtest-bypasses-the-cache' } };
 
 /**
+ * What every request says it accepts, by ENCODING: unset or `identity`, no Accept-Encoding
+ * (k6's default), so servers answer uncompressed; `browser`, what Chrome and Firefox send
+ * today, so servers compress as they would for users. k6 v1.8.1 decompresses gzip, deflate,
+ * br and zstd bodies before the script sees them, so the checks read the page either way, and
+ * its data_received counts the bytes on the wire.
+ */
+const ACCEPT_ENCODINGS = { identity: undefined, browser: 'gzip, deflate, br, zstd' };
+const encoding = __ENV.ENCODING || 'identity';
+if (!(encoding in ACCEPT_ENCODINGS)) throw new Error(`ENCODING=${encoding}: want identity or browser`);
+const ACCEPT_ENCODING = ACCEPT_ENCODINGS[encoding];
+
+/**
  * GET path and record how it was answered.
  * @param {string} path
- * @param {object} [params] k6 request params (headers, tags)
+ * @param {object} [params] k6 request params (headers, tags); their Accept-Encoding, if any,
+ *   wins over ENCODING's
  */
 export function page(path, params = {}) {
+  if (ACCEPT_ENCODING) params = { ...params, headers: { 'Accept-Encoding': ACCEPT_ENCODING, ...params.headers } };
   const res = http.get(BASE_URL + path, params);
   const reason = res.headers['X-Ssr-Fallback'];
   const tags = params.tags || {};
@@ -52,6 +66,8 @@ export function summarize(data, extra = {}) {
   const summary = {
     requests: m.http_reqs ? m.http_reqs.values.count : 0,
     rps: m.http_reqs ? m.http_reqs.values.rate : 0,
+    // Bytes on the wire per response, headers included: compressed when the server compressed.
+    received_bytes_per_request: m.http_reqs && m.data_received ? m.data_received.values.count / m.http_reqs.values.count : 0,
     p50_ms: d.med, p90_ms: d['p(90)'], p95_ms: d['p(95)'], p99_ms: d['p(99)'], p999_ms: d['p(99.9)'], max_ms: d.max,
     failed_rate: m.http_req_failed ? m.http_req_failed.values.rate : 0,
     server_errors: m.server_errors ? m.server_errors.values.count : 0,

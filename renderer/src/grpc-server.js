@@ -216,8 +216,13 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine })
       }
       const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
       const { response } = result;
+      // How long the call spent here, the worker's part and the hand-offs on
+      // this thread included: with it the edge tells time in the renderer from
+      // time on the socket. Only known now, so it goes in the trailer.
+      const trailer = new grpc.Metadata();
+      trailer.set(RENDERER_TIME_TRAILER, String(Math.round(secondsSince(arrivedAt) * 1e6)));
       // A view over the transferred buffer: no copy before grpc-js frames it.
-      callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength));
+      callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength), trailer);
       metrics?.observeRender({
         page: req.page,
         // Finished for a caller that had gone: counted, so wasted renders show.
@@ -269,6 +274,9 @@ function quarantinedError({ deaths, until }, { page, url }) {
 function secondsSince(since) {
   return (performance.timeOrigin + performance.now() - since) / 1000;
 }
+
+/** The trailer of a successful call that gives its time in the renderer, in microseconds. */
+export const RENDERER_TIME_TRAILER = 'ssr-renderer-us';
 
 /**
  * The status, the message (never a stack) and the `ssr-error` trailer.

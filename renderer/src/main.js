@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
+import NODE_FLAGS from '../node-flags.json' with { type: 'json' };
 import { ConfigError, loadConfig, unixSocketPath } from './config.js';
 import { startGrpcServer } from './grpc-server.js';
 import { build as buildDebug } from './debug-server.js';
@@ -159,13 +160,26 @@ export async function main(argv, env) {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
-  const nodeFlags = [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
-  if (!nodeFlags.some((flag) => flag.startsWith('--max-semi-space-size'))) {
-    // V8 starts a full GC once the old generation has less room left than the
-    // young generation's size; this thread's old generation is small (~16 MB),
-    // so with default semi-spaces that happened every few dozen renders.
-    logger.warn('node was started without --max-semi-space-size=1: expect a full GC of the main thread every '
-      + 'few dozen renders, ~0.7 ms of CPU per render on V8 helper threads (bench/README.md)');
+  // Every launcher passes these to node (renderer/node-flags.json): V8 reads
+  // them when it creates the main thread's isolate, too early for this file.
+  // - --max-semi-space-size=1: V8 starts a full GC once the old generation has
+  //   less room left than the young generation's size; with default
+  //   semi-spaces that was every few dozen renders. The pool clears it before
+  //   starting workers, whose young generation comes from config.
+  // - --heap-growing-percent=100: this thread's old generation (~17 MB live)
+  //   gathers the hop's promoted garbage at ~1 MB/s under load, and V8's own
+  //   growing factor put the next full GC ~2 MB above what is live: every ~2 s.
+  //   Twice the live size makes it every ~15 s. Process-wide: a worker's heap
+  //   still stops at its configured cap.
+  // - --single-threaded-gc: GC work stays on the thread whose heap it is. V8's
+  //   helper threads' concurrent marking took every core at once from the
+  //   workers and the edge, in bursts of slow requests: the stack's tail.
+  // bench/README.md, "Where the tail comes from", has the measurements.
+  const given = [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
+  const missing = NODE_FLAGS.filter((flag) => !given.includes(flag));
+  if (missing.length > 0) {
+    logger.warn({ missing }, `node was started without ${missing.join(' ')} (renderer/node-flags.json): `
+      + 'expect full GCs of the main thread every few seconds and slow requests in bursts (bench/README.md)');
   }
   /** @type {Renderer | undefined} */
   let renderer;

@@ -30,7 +30,7 @@ const LENGTH_DELIMITED = 2;
  * @property {Array<{name: string, value: string}>} headers
  * @property {{maxAgeSeconds: number, noStore: boolean}} cache
  * @property {string} page
- * @property {{queueUs: number, loadUs: number, renderUs: number, workerId: number,
+ * @property {{queueUs: number, loadUs: number, renderUs: number, workerUs: number, workerId: number,
  *   heapUsedBytes: number, heapLimitBytes: number, externalBytes: number}} timing
  */
 

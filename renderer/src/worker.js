@@ -145,6 +145,7 @@ export default async function render(task) {
  * @param {number} arrivedAt epoch ms the call reached the renderer
  */
 function encode(result, startedAt, arrivedAt) {
+  const workerUs = Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000);
   // heap_size_limit, used and external (which includes ArrayBuffers) are all
   // per isolate, so per worker; one call gives the three.
   const heap = getHeapStatistics();
@@ -165,7 +166,7 @@ function encode(result, startedAt, arrivedAt) {
     cache: result.cache,
     page: result.page,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
-    timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
+    timing: { ...timing, workerUs, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
   }, options.maxPageBytes);
   return { response, timing, heap };
 }

@@ -83,6 +83,7 @@ export function renderClient(address) {
  * @typedef {object} RenderReply
  * @property {Record<string, any>} [response]
  * @property {grpc.ServiceError} [error] with the trailers in error.metadata
+ * @property {grpc.Metadata} [trailer] a successful call's trailers
  * @property {number} elapsedMs
  */
 
@@ -98,9 +99,15 @@ export function render(client, request, { deadlineMs } = {}) {
   /** @type {grpc.CallOptions} */
   const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   return new Promise((resolve) => {
-    client.Render({ url: '/', ...request }, options, (/** @type {grpc.ServiceError | null} */ error, /** @type {any} */ response) => {
-      const elapsedMs = performance.now() - started;
-      resolve(error ? { error, elapsedMs } : { response, elapsedMs });
+    /** @type {Record<string, any> | undefined} */
+    let response;
+    const call = client.Render({ url: '/', ...request }, options, (/** @type {grpc.ServiceError | null} */ error, /** @type {any} */ value) => {
+      if (error) resolve({ error, elapsedMs: performance.now() - started });
+      else response = value;
+    });
+    // grpc-js calls back before it emits the status, which carries the trailers.
+    call.on('status', (/** @type {grpc.StatusObject} */ status) => {
+      if (response) resolve({ response, trailer: status.metadata, elapsedMs: performance.now() - started });
     });
   });
 }

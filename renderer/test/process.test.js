@@ -1,11 +1,12 @@
 // The renderer as a process: the start-up log lines the Go end-to-end tests
 // parse, exit codes, and SIGTERM.
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
+import NODE_FLAGS from '../node-flags.json' with { type: 'json' };
 import { FIXTURE_BUNDLE, runRenderer as run, tempDir } from './helpers.js';
 
 test('start-up lines, then SIGTERM exits 0 and removes the socket', async (t) => {
@@ -29,10 +30,19 @@ test('start-up lines, then SIGTERM exits 0 and removes the socket', async (t) =>
   assert.equal(health.status, 200);
   assert.equal((await fetch(`http://${httpLine.address}/readyz`)).status, 200);
 
+  // Started without node-flags.json's flags (runRenderer passes none): a warning names each.
+  const warning = await proc.waitForLine((l) => Array.isArray(l.missing));
+  assert.deepEqual(warning.missing, NODE_FLAGS);
+
   proc.child.kill('SIGTERM');
   const exit = await proc.exited;
   assert.equal(exit.code, 0, exit.stderr);
   assert.equal(existsSync(socket), false);
+});
+
+test('npm start passes node-flags.json to node', () => {
+  const start = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).scripts.start;
+  assert.equal(start, `node ${NODE_FLAGS.join(' ')} src/main.js`);
 });
 
 test('SSR_CONFIG and env overrides; a TCP port 0 is logged as bound', async (t) => {

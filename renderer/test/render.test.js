@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { render, startRenderer } from './helpers.js';
+import { RENDERER_TIME_TRAILER } from '../src/grpc-server.js';
 
 test('renders pages over gRPC', async (t) => {
   const { client } = await startRenderer(t);
@@ -61,10 +62,14 @@ test('renders pages over gRPC', async (t) => {
   });
 
   await t.test('timing: worker, heap and durations are reported', async () => {
-    const { response } = await render(client, { page: 'sleep', url: '/sleep?ms=30' });
+    const { response, trailer, elapsedMs } = await render(client, { page: 'sleep', url: '/sleep?ms=30' });
     const timing = response?.timing;
     assert.ok(timing.loadUs >= 25_000, `load_us ${timing.loadUs} covers the 30 ms load`);
     assert.ok(timing.renderUs > 0);
+    assert.ok(timing.workerUs >= timing.loadUs + timing.renderUs, `worker_us ${timing.workerUs} covers load and render`);
+    // The renderer's part, in the trailer: the worker's and less than the whole call.
+    const rendererUs = Number(trailer?.get(RENDERER_TIME_TRAILER)[0]);
+    assert.ok(rendererUs >= timing.workerUs && rendererUs <= elapsedMs * 1000, `renderer_us ${rendererUs}`);
     assert.ok(timing.queueUs >= 0);
     assert.ok(timing.workerId > 0);
     assert.ok(timing.heapUsedBytes > 0 && timing.heapUsedBytes < timing.heapLimitBytes);

@@ -16,7 +16,7 @@ const fields = {
   cache: { maxAgeSeconds: 30, noStore: false },
   page: 'home',
   timing: {
-    queueUs: 12, loadUs: 340, renderUs: 5600, workerId: 3,
+    queueUs: 12, loadUs: 340, renderUs: 5600, workerUs: 6100, workerId: 3,
     heapUsedBytes: 2 ** 33, heapLimitBytes: 2 ** 34, externalBytes: 0,
   },
 };

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"net"
+	"strconv"
 	"sync"
 	"time"
 
@@ -172,6 +173,9 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 		return nil, e
 	}
 	c.circuit.record(time.Now(), false)
+	if v := trailer.Get(RendererTimeTrailer); len(v) > 0 && resp.Timing != nil {
+		resp.Timing.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
+	}
 	return resp, nil
 }
 
@@ -180,6 +184,10 @@ func (c *Client) Close() error { return c.conn.Close() }
 
 // ErrorTrailer is the trailer in which the renderer puts its stable error code.
 const ErrorTrailer = "ssr-error"
+
+// RendererTimeTrailer is the trailer in which the renderer gives a successful call's time
+// there, in microseconds (Timing.renderer_us).
+const RendererTimeTrailer = "ssr-renderer-us"
 
 // Error is a failed render.
 type Error struct {

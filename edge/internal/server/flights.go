@@ -3,6 +3,7 @@ package server
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
@@ -22,6 +23,8 @@ type flight struct {
 	// to the request that started the flight, never to those that joined it.
 	private bool
 	err     error
+	// call is how long the renderer call took, as the edge saw it (Server-Timing).
+	call time.Duration
 	// loaded holds the props a Go loader computed, once it has: a request whose render
 	// fails or is late still gets them in its client-side-render document. Nil while
 	// loading, for pages without a loader, and when the loader's result is private.

@@ -52,7 +52,7 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	ctx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
 	if p.loader == nil {
-		return p.render(ctx, req)
+		return p.render(ctx, fl, req)
 	}
 	loaded, err := p.load(lr.WithContext(ctx), req)
 	if err != nil {
@@ -73,7 +73,7 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	if loaded.NotFound {
 		withProps.Page = p.notFoundPage
 	}
-	resp, err := p.render(ctx, withProps)
+	resp, err := p.render(ctx, fl, withProps)
 	if err != nil {
 		return nil, err
 	}

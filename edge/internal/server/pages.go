@@ -184,11 +184,11 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			// The page itself failed (its backend is down): stale-if-error covers that too.
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
 		case fl.entry != nil:
-			setTiming(w.Header(), "miss", fl.resp.GetTiming())
+			setTiming(w.Header(), fl)
 			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.entry.Status))
 			return
 		default:
-			p.write(w, r, req, fl.resp, fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()))
+			p.write(w, r, req, fl, fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()))
 			return
 		}
 	}
@@ -234,9 +234,10 @@ func reasonFor(err error) string {
 	return renderclient.Reason(err)
 }
 
-// render calls the renderer (ctx carries the hard deadline), holding a render slot. It does
-// not wait for a slot: past the cap, the request sheds at once.
-func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+// render calls the renderer (ctx carries the hard deadline), holding a render slot, and
+// notes the call's duration in the flight. It does not wait for a slot: past the cap, the
+// request sheds at once.
+func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	select {
 	case p.slots <- struct{}{}:
 		defer func() { <-p.slots }()
@@ -247,6 +248,7 @@ func (p *page) render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.Ren
 	defer p.metrics.rendersInFlight.Dec()
 	began := time.Now()
 	resp, err := p.renderer.Render(ctx, req)
+	fl.call = time.Since(began)
 	p.metrics.observeRender(p.route, began, err)
 	return resp, err
 }
@@ -448,8 +450,9 @@ func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	p.await(w, r, req, key, p.renderAlone(ctx, key, lr, req), true, cacheStatus, nil)
 }
 
-// write answers with a rendered response that was not stored.
-func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse, cacheStatus string) {
+// write answers with a flight's rendered response that was not stored.
+func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, cacheStatus string) {
+	resp := fl.resp
 	status := p.status(resp)
 	if status == 0 {
 		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus, nil)
@@ -461,7 +464,7 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	}
 	h.Set("Cache-Status", cacheStatus)
 	h.Add("Vary", p.vary)
-	setTiming(h, "miss", resp.GetTiming())
+	setTiming(h, fl)
 	if status >= 300 && status < 400 {
 		w.WriteHeader(status)
 		return

@@ -107,14 +107,28 @@ func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
 	w.Write(body)
 }
 
-// setTiming reports where a render's time went (Server-Timing).
-func setTiming(h http.Header, cache string, t *ssrv1.Timing) {
+// setTiming reports where a flight's render went (Server-Timing): queue (waiting in the
+// renderer for a worker), load and render (the page), worker (the worker's whole part, with
+// its thread id), renderer (from the call's arrival there to its reply: the worker plus the
+// hand-offs on the renderer's main thread) and hop (the call as the edge saw it less the
+// renderer's part: both sockets, HTTP/2 and the scheduling of both processes). A slow
+// response's phases say which of them made it slow (bench/README.md, "Where the tail comes
+// from").
+func setTiming(h http.Header, fl *flight) {
+	t := fl.resp.GetTiming()
 	if t == nil {
-		h.Set("Server-Timing", "cache;desc="+cache)
+		h.Set("Server-Timing", "cache;desc=miss")
 		return
 	}
-	h.Set("Server-Timing", fmt.Sprintf("cache;desc=%s, queue;dur=%.1f, load;dur=%.1f, render;dur=%.1f",
-		cache, float64(t.GetQueueUs())/1e3, float64(t.GetLoadUs())/1e3, float64(t.GetRenderUs())/1e3))
+	ms := func(us uint64) float64 { return float64(us) / 1e3 }
+	v := fmt.Sprintf("cache;desc=miss, queue;dur=%.2f, load;dur=%.2f, render;dur=%.2f, worker;dur=%.2f;desc=%d",
+		ms(t.GetQueueUs()), ms(t.GetLoadUs()), ms(t.GetRenderUs()), ms(t.GetWorkerUs()), t.GetWorkerId())
+	if in := t.GetRendererUs(); in > 0 {
+		// The renderer's part lies inside the call; a renderer that says otherwise gets 0.
+		hop := max(0, fl.call-time.Duration(in)*time.Microsecond)
+		v += fmt.Sprintf(", renderer;dur=%.2f, hop;dur=%.2f", ms(in), float64(hop)/1e6)
+	}
+	h.Set("Server-Timing", v)
 }
 
 // etag is a strong validator of the identity body.

@@ -3,6 +3,7 @@
 package testenv
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,20 @@ var RepoRoot = func() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }()
+
+// NodeFlags are the flags every launcher gives the renderer's node (renderer/node-flags.json).
+func NodeFlags(t testing.TB) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(RepoRoot, "renderer", "node-flags.json"))
+	var flags []string
+	if err == nil {
+		err = json.Unmarshal(b, &flags)
+	}
+	if err != nil {
+		t.Fatalf("renderer/node-flags.json: %v", err)
+	}
+	return flags
+}
 
 // Node is the pinned Node the renderer runs on; the test fails when it is not installed.
 func Node(t testing.TB) string {

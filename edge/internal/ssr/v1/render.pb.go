@@ -335,6 +335,13 @@ type Timing struct {
 	HeapLimitBytes uint64 `protobuf:"varint,6,opt,name=heap_limit_bytes,json=heapLimitBytes,proto3" json:"heap_limit_bytes,omitempty"`
 	// Memory outside the V8 heap (Buffers, ArrayBuffers) held by that worker, in bytes.
 	ExternalBytes uint64 `protobuf:"varint,7,opt,name=external_bytes,json=externalBytes,proto3" json:"external_bytes,omitempty"`
+	// Time from the worker picking the task up to its encoding this message, in
+	// microseconds: load, render and everything else the worker did for it.
+	WorkerUs uint64 `protobuf:"varint,8,opt,name=worker_us,json=workerUs,proto3" json:"worker_us,omitempty"`
+	// Time from the call's arrival at the renderer to its reply, in microseconds.
+	// Known only after the worker has encoded this message, so the renderer sends
+	// it in the ssr-renderer-us trailer and the edge's client copies it here.
+	RendererUs    uint64 `protobuf:"varint,9,opt,name=renderer_us,json=rendererUs,proto3" json:"renderer_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -418,6 +425,20 @@ func (x *Timing) GetExternalBytes() uint64 {
 	return 0
 }
 
+func (x *Timing) GetWorkerUs() uint64 {
+	if x != nil {
+		return x.WorkerUs
+	}
+	return 0
+}
+
+func (x *Timing) GetRendererUs() uint64 {
+	if x != nil {
+		return x.RendererUs
+	}
+	return 0
+}
+
 var File_ssr_v1_render_proto protoreflect.FileDescriptor
 
 const file_ssr_v1_render_proto_rawDesc = "" +
@@ -451,7 +472,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"N\n" +
 	"\tCacheHint\x12&\n" +
 	"\x0fmax_age_seconds\x18\x01 \x01(\rR\rmaxAgeSeconds\x12\x19\n" +
-	"\bno_store\x18\x02 \x01(\bR\anoStore\"\xef\x01\n" +
+	"\bno_store\x18\x02 \x01(\bR\anoStore\"\xad\x02\n" +
 	"\x06Timing\x12\x19\n" +
 	"\bqueue_us\x18\x01 \x01(\x04R\aqueueUs\x12\x17\n" +
 	"\aload_us\x18\x02 \x01(\x04R\x06loadUs\x12\x1b\n" +
@@ -459,7 +480,10 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\tworker_id\x18\x04 \x01(\x05R\bworkerId\x12&\n" +
 	"\x0fheap_used_bytes\x18\x05 \x01(\x04R\rheapUsedBytes\x12(\n" +
 	"\x10heap_limit_bytes\x18\x06 \x01(\x04R\x0eheapLimitBytes\x12%\n" +
-	"\x0eexternal_bytes\x18\a \x01(\x04R\rexternalBytes2H\n" +
+	"\x0eexternal_bytes\x18\a \x01(\x04R\rexternalBytes\x12\x1b\n" +
+	"\tworker_us\x18\b \x01(\x04R\bworkerUs\x12\x1f\n" +
+	"\vrenderer_us\x18\t \x01(\x04R\n" +
+	"rendererUs2H\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponseB?Z=github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1;ssrv1b\x06proto3"
 
