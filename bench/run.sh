@@ -21,13 +21,13 @@
 # each; SLO p99 ≤ 150 ms, ≥ 99 % rendered, ≤ 1 % dropped; k6 stops after the first failing
 # step; SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the runs taking turns within
 # each round so that the machine's drifting noise falls on all of them, the table giving the
-# median; then one fixed rate for all runs, so that the rows compare, for FIXED_DURATION
+# median; then one fixed rate for all runs of a mode, so that the rows compare, for FIXED_DURATION
 # (30s), with p50/p90/p99/p99.9/max, bytes per response and the CPU milliseconds per request
 # of each process and thread group (bench/thread-cpu.mjs: the edge, Node's main thread, render
 # workers, V8 helper threads, libuv threads), its total also as a ratio to bare Node's in the
-# same mode on the same page. The fixed rate: FIXED_RATE if set, else 70 % of
-# stack-uncached's median knee (identity), rounded to 5 req/s, else 150 req/s (no such knee:
-# SKIP_KNEE, stack-uncached not among the runs, or a knee of 0).
+# same mode on the same page. The fixed rate of a mode: FIXED_RATE if set, else 70 % of the
+# uncached stack's median knee in that mode, rounded to 5 req/s (compressed without that knee:
+# identity's), else 150 req/s (no such knee: SKIP_KNEE, the stack not among the runs, or 0).
 # About 50 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
 # about 22 with KNEE_ROUNDS=1.
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
@@ -116,22 +116,32 @@ if [ -z "${SKIP_KNEE:-}" ]; then
   done
 fi
 
-# One fixed rate for every run, so that the rows compare; fixed-rate.json says where it came from.
+# One fixed rate per mode for every run in it, so that the rows compare: 70 % of the uncached
+# stack's knee in that mode (a compressed knee is lower: the load generator decompresses on the
+# same cores); fixed-rate.json says where each came from.
 "$node" -e '
   const fs = require("node:fs");
   const [dir, given, fallback] = process.argv.slice(1);
-  const knees = fs.readdirSync(dir).filter((f) => /^stack-uncached-knee-\d+\.json$/.test(f))
-    .map((f) => JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")).rps).sort((a, b) => a - b);
-  const n = knees.length;
-  const median = n === 0 ? 0 : n % 2 ? knees[(n - 1) / 2] : (knees[n / 2 - 1] + knees[n / 2]) / 2;
-  const fixed = given ? { rate: Number(given), source: "FIXED_RATE" }
-    : median > 0 ? { rate: Math.max(5, Math.round((0.7 * median) / 5) * 5), source: "knee", stack_uncached_knee: median }
-    : { rate: Number(fallback), source: "default" };
-  fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(fixed));
+  const kneeOf = (run) => {
+    const knees = fs.readdirSync(dir).filter((f) => f.startsWith(`${run}-knee-`) && /-knee-\d+\.json$/.test(f))
+      .map((f) => JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")).rps).sort((a, b) => a - b);
+    const n = knees.length;
+    return n === 0 ? 0 : n % 2 ? knees[(n - 1) / 2] : (knees[n / 2 - 1] + knees[n / 2]) / 2;
+  };
+  const rateFor = (run) => {
+    const knee = kneeOf(run);
+    return given ? { rate: Number(given), source: "FIXED_RATE" }
+      : knee > 0 ? { rate: Math.max(5, Math.round((0.7 * knee) / 5) * 5), source: "knee", run, knee }
+      : { rate: Number(fallback), source: "default", run };
+  };
+  const identity = rateFor("stack-uncached");
+  const compressed = kneeOf("stack-uncached+compressed") > 0 || given ? rateFor("stack-uncached+compressed") : identity;
+  fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify({ identity, compressed }));
 ' "$out" "${FIXED_RATE:-}" "$default_fixed_rate"
-fixed_rate=$("$node" -p "require('./$out/fixed-rate.json').rate")
 for r in "${runs[@]}"; do
   start "$r" || continue
+  mode=identity; case $r in *+compressed) mode=compressed ;; esac
+  fixed_rate=$("$node" -p "require('./$out/fixed-rate.json').$mode.rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
   mkdir -p "$out/$r-fixed"
   # What the run's client gets: the page's Content-Encoding and its size on the wire.
@@ -145,7 +155,7 @@ for r in "${runs[@]}"; do
   stop_all
 done
 
-"$node" bench/table.mjs "$out" "$fixed_rate" "$threads" > "$out/table.md"
+"$node" bench/table.mjs "$out" "$threads" > "$out/table.md"
 cat "$out/table.md"
 if [ -x bin/venv-bench/bin/python ]; then
   bin/venv-bench/bin/python bench/plot.py "$out" && echo "plot: $out/latency.png"

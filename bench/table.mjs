@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
-const [dir, fixedRate, threads] = process.argv.slice(2);
+const [dir, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
 const contenders = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
@@ -40,24 +40,26 @@ const served = ({ served: s, fixed }) => `${s ? s.content_encoding || 'identity'
 /** All of a run's processes, CPU ms per request. */
 const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0) : undefined);
 
-const fixedFrom = maybe('fixed-rate.json') ?? { rate: Number(fixedRate), source: 'argument' };
-const why = {
-  knee: `70 % of stack-uncached's median knee (${fixedFrom.stack_uncached_knee} req/s), rounded to 5`,
+/** The fixed rate of each mode, and why (run.sh writes fixed-rate.json). */
+const fixedRates = json('fixed-rate.json');
+const rateOf = (n) => fixedRates[n.endsWith(COMPRESSED) ? 'compressed' : 'identity'];
+const why = (m) => ({
+  knee: `70 % of ${m.run}'s median knee (${m.knee} req/s), rounded to 5`,
   FIXED_RATE: 'set by FIXED_RATE',
-  argument: 'as given (a run without fixed-rate.json)',
-  default: "the default: this run has no knee of stack-uncached (SKIP_KNEE, stack-uncached not run, or a knee of 0)",
-}[fixedFrom.source];
+  default: `the default: this run has no knee of ${m.run} (SKIP_KNEE, not run, or a knee of 0)`,
+}[m.source]);
 
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
-console.log(`Fixed rate: ${fixedFrom.rate} req/s for every run, ${why}.\n`);
-console.log(`| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | at ${fixedFrom.rate} req/s: p50 / p90 / p99 / p99.9 / max ms | rendered | dropped | CPU ms per request | vs bare Node |`);
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+console.log(`Fixed rate: identity ${fixedRates.identity.rate} req/s, ${why(fixedRates.identity)}; `
+  + `compressed ${fixedRates.compressed.rate} req/s, ${why(fixedRates.compressed)}.\n`);
+console.log('| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | fixed rate | at it: p50 / p90 / p99 / p99.9 / max ms | p99/p50 | rendered | dropped | CPU ms per request | vs bare Node |');
+console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
 for (const r of rows) {
   const { n, rounds, knee, fixed } = r;
   const base = row(baseName(n));
-  console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ` +
-    `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ` +
+  console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ${rateOf(n).rate} | ` +
+    `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ${ratio(fixed.p99_ms, fixed.p50_ms)} | ` +
     `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} | ` +
     `${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} | ${ratio(cpuTotal(r.cpu), cpuTotal(base?.cpu))} |`);
 }
@@ -84,7 +86,7 @@ if (cpu.length > 0) {
     ['Node other threads (incl. workers retired during the run)', node('other')],
     ['**all processes**', cpuTotal],
   ];
-  console.log(`\n## CPU ms per request at ${fixedFrom.rate} req/s (from /proc, load generator excluded)\n`);
+  console.log('\n## CPU ms per request at the fixed rate (from /proc, load generator excluded)\n');
   console.log(`| component | ${cpu.map((c) => c.n).join(' | ')} |`);
   console.log(`| --- | ${cpu.map(() => '---').join(' | ')} |`);
   for (const [label, get] of components) console.log(`| ${label} | ${cpu.map((c) => ms(get(c))).join(' | ')} |`);
