@@ -58,5 +58,5 @@ COPY --from=app /src/app/dist/server app/dist/server
 USER 65532:65532
 # 9101 HTTP: health, readiness, metrics. gRPC is a unix socket (/run/ssr).
 EXPOSE 9101
-# A small young generation for the main thread only (renderer/src/main.js says why).
+# The main thread's GC flags, as every launcher passes them (renderer/node-flags.json; renderer/src/main.js says why).
 ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--single-threaded-gc", "/app/renderer/src/main.js"]
