@@ -21,6 +21,9 @@ KUBERNETES_VALIDATE := $(VENV)/bin/kubernetes-validate
 # The oldest Kubernetes this project supports (native sidecars, preStop sleep) and the newest
 # whose schemas kubernetes-validate 1.37.0 ships.
 K8S_VERSIONS := 1.30.0 1.37.0
+# What make images builds and make test-images runs (scripts/images.sh).
+EDGE_IMAGE := localhost/sidecar-ssr-edge:dev
+RENDERER_IMAGE := localhost/sidecar-ssr-renderer:dev
 
 ##@ General
 
@@ -86,11 +89,11 @@ proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 ##@ Test
 
 .PHONY: test
-test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-loadtest ## Run every test (installs what it needs)
+test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-loadtest test-images ## Run every test (installs what it needs)
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
-	cd edge && go vet ./...
+	cd edge && go vet ./... && go vet -tags images ./e2e/
 	cd shop && go vet ./...
 	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd proto && buf lint
@@ -149,6 +152,15 @@ test-browser: build app/dist/client-dev/manifest.json chromium ## Hydration in C
 .PHONY: test-loadtest
 test-loadtest: ## The k6 smoke scenario against a fresh stack, so the load scripts never rot
 	$(MAKE) --no-print-directory loadtest SCENARIO=smoke
+
+.PHONY: images
+images: $(RENDERER_DEPS) ## Both images of the Dockerfile with podman, from local Debian, Node 26 and Go bases (installs podman, runc, mmdebstrap)
+	EDGE_IMAGE=$(EDGE_IMAGE) RENDERER_IMAGE=$(RENDERER_IMAGE) scripts/images.sh
+
+.PHONY: test-images
+test-images: images $(GO_TOOLS) ## The two images as deploy/k8s runs them: one pod, non-root, read-only, the socket on a shared volume
+	source scripts/podman.sh && cd edge && SSR_TEST_IMAGES=edge=$(EDGE_IMAGE),renderer=$(RENDERER_IMAGE) \
+	  go test -tags images -count=1 -run '^TestPodImages$$' -v ./e2e/
 
 .PHONY: chromium
 chromium: ## Install Debian's Chromium when missing (the browser test drives /usr/bin/chromium)
