@@ -104,7 +104,7 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated c
 	cd renderer && npm run --silent typecheck
 
 .PHONY: test-go
-test-go: ## Go unit tests with -race (the public package ssr/ included), then each fuzz target for FUZZTIME (10s)
+test-go: redis-server ## Go unit tests with -race (the public package ssr/ included; the shared cache against a real redis-server), then each fuzz target for FUZZTIME (10s)
 	cd edge && go test -race ./internal/... ./cmd/... ./ssr/...
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME:-10s}
 
@@ -161,6 +161,12 @@ images: $(RENDERER_DEPS) ## Both images of the Dockerfile with podman, from loca
 test-images: images $(GO_TOOLS) ## The two images as deploy/k8s runs them: one pod, non-root, read-only, the socket on a shared volume
 	source scripts/podman.sh && cd edge && SSR_TEST_IMAGES=edge=$(EDGE_IMAGE),renderer=$(RENDERER_IMAGE) \
 	  go test -tags images -count=1 -run '^TestPodImages$$' -v ./e2e/
+
+# The shared cache's tests start their own redis-server (Debian's, pinned) on a unix socket.
+REDIS_SERVER_VERSION := 5:7.0.15-1~deb12u10
+.PHONY: redis-server
+redis-server: ## Install Debian's redis-server when missing (the shared cache's tests run a real one)
+	@command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server=$(REDIS_SERVER_VERSION) >/dev/null)
 
 .PHONY: chromium
 chromium: ## Install Debian's Chromium when missing (the browser test drives /usr/bin/chromium)

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/circuit"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
@@ -42,7 +43,7 @@ type Options struct {
 type Client struct {
 	conn    *grpc.ClientConn
 	rpc     ssrv1.RenderServiceClient
-	circuit circuit
+	circuit *circuit.Breaker
 }
 
 // New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
@@ -85,7 +86,7 @@ func New(target string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: circuit{openFor: opts.MaxReconnectDelay}}, nil
+	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: &circuit.Breaker{OpenFor: opts.MaxReconnectDelay}}, nil
 }
 
 // codec is grpc-go's proto codec with its own buffers for unmarshaling. A response arrives
@@ -156,7 +157,7 @@ func (j *joinBuffers) put(b *[]byte) {
 // While the renderer is unreachable the circuit is open: calls fail at once with
 // UNAVAILABLE, and one call at a time probes whether it is back.
 func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-	if !c.circuit.allow(time.Now()) {
+	if !c.circuit.Allow(time.Now()) {
 		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
 	}
 	var trailer metadata.MD
@@ -169,10 +170,10 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 		e := &Error{Status: status.Convert(err), RendererCode: code}
 		// Only a failure to reach the renderer opens the circuit; an answer, even an
 		// error, proves it is there.
-		c.circuit.record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
+		c.circuit.Record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
 		return nil, e
 	}
-	c.circuit.record(time.Now(), false)
+	c.circuit.Record(time.Now(), false)
 	if v := trailer.Get(RendererTimeTrailer); len(v) > 0 && resp.Timing != nil {
 		resp.Timing.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
 	}

@@ -1,4 +1,4 @@
-package renderclient
+package circuit
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 
 func TestCircuit(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	c := circuit{openFor: time.Second}
+	c := Breaker{OpenFor: time.Second}
 	steps := []struct {
 		name        string
 		at          time.Duration
@@ -24,21 +24,21 @@ func TestCircuit(t *testing.T) {
 		{"probe succeeded: closed", 2200 * time.Millisecond, false, true},
 	}
 	for _, s := range steps {
-		allowed := c.allow(t0.Add(s.at))
+		allowed := c.Allow(t0.Add(s.at))
 		if allowed != s.wantAllowed {
 			t.Fatalf("%s: allowed=%v, want %v", s.name, allowed, s.wantAllowed)
 		}
 		if allowed {
-			c.record(t0.Add(s.at), s.unreachable)
+			c.Record(t0.Add(s.at), s.unreachable)
 		}
 	}
-	for range circuitThreshold {
-		c.record(t0, true)
+	for range threshold {
+		c.Record(t0, true)
 	}
-	if !c.allow(t0.Add(5 * time.Second)) {
+	if !c.Allow(t0.Add(5 * time.Second)) {
 		t.Fatalf("no probe after the open period")
 	}
-	if c.allow(t0.Add(5 * time.Second)) {
+	if c.Allow(t0.Add(5 * time.Second)) {
 		t.Errorf("a second call went out while the probe was out")
 	}
 }

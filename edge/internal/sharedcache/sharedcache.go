@@ -1,0 +1,167 @@
+// Package sharedcache is the HTML cache's second level: stored documents in Redis or Valkey,
+// shared by every edge replica, so that a page one replica rendered is a hit on the others,
+// and a short lock in the store so that a cold key is rendered once across replicas. Every
+// call is bounded by a timeout and a circuit: a slow, full or absent store costs a request at
+// most one timeout, and then nothing while the circuit is open; the edge goes on with its
+// own cache and the renderer.
+package sharedcache
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/gob"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/circuit"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Address is a redis:// or rediss:// URL, or unix:///path for a socket.
+	Address string
+	// Timeout bounds every call, dialing included. If zero, defaults to 25 ms: a hit must stay
+	// cheaper than a render.
+	Timeout time.Duration
+	// LockTTL is how long a render lock lives if its holder never releases it (it crashed).
+	// If zero, defaults to 10 s.
+	LockTTL time.Duration
+	// Prefix namespaces the store's keys, so that several sites can share one store. If
+	// empty, defaults to "ssr:".
+	Prefix string
+}
+
+// ErrUnavailable is returned while the circuit is open: the store failed several calls in a
+// row and is not called again until a probe call succeeds.
+var ErrUnavailable = errors.New("sharedcache: the store is unavailable (circuit open)")
+
+// Store is the shared cache. Its methods are safe for concurrent use.
+type Store struct {
+	rdb     *redis.Client
+	opts    Options
+	breaker *circuit.Breaker
+}
+
+// New returns a Store for opts.Address; it does not connect until the first call.
+func New(opts Options) (*Store, error) {
+	if opts.Timeout == 0 {
+		opts.Timeout = 25 * time.Millisecond
+	}
+	if opts.LockTTL == 0 {
+		opts.LockTTL = 10 * time.Second
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "ssr:"
+	}
+	ro, err := redis.ParseURL(opts.Address)
+	if err != nil {
+		return nil, fmt.Errorf("sharedcache: address %q: %w", opts.Address, err)
+	}
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
+	ro.ContextTimeoutEnabled = true
+	ro.MaxRetries = -1 // a retry would double the time a request waits for a store that is failing
+	return &Store{rdb: redis.NewClient(ro), opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second}}, nil
+}
+
+// Close closes the store's connections.
+func (s *Store) Close() error { return s.rdb.Close() }
+
+// do runs one call within the timeout and the circuit. A miss (redis.Nil) is an answer, not a
+// failure.
+func (s *Store) do(ctx context.Context, call func(ctx context.Context) error) error {
+	if !s.breaker.Allow(time.Now()) {
+		return ErrUnavailable
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	defer cancel()
+	err := call(ctx)
+	s.breaker.Record(time.Now(), err != nil && !errors.Is(err, redis.Nil))
+	return err
+}
+
+// wireEntry is a stored document as the store holds it.
+type wireEntry struct {
+	Key, Path, ETag                         string
+	Status                                  int
+	Header                                  http.Header
+	Bodies                                  map[string][]byte
+	Stored                                  time.Time
+	TTL, StaleWhileRevalidate, StaleIfError time.Duration
+}
+
+// Get returns the stored document for key, or nil when the store has none.
+func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
+	var b []byte
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		b, err = s.rdb.Get(ctx, s.opts.Prefix+"doc:"+key).Bytes()
+		return err
+	})
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var w wireEntry
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
+		return nil, fmt.Errorf("sharedcache: %s: undecodable entry: %w", key, err)
+	}
+	return &htmlcache.Entry{
+		Key: w.Key, Path: w.Path, ETag: w.ETag, Status: w.Status, Header: w.Header, Bodies: w.Bodies,
+		Stored: w.Stored, TTL: w.TTL, StaleWhileRevalidate: w.StaleWhileRevalidate, StaleIfError: w.StaleIfError,
+	}, nil
+}
+
+// Set stores e until it can no longer be used even stale. Hit-for-miss markers stay in each
+// replica's own cache: they are not stored.
+func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
+	if e.Pass {
+		return nil
+	}
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(wireEntry{
+		Key: e.Key, Path: e.Path, ETag: e.ETag, Status: e.Status, Header: e.Header, Bodies: e.Bodies,
+		Stored: e.Stored, TTL: e.TTL, StaleWhileRevalidate: e.StaleWhileRevalidate, StaleIfError: e.StaleIfError,
+	})
+	if err != nil {
+		return fmt.Errorf("sharedcache: %s: %w", e.Key, err)
+	}
+	usable := e.TTL + max(e.StaleWhileRevalidate, e.StaleIfError) - time.Since(e.Stored)
+	if usable <= 0 {
+		return nil
+	}
+	return s.do(ctx, func(ctx context.Context) error {
+		return s.rdb.Set(ctx, s.opts.Prefix+"doc:"+e.Key, b.Bytes(), usable).Err()
+	})
+}
+
+// release deletes a lock only if it still holds this holder's token: a lock that expired
+// and was taken by another replica is not theirs to release.
+var release = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
+
+// Lock tries to become the one replica that renders key. It does not wait: acquired false
+// means another replica holds the lock (and will store the result). unlock releases it.
+func (s *Store) Lock(ctx context.Context, key string) (unlock func(), acquired bool, err error) {
+	var token [12]byte
+	rand.Read(token[:])
+	holder := hex.EncodeToString(token[:])
+	lockKey := s.opts.Prefix + "lock:" + key
+	err = s.do(ctx, func(ctx context.Context) (err error) {
+		acquired, err = s.rdb.SetNX(ctx, lockKey, holder, s.opts.LockTTL).Result()
+		return err
+	})
+	if err != nil || !acquired {
+		return func() {}, false, err
+	}
+	return func() {
+		s.do(context.Background(), func(ctx context.Context) error {
+			return release.Run(ctx, s.rdb, []string{lockKey}, holder).Err()
+		})
+	}, true, nil
+}
