@@ -23,9 +23,9 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
 
 // Options configure a Server. Zero values mean the defaults given, which are the edge
@@ -65,6 +65,14 @@ type Options struct {
 	// CacheIgnoreQuery are query parameters no page reads (a trailing * matches a prefix).
 	// If nil, common tracking parameters (utm_*, fbclid, gclid...).
 	CacheIgnoreQuery []string
+	// SharedCache turns on the cache's second level, shared by every replica of the server:
+	// a Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. A page one
+	// replica rendered is then a hit on the others, a cold page is rendered once across them,
+	// and purges reach them all. If empty, each replica has only its own cache.
+	SharedCache string
+	// SharedCacheTimeout bounds each call to that store; past it the server goes on without
+	// it. If zero, 25ms.
+	SharedCacheTimeout time.Duration
 	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry.
 	// Register one Server per Registerer.
 	Registerer prometheus.Registerer
@@ -76,7 +84,7 @@ type Options struct {
 type Server struct {
 	site     *server.Site
 	renderer *renderclient.Client
-	cache    *htmlcache.Cache
+	shared   *sharedcache.Store // nil: no second level
 	e        config.Edge
 }
 
@@ -103,6 +111,8 @@ func New(o Options) (*Server, error) {
 	} else {
 		set(&e.CacheTTLJitter, o.CacheTTLJitter)
 	}
+	set(&e.SharedCacheAddress, o.SharedCache)
+	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
 	if o.CacheIgnoreQuery != nil {
 		e.CacheIgnoreQuery = o.CacheIgnoreQuery
 	}
@@ -134,14 +144,24 @@ func newServer(e config.Edge, address string, reg prometheus.Registerer, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("ssr: renderer %q: %w", address, err)
 	}
+	var shared *sharedcache.Store
+	if e.SharedCacheAddress != "" {
+		if shared, err = sharedcache.New(sharedcache.Options{Address: e.SharedCacheAddress, Timeout: e.SharedCacheTimeout, LockTTL: e.HardTimeout}); err != nil {
+			renderer.Close()
+			return nil, fmt.Errorf("ssr: shared cache: %w", err)
+		}
+	}
 	metrics := server.NewMetrics(reg)
 	cache := server.NewCache(e, metrics)
-	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Metrics: metrics, Log: log})
+	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Shared: shared, Metrics: metrics, Log: log})
 	if err != nil {
 		renderer.Close()
+		if shared != nil {
+			shared.Close()
+		}
 		return nil, fmt.Errorf("ssr: assets: %w", err)
 	}
-	return &Server{site: site, renderer: renderer, cache: cache, e: e}, nil
+	return &Server{site: site, renderer: renderer, shared: shared, e: e}, nil
 }
 
 func set[T comparable](field *T, value T) {
@@ -151,8 +171,15 @@ func set[T comparable](field *T, value T) {
 	}
 }
 
-// Close closes the connection to the renderer. Requests still being served fall back.
-func (s *Server) Close() error { return s.renderer.Close() }
+// Close closes the connections to the renderer and the shared cache. Requests still being
+// served fall back.
+func (s *Server) Close() error {
+	s.site.Close()
+	if s.shared != nil {
+		s.shared.Close()
+	}
+	return s.renderer.Close()
+}
 
 // A Loader computes a page's props in Go. It runs only when the page must be rendered (a
 // miss, a refresh, a request that bypasses the cache), once for all the requests waiting
@@ -305,12 +332,13 @@ func (s *Server) ServeMux(mux *http.ServeMux) http.Handler { return s.site.Serve
 
 // PurgePath removes the stored documents of path (a path and query as the pages received
 // them, e.g. "/products/7"), every variant, and keeps renders of it already running from
-// being stored. It returns how many documents it removed.
-func (s *Server) PurgePath(path string) int { return s.cache.PurgePath(path) }
+// being stored. With a shared cache, the store and every replica's cache too. It returns
+// how many documents it removed.
+func (s *Server) PurgePath(path string) int { return s.site.PurgePath(path) }
 
 // PurgePrefix is PurgePath for every path that starts with prefix (not empty).
-func (s *Server) PurgePrefix(prefix string) int { return s.cache.PurgePrefix(prefix) }
+func (s *Server) PurgePrefix(prefix string) int { return s.site.PurgePrefix(prefix) }
 
 // PurgeKey removes the document stored under one cache key, as the admin endpoint's
 // /cache/purge?key= names it, and reports whether there was one.
-func (s *Server) PurgeKey(key string) bool { return s.cache.PurgeKey(key) }
+func (s *Server) PurgeKey(key string) bool { return s.site.PurgeKey(key) }

@@ -84,6 +84,11 @@ type Edge struct {
 	// MaxRendersInFlight caps concurrent render calls, background ones included; past it a
 	// request gets a stale copy or the client-side-render shell at once.
 	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
+	// SharedCacheAddress turns on the cache's second level, shared by every replica: a
+	// Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. Empty: off.
+	SharedCacheAddress string `yaml:"shared_cache_address"`
+	// SharedCacheTimeout bounds every call to that store; past it the edge goes on without.
+	SharedCacheTimeout time.Duration `yaml:"shared_cache_timeout"`
 
 	Routes []Route `yaml:"routes"`
 }
@@ -304,6 +309,9 @@ func (c *Config) validate() error {
 	}
 	if e.CacheTTLJitter < 0 || e.CacheTTLJitter >= 1 {
 		bad("edge.cache_ttl_jitter", "must be in [0, 1), got %v", e.CacheTTLJitter)
+	}
+	if e.SharedCacheTimeout <= 0 {
+		bad("edge.shared_cache_timeout", "must be positive, got %s", e.SharedCacheTimeout)
 	}
 	if e.MaxRendersInFlight < 1 {
 		bad("edge.max_renders_in_flight", "must be at least 1, got %d", e.MaxRendersInFlight)

@@ -25,6 +25,8 @@ type flight struct {
 	err     error
 	// call is how long the renderer call took, as the edge saw it (Server-Timing).
 	call time.Duration
+	// fromShared: entry came from the shared cache, with no render here (resp is nil).
+	fromShared bool
 	// loaded holds the props a Go loader computed, once it has: a request whose render
 	// fails or is late still gets them in its client-side-render document. Nil while
 	// loading, for pages without a loader, and when the loader's result is private.

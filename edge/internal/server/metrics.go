@@ -21,6 +21,7 @@ type Metrics struct {
 	collapsed       *prometheus.CounterVec
 	refreshes       *prometheus.CounterVec
 	privateRenders  *prometheus.CounterVec
+	sharedCalls     *prometheus.HistogramVec
 	evictions       prometheus.Counter
 }
 
@@ -53,6 +54,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_cache_background_refreshes_total",
 			Help: "Background renders started to refresh a stale entry (stale-while-revalidate).",
 		}, []string{"route"}),
+		sharedCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "edge_shared_cache_seconds",
+			Help:    "Calls to the shared cache's store (edge.shared_cache_address) by operation (get, set, lock, purge) and result (hit, miss, ok, held, error, unavailable: the circuit is open).",
+			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1},
+		}, []string{"op", "result"}),
 		privateRenders: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_cache_private_rerenders_total",
 			Help: "Requests that waited on a coalesced render whose response was private (Set-Cookie, private, no-store) and so rendered again for themselves.",
@@ -62,7 +68,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Entries evicted to stay within cache_max_mb, or dropped past every staleness window.",
 		}),
 	}
-	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.evictions)
+	reg.MustRegister(m.requests, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions)
 	return m
 }
 

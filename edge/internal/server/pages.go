@@ -40,6 +40,8 @@ type deps struct {
 	jitter  float64
 	metrics *Metrics
 	log     *slog.Logger
+	// shared is the cache's second level; nil when off.
+	shared *sharedTier
 }
 
 // page serves one route.
@@ -183,6 +185,10 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		case stale != nil && p.status(fl.resp) >= 500:
 			// The page itself failed (its backend is down): stale-if-error covers that too.
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
+		case fl.entry != nil && fl.fromShared:
+			w.Header().Set("Server-Timing", "cache;desc=shared")
+			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; detail=shared", status, fl.entry.Status))
+			return
 		case fl.entry != nil:
 			setTiming(w.Header(), fl)
 			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.entry.Status))
@@ -263,11 +269,22 @@ func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func(
 	}
 }
 
-// renderInto is fill's work.
+// renderInto is fill's work: the shared cache's copy if it has one (or gets one from
+// another replica's render within the soft deadline), else a render, stored in both levels.
 func (p *page) renderInto(fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
+	unlock := func() {}
+	if p.shared != nil {
+		var e *htmlcache.Entry
+		// A copy purged since this flight began is not kept: render instead.
+		if e, unlock = p.shared.fetch(key, p.hard, p.cache.Now); e != nil && p.cache.Set(e, fl.gen) {
+			fl.entry, fl.fromShared = e, true
+			return
+		}
+	}
 	// Not the request's context: the render outlives the soft deadline to fill the cache.
 	fl.resp, fl.err = p.produce(context.Background(), fl, lr, req)
 	if fl.err != nil {
+		unlock()
 		return
 	}
 	fl.private = private(fl.resp)
@@ -275,8 +292,12 @@ func (p *page) renderInto(fl *flight, key string, lr *http.Request, req *ssrv1.R
 	if e == nil {
 		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
 	}
-	if p.cache.Set(e, fl.gen) && !e.Pass {
+	stored := p.cache.Set(e, fl.gen)
+	if stored && !e.Pass {
 		fl.entry = e
+	}
+	if p.shared != nil {
+		p.shared.put(fl.entry, unlock)
 	}
 }
 

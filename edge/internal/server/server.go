@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
 
 const assetsPattern = "GET /assets/"
@@ -25,8 +27,10 @@ type Options struct {
 	Renderer Renderer
 	Manifest *document.Manifest
 	Cache    *htmlcache.Cache
-	Metrics  *Metrics
-	Log      *slog.Logger
+	// Shared is the cache's second level, shared by every replica; nil: none.
+	Shared  *sharedcache.Store
+	Metrics *Metrics
+	Log     *slog.Logger
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
@@ -38,6 +42,9 @@ type Site struct {
 
 	mu     sync.Mutex
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
+
+	// stop ends the subscription to other replicas' purges.
+	stop context.CancelFunc
 }
 
 // NewSite prepares the pages of e (validated by config.Load) over o's renderer and cache.
@@ -51,7 +58,59 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log,
 	}
-	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, files), direct: map[string]*page{}}, nil
+	ctx, stop := context.WithCancel(context.Background())
+	if o.Shared != nil {
+		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
+		// Every replica's purges, this one's included, applied to this replica's cache.
+		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
+	}
+	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, files), direct: map[string]*page{}, stop: stop}, nil
+}
+
+// Close stops listening for other replicas' purges.
+func (s *Site) Close() { s.stop() }
+
+// PurgeKey removes the document stored under key, in this replica's cache and, with a
+// shared cache, in the store and every replica's cache.
+func (s *Site) PurgeKey(key string) bool {
+	return s.purge(sharedcache.Purge{Kind: "key", Value: key}) > 0
+}
+
+// PurgePath is PurgeKey for every variant of a normalized path and query.
+func (s *Site) PurgePath(path string) int {
+	return s.purge(sharedcache.Purge{Kind: "path", Value: path})
+}
+
+// PurgePrefix is PurgePath for every path that starts with prefix (not empty).
+func (s *Site) PurgePrefix(prefix string) int {
+	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
+}
+
+// purge applies p here at once, and through the store everywhere else. It counts the
+// documents removed here or from the store, whichever is more.
+func (s *Site) purge(p sharedcache.Purge) int {
+	n := purgeLocal(s.d.cache, p)
+	if s.d.shared != nil {
+		if m, err := s.d.shared.purge(p); err == nil {
+			n = max(n, m)
+		}
+	}
+	return n
+}
+
+// purgeLocal applies p to one replica's cache.
+func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
+	switch p.Kind {
+	case "key":
+		if c.PurgeKey(p.Value) {
+			return 1
+		}
+	case "path":
+		return c.PurgePath(p.Value)
+	case "prefix":
+		return c.PurgePrefix(p.Value)
+	}
+	return 0
 }
 
 // Page serves one route: its page, cache policy, variants and deadlines; load computes the

@@ -12,9 +12,12 @@ import (
 	"crypto/rand"
 	"encoding/gob"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -65,20 +68,38 @@ func New(opts Options) (*Store, error) {
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
 	ro.ContextTimeoutEnabled = true
-	ro.MaxRetries = -1 // a retry would double the time a request waits for a store that is failing
+	// A retry would double the time a request waits for a store that is failing.
+	ro.MaxRetries, ro.DialerRetries = -1, 1
+	redis.SetLogger(debugLog{})
 	return &Store{rdb: redis.NewClient(ro), opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second}}, nil
+}
+
+// debugLog sends go-redis's own messages (a dial that failed, for one) to slog at debug
+// level: failing calls already show in the edge's metrics and are handled by the circuit.
+type debugLog struct{}
+
+func (debugLog) Printf(ctx context.Context, format string, v ...any) {
+	slog.DebugContext(ctx, "shared cache: "+fmt.Sprintf(format, v...))
 }
 
 // Close closes the store's connections.
 func (s *Store) Close() error { return s.rdb.Close() }
 
+// purgeTimeout bounds a purge: an admin's call, which may scan the store's keys.
+const purgeTimeout = 5 * time.Second
+
 // do runs one call within the timeout and the circuit. A miss (redis.Nil) is an answer, not a
 // failure.
 func (s *Store) do(ctx context.Context, call func(ctx context.Context) error) error {
+	return s.within(ctx, s.opts.Timeout, call)
+}
+
+// within is do with another timeout.
+func (s *Store) within(ctx context.Context, timeout time.Duration, call func(ctx context.Context) error) error {
 	if !s.breaker.Allow(time.Now()) {
 		return ErrUnavailable
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	err := call(ctx)
 	s.breaker.Record(time.Now(), err != nil && !errors.Is(err, redis.Nil))
@@ -136,9 +157,113 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 	if usable <= 0 {
 		return nil
 	}
+	// The path's index lets a purge by path or prefix find every variant of it; it lives as
+	// long as the longest-lived document it names (EXPIRE NX sets it once, GT extends it).
+	index := s.opts.Prefix + "path:" + e.Path
 	return s.do(ctx, func(ctx context.Context) error {
-		return s.rdb.Set(ctx, s.opts.Prefix+"doc:"+e.Key, b.Bytes(), usable).Err()
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, s.opts.Prefix+"doc:"+e.Key, b.Bytes(), usable)
+			p.SAdd(ctx, index, e.Key)
+			p.ExpireNX(ctx, index, usable)
+			p.ExpireGT(ctx, index, usable)
+			return nil
+		})
+		return err
 	})
+}
+
+// Purge is one purge, as the admin endpoint takes it: Kind is "key", "path" or "prefix".
+type Purge struct {
+	Kind, Value string
+}
+
+// Purge removes the documents p names from the store and tells every replica subscribed
+// (Subscribe) to remove them from its own cache. It returns how many documents it removed.
+func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
+	msg, err := json.Marshal(p)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = s.within(ctx, purgeTimeout, func(ctx context.Context) error {
+		var docs []string
+		switch p.Kind {
+		case "key":
+			docs = []string{p.Value}
+		case "path", "prefix":
+			indexes := []string{s.opts.Prefix + "path:" + p.Value}
+			if p.Kind == "prefix" {
+				var err error
+				if indexes, err = s.scan(ctx, s.opts.Prefix+"path:"+globEscape(p.Value)+"*"); err != nil {
+					return err
+				}
+			}
+			for _, index := range indexes {
+				keys, err := s.rdb.SMembers(ctx, index).Result()
+				if err != nil {
+					return err
+				}
+				docs = append(docs, keys...)
+				s.rdb.Del(ctx, index)
+			}
+		default:
+			return fmt.Errorf("sharedcache: purge kind %q (want key, path or prefix)", p.Kind)
+		}
+		for _, key := range docs {
+			removed, err := s.rdb.Del(ctx, s.opts.Prefix+"doc:"+key).Result()
+			if err != nil {
+				return err
+			}
+			n += int(removed)
+		}
+		return s.rdb.Publish(ctx, s.opts.Prefix+"purges", msg).Err()
+	})
+	return n, err
+}
+
+// scan lists the keys matching pattern.
+func (s *Store) scan(ctx context.Context, pattern string) ([]string, error) {
+	var keys []string
+	iter := s.rdb.Scan(ctx, 0, pattern, 256).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+// globEscape makes s match itself in a Redis glob pattern.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Subscribe calls apply with every purge any replica publishes, until ctx is done. The
+// subscription reconnects by itself after the store comes back; purges published while it
+// was away are lost to this replica's own cache, whose entries then live out their TTL.
+func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
+	sub := s.rdb.Subscribe(ctx, s.opts.Prefix+"purges")
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			var p Purge
+			if json.Unmarshal([]byte(m.Payload), &p) == nil {
+				apply(p)
+			}
+		}
+	}
 }
 
 // release deletes a lock only if it still holds this holder's token: a lock that expired

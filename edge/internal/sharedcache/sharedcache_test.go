@@ -5,49 +5,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
-
-// startRedis runs a real redis-server (make installs Debian's) on a unix socket in a temp
-// dir, with no persistence, and returns its unix:// address.
-func startRedis(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatal("redis-server is not installed: `make test-go` installs Debian's")
-	}
-	dir, err := os.MkdirTemp("", "redis-") // a unix socket path is limited to 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	socket := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", socket, "--save", "", "--appendonly", "no", "--dir", dir,
-		"--enable-debug-command", "local") // DEBUG SLEEP plays a busy store
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-		os.RemoveAll(dir)
-	})
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(socket); err == nil {
-			return "unix://" + socket
-		}
-	}
-	t.Fatalf("redis-server did not listen on %s:\n%s", socket, out.String())
-	return ""
-}
 
 func newStore(t *testing.T, address string, timeout time.Duration) *Store {
 	t.Helper()
@@ -60,7 +25,7 @@ func newStore(t *testing.T, address string, timeout time.Duration) *Store {
 }
 
 func TestRoundTripAndMiss(t *testing.T) {
-	s := newStore(t, startRedis(t), time.Second)
+	s := newStore(t, redistest.Start(t), time.Second)
 	ctx := context.Background()
 	if e, err := s.Get(ctx, "nobody"); e != nil || err != nil {
 		t.Fatalf("Get of a missing key: got %v, %v; want nil, nil", e, err)
@@ -92,7 +57,7 @@ func TestRoundTripAndMiss(t *testing.T) {
 }
 
 func TestMarkersAndSpentEntriesAreNotStored(t *testing.T) {
-	s := newStore(t, startRedis(t), time.Second)
+	s := newStore(t, redistest.Start(t), time.Second)
 	ctx := context.Background()
 	for _, e := range []*htmlcache.Entry{
 		{Key: "pass", Pass: true, Stored: time.Now(), TTL: time.Minute},
@@ -109,7 +74,7 @@ func TestMarkersAndSpentEntriesAreNotStored(t *testing.T) {
 
 // Two replicas, one store: only one may render a key at a time, only the holder releases.
 func TestOneRenderLockAcrossReplicas(t *testing.T) {
-	address := startRedis(t)
+	address := redistest.Start(t)
 	a, b := newStore(t, address, time.Second), newStore(t, address, time.Second)
 	ctx := context.Background()
 	unlockA, ok, err := a.Lock(ctx, "k")
@@ -153,7 +118,7 @@ func TestAbsentStoreFailsFastThenNotAtAll(t *testing.T) {
 
 // A store that is busy (here: DEBUG SLEEP from another client) is given its timeout, no more.
 func TestSlowStoreTimesOut(t *testing.T) {
-	address := startRedis(t)
+	address := redistest.Start(t)
 	s := newStore(t, address, 50*time.Millisecond)
 	ctx := context.Background()
 	if _, err := s.Get(ctx, "warm"); err != nil { // a connection in the pool
@@ -169,5 +134,54 @@ func TestSlowStoreTimesOut(t *testing.T) {
 	}
 	if took := time.Since(began); took > 500*time.Millisecond {
 		t.Errorf("took %s, want about the 50 ms timeout", took)
+	}
+}
+
+// A purge removes every variant it names from the store and reaches every replica.
+func TestPurgeReachesTheStoreAndEveryReplica(t *testing.T) {
+	address := redistest.Start(t)
+	a, b := newStore(t, address, time.Second), newStore(t, address, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	heard := make(chan Purge, 10)
+	go b.Subscribe(ctx, func(p Purge) { heard <- p })
+	doc := func(key, path string) *htmlcache.Entry {
+		return &htmlcache.Entry{Key: key, Path: path, Status: 200, Bodies: map[string][]byte{"": []byte(key)}, Stored: time.Now(), TTL: time.Minute}
+	}
+	for _, e := range []*htmlcache.Entry{
+		doc("b1 GET /products/{id} /products/7 currency=EUR", "/products/7"),
+		doc("b1 GET /products/{id} /products/7 currency=USD", "/products/7"),
+		doc("b1 GET /products/{id} /products/8*", "/products/8*"),
+		doc("b1 GET /about /about", "/about"),
+	} {
+		if err := a.Set(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // b's subscription is in place
+	for _, tc := range []struct {
+		purge Purge
+		want  int
+	}{
+		{Purge{"path", "/products/7"}, 2},
+		{Purge{"prefix", "/products/"}, 1}, // the glob characters in /products/8* match themselves
+		{Purge{"prefix", "/nothing"}, 0},
+		{Purge{"key", "b1 GET /about /about"}, 1},
+	} {
+		n, err := a.Purge(ctx, tc.purge)
+		if err != nil || n != tc.want {
+			t.Errorf("%+v: purged %d (%v), want %d", tc.purge, n, err, tc.want)
+		}
+		select {
+		case p := <-heard:
+			if p != tc.purge {
+				t.Errorf("replica b heard %+v, want %+v", p, tc.purge)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("replica b did not hear %+v", tc.purge)
+		}
+	}
+	if keys, _ := a.rdb.Keys(ctx, "ssr:doc:*").Result(); len(keys) != 0 {
+		t.Errorf("documents left after purging them all: %v", keys)
 	}
 }

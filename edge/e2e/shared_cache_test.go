@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
+)
+
+// TestSharedCacheAcrossTwoEdges: two edge processes, one real renderer, one real
+// redis-server as the shared cache (edge.shared_cache_address). A herd on a cold key spread
+// over both edges makes one render; a purge on one edge reaches the other; with the store
+// killed, both go on with no 5xx.
+func TestSharedCacheAcrossTwoEdges(t *testing.T) {
+	store, stopStore := redistest.StartStoppable(t)
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	env := "SSR_EDGE_SHARED_CACHE_ADDRESS=" + store
+	edges := []*edgeProcess{startEdge(t, socket, env), startEdge(t, socket, env)}
+	renders := func() float64 {
+		var n float64
+		for _, e := range edges {
+			n += sum(scrape(t, e.admin+"/metrics"), "edge_render_duration_seconds_count", `route="GET /cached/slow"`)
+		}
+		return n
+	}
+
+	// The herd: 20 concurrent first requests, half on each edge, for a page that renders in
+	// 300 ms. Each edge coalesces its own; across edges, the store's lock leaves one render.
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := noRedirects.Get(edges[i%2].url + "/cached/slow?ms=300")
+			if err != nil || r.StatusCode >= 500 {
+				t.Errorf("herd request %d: %v, %v", i, r, err)
+			}
+			if r != nil {
+				r.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	waitUntil(t, 10*time.Second, "both edges serving the page from their caches", func() bool {
+		a, b := get(t, edges[0].url+"/cached/slow?ms=300"), get(t, edges[1].url+"/cached/slow?ms=300")
+		return strings.HasPrefix(cacheStatus(a), "sidecar-ssr; hit") && strings.HasPrefix(cacheStatus(b), "sidecar-ssr; hit")
+	})
+	if n := renders(); n != 1 {
+		t.Errorf("the herd over two edges made %v renders, want 1", n)
+	}
+
+	// A purge on edge 0 empties edge 1's cache too (the store's pub/sub), and the store's.
+	resp, err := http.Post(edges[0].admin+"/cache/purge?path="+"/cached/slow%3Fms=300", "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("purge: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	waitUntil(t, 5*time.Second, "edge 1 missing after edge 0's purge", func() bool {
+		return strings.Contains(cacheStatus(get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
+	})
+	// The render goes on past the miss's soft deadline; it is counted when it ends.
+	waitUntil(t, 5*time.Second, "edge 1's render after the purge", func() bool { return renders() >= 2 })
+	if n := renders(); n != 2 {
+		t.Errorf("after the purge: %v renders in all, want 2 (edge 1 rendered again, once)", n)
+	}
+
+	// The store dies: both edges go on with their own caches and the renderer, no 5xx.
+	stopStore()
+	for i := range 40 {
+		for _, path := range []string{"/cached/slow?ms=300", fmt.Sprintf("/cached/products/%d", i), "/"} {
+			if r := get(t, edges[i%2].url+path); r.StatusCode >= 500 {
+				t.Fatalf("%s with the store down: got %d", path, r.StatusCode)
+			}
+		}
+	}
+	if n := sum(scrape(t, edges[0].admin+"/metrics"), "edge_shared_cache_seconds_count", `result="unavailable"`) +
+		sum(scrape(t, edges[0].admin+"/metrics"), "edge_shared_cache_seconds_count", `result="error"`); n == 0 {
+		t.Error("with the store down, edge_shared_cache_seconds counts no error and no open circuit")
+	}
+}

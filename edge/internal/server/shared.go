@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
+)
+
+// sharedTier is the cache's second level (edge.shared_cache_address): before a replica
+// renders a key it reads the store, where any replica's render of it is; a cold key is
+// rendered by the one replica that takes its lock in the store, the others wait for its
+// result (up to the route's hard deadline, then they render too); every render is written
+// back. Purges go through the store to every replica. A failing store is skipped: the
+// replica renders on its own, as with no second level.
+type sharedTier struct {
+	store   *sharedcache.Store
+	metrics *Metrics
+	log     *slog.Logger
+}
+
+// sharedPoll is how often a replica waiting on another's render looks for its result.
+const sharedPoll = 10 * time.Millisecond
+
+// fetch returns a fresh copy of key from the store; when another replica holds the key's
+// render lock, it waits for that replica's copy, up to wait (the hard deadline: the requests
+// themselves fall back at their soft deadline as they would here), taking the lock itself if
+// it comes free with no copy (that render failed). Otherwise it returns nil and the release
+// of the render lock this replica now holds (a no-op when it holds none: the store failed,
+// or the other replica is later than wait).
+func (s *sharedTier) fetch(key string, wait time.Duration, now func() time.Time) (*htmlcache.Entry, func()) {
+	none := func() {}
+	ctx := context.Background()
+	for deadline := time.Now().Add(wait); ; time.Sleep(sharedPoll) {
+		if e, err := s.get(ctx, key, now); e != nil || err != nil {
+			return e, none
+		}
+		began := time.Now()
+		unlock, acquired, err := s.store.Lock(ctx, key)
+		s.observe("lock", began, err, map[bool]string{true: "ok", false: "held"}[acquired])
+		if err != nil || acquired || time.Now().After(deadline) {
+			return nil, unlock
+		}
+	}
+}
+
+// get reads key, and returns its copy only while it is fresh: a stale copy is refreshed by
+// a render, as in this replica's own cache.
+func (s *sharedTier) get(ctx context.Context, key string, now func() time.Time) (*htmlcache.Entry, error) {
+	began := time.Now()
+	e, err := s.store.Get(ctx, key)
+	if e != nil && e.StateAt(now()) != htmlcache.Fresh {
+		e = nil
+	}
+	s.observe("get", began, err, map[bool]string{true: "hit", false: "miss"}[e != nil])
+	return e, err
+}
+
+// put writes a render's document to the store, then releases the render lock, so that the
+// replicas waiting on it find the document. It does not hold up the requests that wait for
+// the render here.
+func (s *sharedTier) put(e *htmlcache.Entry, unlock func()) {
+	go func() {
+		defer unlock()
+		if e == nil {
+			return
+		}
+		began := time.Now()
+		err := s.store.Set(context.Background(), e)
+		s.observe("set", began, err, "ok")
+	}()
+}
+
+// purge removes p's documents from the store and tells every replica (this one included).
+func (s *sharedTier) purge(p sharedcache.Purge) (int, error) {
+	began := time.Now()
+	n, err := s.store.Purge(context.Background(), p)
+	s.observe("purge", began, err, "ok")
+	if err != nil {
+		s.log.Error("shared cache: purge not applied to the store or the other replicas", "kind", p.Kind, "value", p.Value, "err", err)
+	}
+	return n, err
+}
+
+func (s *sharedTier) observe(op string, began time.Time, err error, result string) {
+	switch {
+	case errors.Is(err, sharedcache.ErrUnavailable):
+		result = "unavailable"
+	case err != nil:
+		result = "error"
+	}
+	s.metrics.sharedCalls.WithLabelValues(op, result).Observe(time.Since(began).Seconds())
+}
