@@ -70,6 +70,24 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		t.Errorf("after the purge: %v renders in all, want 2 (edge 1 rendered again, once)", n)
 	}
 
+	// A page tagged item:5 (the fixture's load() tags it): cached on both edges, then one
+	// purge by tag on edge 1 makes both miss.
+	for _, e := range edges {
+		waitUntil(t, 10*time.Second, "/items/5 cached", func() bool {
+			return strings.HasPrefix(cacheStatus(get(t, e.url+"/items/5")), "sidecar-ssr; hit")
+		})
+	}
+	resp, err = http.Post(edges[1].admin+"/cache/purge?tag=item:5", "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("purge by tag: %v, %v", resp, err)
+	}
+	resp.Body.Close()
+	for _, e := range edges {
+		waitUntil(t, 5*time.Second, "a miss on /items/5 after the purge by tag", func() bool {
+			return strings.Contains(cacheStatus(get(t, e.url+"/items/5")), "fwd=miss")
+		})
+	}
+
 	// The store dies: both edges go on with their own caches and the renderer, no 5xx.
 	stopStore()
 	for i := range 40 {

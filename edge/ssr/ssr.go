@@ -215,6 +215,9 @@ type Result struct {
 	MaxAge time.Duration
 	// NoStore keeps this render out of the cache, and makes it private.
 	NoStore bool
+	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
+	// that carries one, on every replica with a shared cache.
+	Tags []string
 }
 
 // PageOptions configure a page. The zero value renders on every request, uncached, with
@@ -292,7 +295,7 @@ func (res Result) loaded() (*server.Loaded, error) {
 	}
 	return &server.Loaded{
 		Props: props, Status: res.Status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: res.RedirectStatus,
-		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore,
+		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore, Tags: res.Tags,
 	}, nil
 }
 
@@ -342,3 +345,7 @@ func (s *Server) PurgePrefix(prefix string) int { return s.site.PurgePrefix(pref
 // PurgeKey removes the document stored under one cache key, as the admin endpoint's
 // /cache/purge?key= names it, and reports whether there was one.
 func (s *Server) PurgeKey(key string) bool { return s.site.PurgeKey(key) }
+
+// PurgeTag removes every stored document tagged tag (Result.Tags, or load()'s cache.tags),
+// like PurgePath. It returns how many documents it removed.
+func (s *Server) PurgeTag(tag string) int { return s.site.PurgeTag(tag) }

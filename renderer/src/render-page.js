@@ -37,7 +37,7 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.j
  * @property {Record<string, string | string[]> | Array<[string, string] | {name: string, value: string}>} [headers]
  * @property {{location: string, status?: number}} [redirect]
  * @property {boolean} [notFound]
- * @property {{maxAgeSeconds?: number, noStore?: boolean}} [cache]
+ * @property {{maxAgeSeconds?: number, noStore?: boolean, tags?: string[]}} [cache]
  */
 
 /**
@@ -56,7 +56,7 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.j
  * @property {string} head
  * @property {number} status
  * @property {Array<{name: string, value: string}>} headers
- * @property {{maxAgeSeconds: number, noStore: boolean}} cache
+ * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
  * @property {string} propsJson empty for a redirect
  * @property {number} loadUs
  * @property {number} renderUs
@@ -91,7 +91,7 @@ export async function renderPage(bundle, task) {
   const loadUs = micros(performance.now() - loadStart);
 
   const headers = toHeaders(result.headers);
-  const cache = { maxAgeSeconds: result.cache?.maxAgeSeconds ?? 0, noStore: result.cache?.noStore ?? false };
+  const cache = { maxAgeSeconds: result.cache?.maxAgeSeconds ?? 0, noStore: result.cache?.noStore ?? false, tags: cacheTags(result.cache?.tags) };
 
   if (result.redirect && !result.notFound) {
     headers.push({ name: 'Location', value: String(result.redirect.location) });
@@ -207,4 +207,23 @@ function pageThrew(err) {
 /** @param {number} ms */
 function micros(ms) {
   return Math.max(0, Math.round(ms * 1000));
+}
+
+/** At most this many tags per page, each at most MAX_TAG_LENGTH characters. */
+const MAX_TAGS = 64;
+const MAX_TAG_LENGTH = 256;
+
+/**
+ * load()'s cache.tags, checked: a page that gets them wrong is told, not silently untagged
+ * (a purge by tag would then miss it).
+ * @param {unknown} tags
+ * @returns {string[]}
+ */
+function cacheTags(tags) {
+  if (tags === undefined) return [];
+  if (!Array.isArray(tags) || tags.length > MAX_TAGS
+    || !tags.every((t) => typeof t === 'string' && t.length > 0 && t.length <= MAX_TAG_LENGTH)) {
+    throw new PageThrewError(`load() returned cache.tags that are not an array of at most ${MAX_TAGS} non-empty strings of at most ${MAX_TAG_LENGTH} characters`);
+  }
+  return tags;
 }

@@ -28,7 +28,7 @@ const LENGTH_DELIMITED = 2;
  * @property {string} head
  * @property {number} status
  * @property {Array<{name: string, value: string}>} headers
- * @property {{maxAgeSeconds: number, noStore: boolean}} cache
+ * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
  * @property {string} page
  * @property {{queueUs: number, loadUs: number, renderUs: number, workerUs: number, workerId: number,
  *   heapUsedBytes: number, heapLimitBytes: number, externalBytes: number}} timing

@@ -61,6 +61,13 @@ test('renders pages over gRPC', async (t) => {
     assert.match(response?.html.toString('utf8'), /hé &lt;b&gt;/);
   });
 
+  await t.test("cache tags from load() reach the edge; wrong ones fail the render, saying so", async () => {
+    const { response } = await render(client, { page: 'item', url: '/items/5', params: { id: '5' } });
+    assert.deepEqual(response?.cache?.tags, ['item:5', 'items']);
+    const { error } = await render(client, { page: 'badtags', url: '/badtags' });
+    assert.match(String(error?.details), /cache\.tags/);
+  });
+
   await t.test('timing: worker, heap and durations are reported', async () => {
     const { response, trailer, elapsedMs } = await render(client, { page: 'sleep', url: '/sleep?ms=30' });
     const timing = response?.timing;

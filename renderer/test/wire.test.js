@@ -13,7 +13,7 @@ const fields = {
   head: '<title>héllo</title>',
   status: 404,
   headers: [{ name: 'x-page', value: 'ok' }],
-  cache: { maxAgeSeconds: 30, noStore: false },
+  cache: { maxAgeSeconds: 30, noStore: false, tags: ['product:7'] },
   page: 'home',
   timing: {
     queueUs: 12, loadUs: 340, renderUs: 5600, workerUs: 6100, workerId: 3,

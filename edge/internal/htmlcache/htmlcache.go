@@ -15,7 +15,9 @@ import (
 type Entry struct {
 	Key string
 	// Path is the normalized path and query the entry was rendered for; purges match on it.
-	Path   string
+	Path string
+	// Tags are the page's surrogate keys (load()'s cache.tags); PurgeTag matches on them.
+	Tags   []string
 	Status int
 	Header http.Header
 	// Bodies holds the document per content coding: "" (identity), "gzip", "br".
@@ -39,6 +41,9 @@ func (e *Entry) Size() int {
 	n := len(e.Key) + len(e.Path) + 256 // the struct, map and list overhead, roughly
 	for coding, b := range e.Bodies {
 		n += len(coding) + cap(b)
+	}
+	for _, tag := range e.Tags {
+		n += len(tag) + 16
 	}
 	for k, vs := range e.Header {
 		n += len(k)
@@ -242,6 +247,11 @@ func (c *Cache) PurgeKey(key string) bool {
 // whatever its variants. It returns how many entries it removed.
 func (c *Cache) PurgePath(path string) int {
 	return c.PurgeIf(func(e *Entry) bool { return e.Path == path })
+}
+
+// PurgeTag is PurgeKey for every entry tagged tag. It returns how many entries it removed.
+func (c *Cache) PurgeTag(tag string) int {
+	return c.PurgeIf(func(e *Entry) bool { return slices.Contains(e.Tags, tag) })
 }
 
 // PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges

@@ -127,6 +127,25 @@ func TestPurge(t *testing.T) {
 	}
 }
 
+func TestPurgeTag(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	for key, tags := range map[string][]string{"a": {"product:7", "home"}, "b": {"product:7"}, "c": {"product:8"}, "d": nil} {
+		e := entry(key, 10)
+		e.Tags, e.Stored = tags, clk.t
+		c.Set(e, c.Generation())
+	}
+	if n := c.PurgeTag("product:7"); n != 2 {
+		t.Errorf("purged %d tagged product:7, want 2", n)
+	}
+	if n := c.PurgeTag("product"); n != 0 {
+		t.Errorf("a tag matched as a prefix: purged %d", n)
+	}
+	if n, _ := c.Stats(); n != 2 {
+		t.Errorf("%d entries left, want c and d", n)
+	}
+}
+
 // TestPurgeCoversRendersInFlight: a render that began before a purge must not store its
 // result after it, whether the purge named its key, a prefix of its path, or another key.
 func TestPurgeCoversRendersInFlight(t *testing.T) {

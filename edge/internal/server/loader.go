@@ -35,6 +35,8 @@ type Loaded struct {
 	// stored (and makes it private: it reaches only the request that loaded it).
 	MaxAgeSeconds uint32
 	NoStore       bool
+	// Tags are the page's surrogate keys, for purges by tag.
+	Tags []string
 }
 
 // errLoad wraps a loader's failure: its own error, a panic, or props that cannot be sent.
@@ -171,10 +173,10 @@ func headerList(h http.Header) []*ssrv1.Header {
 }
 
 func cacheHint(l *Loaded) *ssrv1.CacheHint {
-	if l.MaxAgeSeconds == 0 && !l.NoStore {
+	if l.MaxAgeSeconds == 0 && !l.NoStore && len(l.Tags) == 0 {
 		return nil
 	}
-	return &ssrv1.CacheHint{MaxAgeSeconds: l.MaxAgeSeconds, NoStore: l.NoStore}
+	return &ssrv1.CacheHint{MaxAgeSeconds: l.MaxAgeSeconds, NoStore: l.NoStore, Tags: l.Tags}
 }
 
 // isLoadError reports whether err is a loader's failure.

@@ -323,7 +323,7 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderRe
 		return nil
 	}
 	e := &htmlcache.Entry{
-		Key: key, Path: req.Url, Status: status, Stored: p.cache.Now(),
+		Key: key, Path: req.Url, Tags: resp.GetCache().GetTags(), Status: status, Stored: p.cache.Now(),
 		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
 	}
 	if status == http.StatusNotFound {

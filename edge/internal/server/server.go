@@ -81,6 +81,9 @@ func (s *Site) PurgePath(path string) int {
 	return s.purge(sharedcache.Purge{Kind: "path", Value: path})
 }
 
+// PurgeTag is PurgeKey for every document tagged tag.
+func (s *Site) PurgeTag(tag string) int { return s.purge(sharedcache.Purge{Kind: "tag", Value: tag}) }
+
 // PurgePrefix is PurgePath for every path that starts with prefix (not empty).
 func (s *Site) PurgePrefix(prefix string) int {
 	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
@@ -109,6 +112,8 @@ func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
 		return c.PurgePath(p.Value)
 	case "prefix":
 		return c.PurgePrefix(p.Value)
+	case "tag":
+		return c.PurgeTag(p.Value)
 	}
 	return 0
 }
@@ -192,6 +197,7 @@ type Purger interface {
 	PurgeKey(key string) bool
 	PurgePath(path string) int
 	PurgePrefix(prefix string) int
+	PurgeTag(tag string) int
 }
 
 // Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
@@ -220,7 +226,8 @@ func Admin(o AdminOptions) http.Handler {
 }
 
 // purge removes cache entries: ?key= an exact cache key, ?path= every variant of a
-// normalized path and query, ?prefix= every entry whose path starts with it.
+// normalized path and query, ?prefix= every entry whose path starts with it, ?tag= every
+// entry its page tagged so.
 func purge(c Purger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
@@ -234,8 +241,10 @@ func purge(c Purger) http.HandlerFunc {
 			n = c.PurgePath(q.Get("path"))
 		case q.Has("prefix") && q.Get("prefix") != "":
 			n = c.PurgePrefix(q.Get("prefix"))
+		case q.Get("tag") != "":
+			n = c.PurgeTag(q.Get("tag"))
 		default:
-			http.Error(w, "purge needs ?key=, ?path= or a non-empty ?prefix=", http.StatusBadRequest)
+			http.Error(w, "purge needs ?key=, ?path=, a non-empty ?prefix= or a non-empty ?tag=", http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

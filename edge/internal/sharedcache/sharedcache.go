@@ -109,6 +109,7 @@ func (s *Store) within(ctx context.Context, timeout time.Duration, call func(ctx
 // wireEntry is a stored document as the store holds it.
 type wireEntry struct {
 	Key, Path, ETag                         string
+	Tags                                    []string
 	Status                                  int
 	Header                                  http.Header
 	Bodies                                  map[string][]byte
@@ -134,7 +135,7 @@ func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
 		return nil, fmt.Errorf("sharedcache: %s: undecodable entry: %w", key, err)
 	}
 	return &htmlcache.Entry{
-		Key: w.Key, Path: w.Path, ETag: w.ETag, Status: w.Status, Header: w.Header, Bodies: w.Bodies,
+		Key: w.Key, Path: w.Path, Tags: w.Tags, ETag: w.ETag, Status: w.Status, Header: w.Header, Bodies: w.Bodies,
 		Stored: w.Stored, TTL: w.TTL, StaleWhileRevalidate: w.StaleWhileRevalidate, StaleIfError: w.StaleIfError,
 	}, nil
 }
@@ -147,7 +148,7 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 	}
 	var b bytes.Buffer
 	err := gob.NewEncoder(&b).Encode(wireEntry{
-		Key: e.Key, Path: e.Path, ETag: e.ETag, Status: e.Status, Header: e.Header, Bodies: e.Bodies,
+		Key: e.Key, Path: e.Path, Tags: e.Tags, ETag: e.ETag, Status: e.Status, Header: e.Header, Bodies: e.Bodies,
 		Stored: e.Stored, TTL: e.TTL, StaleWhileRevalidate: e.StaleWhileRevalidate, StaleIfError: e.StaleIfError,
 	})
 	if err != nil {
@@ -157,22 +158,29 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 	if usable <= 0 {
 		return nil
 	}
-	// The path's index lets a purge by path or prefix find every variant of it; it lives as
-	// long as the longest-lived document it names (EXPIRE NX sets it once, GT extends it).
-	index := s.opts.Prefix + "path:" + e.Path
+	// The path's and the tags' indexes let a purge by path, prefix or tag find every
+	// document it names; each lives as long as the longest-lived document in it (EXPIRE NX
+	// sets it once, GT extends it).
+	indexes := []string{s.opts.Prefix + "path:" + e.Path}
+	for _, tag := range e.Tags {
+		indexes = append(indexes, s.opts.Prefix+"tag:"+tag)
+	}
 	return s.do(ctx, func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Set(ctx, s.opts.Prefix+"doc:"+e.Key, b.Bytes(), usable)
-			p.SAdd(ctx, index, e.Key)
-			p.ExpireNX(ctx, index, usable)
-			p.ExpireGT(ctx, index, usable)
+			for _, index := range indexes {
+				p.SAdd(ctx, index, e.Key)
+				p.ExpireNX(ctx, index, usable)
+				p.ExpireGT(ctx, index, usable)
+			}
 			return nil
 		})
 		return err
 	})
 }
 
-// Purge is one purge, as the admin endpoint takes it: Kind is "key", "path" or "prefix".
+// Purge is one purge, as the admin endpoint takes it: Kind is "key", "path", "prefix" or
+// "tag".
 type Purge struct {
 	Kind, Value string
 }
@@ -190,8 +198,9 @@ func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
 		switch p.Kind {
 		case "key":
 			docs = []string{p.Value}
-		case "path", "prefix":
-			indexes := []string{s.opts.Prefix + "path:" + p.Value}
+		case "path", "prefix", "tag":
+			// The index of the path or the tag; a prefix, every path index under it.
+			indexes := []string{s.opts.Prefix + p.Kind + ":" + p.Value}
 			if p.Kind == "prefix" {
 				var err error
 				if indexes, err = s.scan(ctx, s.opts.Prefix+"path:"+globEscape(p.Value)+"*"); err != nil {
@@ -207,7 +216,7 @@ func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
 				s.rdb.Del(ctx, index)
 			}
 		default:
-			return fmt.Errorf("sharedcache: purge kind %q (want key, path or prefix)", p.Kind)
+			return fmt.Errorf("sharedcache: purge kind %q (want key, path, prefix or tag)", p.Kind)
 		}
 		for _, key := range docs {
 			removed, err := s.rdb.Del(ctx, s.opts.Prefix+"doc:"+key).Result()

@@ -145,14 +145,16 @@ func TestPurgeReachesTheStoreAndEveryReplica(t *testing.T) {
 	defer cancel()
 	heard := make(chan Purge, 10)
 	go b.Subscribe(ctx, func(p Purge) { heard <- p })
-	doc := func(key, path string) *htmlcache.Entry {
-		return &htmlcache.Entry{Key: key, Path: path, Status: 200, Bodies: map[string][]byte{"": []byte(key)}, Stored: time.Now(), TTL: time.Minute}
+	doc := func(key, path string, tags ...string) *htmlcache.Entry {
+		return &htmlcache.Entry{Key: key, Path: path, Tags: tags, Status: 200, Bodies: map[string][]byte{"": []byte(key)}, Stored: time.Now(), TTL: time.Minute}
 	}
 	for _, e := range []*htmlcache.Entry{
 		doc("b1 GET /products/{id} /products/7 currency=EUR", "/products/7"),
 		doc("b1 GET /products/{id} /products/7 currency=USD", "/products/7"),
 		doc("b1 GET /products/{id} /products/8*", "/products/8*"),
 		doc("b1 GET /about /about", "/about"),
+		doc("b1 GET /{$} /", "/", "product:9", "home"),
+		doc("b1 GET /products/{id} /products/9", "/products/9", "product:9"),
 	} {
 		if err := a.Set(ctx, e); err != nil {
 			t.Fatal(err)
@@ -163,6 +165,7 @@ func TestPurgeReachesTheStoreAndEveryReplica(t *testing.T) {
 		purge Purge
 		want  int
 	}{
+		{Purge{"tag", "product:9"}, 2},
 		{Purge{"path", "/products/7"}, 2},
 		{Purge{"prefix", "/products/"}, 1}, // the glob characters in /products/8* match themselves
 		{Purge{"prefix", "/nothing"}, 0},

@@ -271,7 +271,10 @@ type CacheHint struct {
 	// Upper bound on how long the edge may keep this page, in seconds; 0 means no hint.
 	MaxAgeSeconds uint32 `protobuf:"varint,1,opt,name=max_age_seconds,json=maxAgeSeconds,proto3" json:"max_age_seconds,omitempty"`
 	// The page must not be stored at all.
-	NoStore       bool `protobuf:"varint,2,opt,name=no_store,json=noStore,proto3" json:"no_store,omitempty"`
+	NoStore bool `protobuf:"varint,2,opt,name=no_store,json=noStore,proto3" json:"no_store,omitempty"`
+	// Surrogate keys of the stored page ("product:7"): a purge by tag removes every page
+	// that carries it, on every replica.
+	Tags          []string `protobuf:"bytes,3,rep,name=tags,proto3" json:"tags,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -318,6 +321,13 @@ func (x *CacheHint) GetNoStore() bool {
 		return x.NoStore
 	}
 	return false
+}
+
+func (x *CacheHint) GetTags() []string {
+	if x != nil {
+		return x.Tags
+	}
+	return nil
 }
 
 type Timing struct {
@@ -469,10 +479,11 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x04page\x18\b \x01(\tR\x04page\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"N\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"b\n" +
 	"\tCacheHint\x12&\n" +
 	"\x0fmax_age_seconds\x18\x01 \x01(\rR\rmaxAgeSeconds\x12\x19\n" +
-	"\bno_store\x18\x02 \x01(\bR\anoStore\"\xad\x02\n" +
+	"\bno_store\x18\x02 \x01(\bR\anoStore\x12\x12\n" +
+	"\x04tags\x18\x03 \x03(\tR\x04tags\"\xad\x02\n" +
 	"\x06Timing\x12\x19\n" +
 	"\bqueue_us\x18\x01 \x01(\x04R\aqueueUs\x12\x17\n" +
 	"\aload_us\x18\x02 \x01(\x04R\x06loadUs\x12\x1b\n" +
