@@ -217,7 +217,7 @@ figures: build $(GO_TOOLS) ## Uncached RPS of / through the stack (hey) next to 
 	bench/figures.sh
 
 .PHONY: figures-cache
-figures-cache: build $(GO_TOOLS) ## Cache-hit RPS vs a bare net/http handler with the same bytes; thundering herd on a cold key
+figures-cache: build $(GO_TOOLS) redis-server ## Cache-hit RPS vs a bare net/http handler with the same bytes; thundering herd on a cold key; two edges with the shared cache
 	bench/cache.sh
 
 .PHONY: clean

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Renders every overlay (and the prod overlay with the PodMonitor component) and validates
+# Renders every overlay (and the prod overlay with each component) and validates
 # the result offline against the Kubernetes JSON schemas shipped by kubernetes-validate,
 # strictly (unknown fields fail), for each Kubernetes version given.
 #
@@ -17,21 +17,25 @@ work=$(mktemp -d)
 compose=$(mktemp -d "$here/.validate-XXXXXX")
 trap 'rm -rf "$work" "$compose"' EXIT
 
-cat > "$compose/kustomization.yaml" <<'YAML'
+for component in podmonitor shared-cache; do
+  mkdir -p "$compose/$component"
+  cat > "$compose/$component/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
-  - ../overlays/prod
+  - ../../overlays/prod
 components:
-  - ../components/podmonitor
+  - ../../components/$component
 YAML
+done
 
 # name, directory, kinds allowed without a schema (a regex; empty: none)
 renders=()
 for overlay in "$here"/overlays/*/; do
   renders+=("overlay-$(basename "$overlay")|$overlay|")
 done
-renders+=("prod+podmonitor|$compose|PodMonitor")
+renders+=("prod+podmonitor|$compose/podmonitor|PodMonitor")
+renders+=("prod+shared-cache|$compose/shared-cache|")
 renders+=("component-podmonitor|$here/components/podmonitor|PodMonitor")
 
 failed=0

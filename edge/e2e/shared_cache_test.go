@@ -3,7 +3,9 @@ package e2e
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -100,5 +102,55 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	if n := sum(scrape(t, edges[0].admin+"/metrics"), "edge_shared_cache_seconds_count", `result="unavailable"`) +
 		sum(scrape(t, edges[0].admin+"/metrics"), "edge_shared_cache_seconds_count", `result="error"`); n == 0 {
 		t.Error("with the store down, edge_shared_cache_seconds counts no error and no open circuit")
+	}
+}
+
+// TestRolloutServesPreviousBuildsAssets: during a rollout, a page of build N asks an edge
+// of build N+1 for build N's files. With a shared cache, every edge puts its build's files
+// in the store at start, and an edge serves the files it lacks from there; its pages and
+// cached documents stay its own build's.
+func TestRolloutServesPreviousBuildsAssets(t *testing.T) {
+	store := redistest.Start(t)
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	env := "SSR_EDGE_SHARED_CACHE_ADDRESS=" + store
+
+	// Build N+1: another build id, another hashed script, none of build N's files.
+	next := t.TempDir()
+	os.Mkdir(filepath.Join(next, "assets"), 0o755)
+	os.WriteFile(filepath.Join(next, "assets", "client-NEXTBUILD.js"), []byte("console.log('N+1')"), 0o644)
+	os.WriteFile(filepath.Join(next, "manifest.json"), []byte(`{"buildId": "next", "scripts": ["/assets/client-NEXTBUILD.js"], "styles": []}`), 0o644)
+	old, newer := startEdge(t, socket, env), startEdge(t, socket, env, "SSR_EDGE_ASSETS_DIR="+next)
+
+	page := get(t, old.url+"/")
+	files := regexp.MustCompile(`/assets/[A-Za-z0-9._-]+`).FindAllString(page.body, -1)
+	if len(files) == 0 {
+		t.Fatalf("build N's page links no /assets/ file:\n%s", page.body)
+	}
+	for _, f := range files {
+		want := get(t, old.url+f)
+		if want.StatusCode != http.StatusOK {
+			t.Fatalf("%s from its own build: %d", f, want.StatusCode)
+		}
+		// Build N's edge publishes its files as it starts: wait for that.
+		waitUntil(t, 10*time.Second, f+" from the edge of build N+1", func() bool {
+			got := get(t, newer.url+f)
+			return got.StatusCode == http.StatusOK && got.body == want.body &&
+				got.Header.Get("Content-Type") == want.Header.Get("Content-Type") &&
+				strings.Contains(got.Header.Get("Cache-Control"), "immutable")
+		})
+	}
+	if r := get(t, newer.url+"/assets/client-NOSUCHFILE.js"); r.StatusCode != http.StatusNotFound {
+		t.Errorf("a file no build has: got %d, want 404", r.StatusCode)
+	}
+
+	// A document build N stored is never served by build N+1: the key carries the build.
+	get(t, old.url+"/cached/products/3")
+	waitUntil(t, 10*time.Second, "build N's copy stored", func() bool {
+		return strings.HasPrefix(cacheStatus(get(t, old.url+"/cached/products/3")), "sidecar-ssr; hit")
+	})
+	r := get(t, newer.url+"/cached/products/3")
+	if strings.Contains(cacheStatus(r), "detail=shared") || strings.Contains(r.body, "/assets/client-") && !strings.Contains(r.body, "client-NEXTBUILD.js") {
+		t.Errorf("build N+1 served build N's document: Cache-Status %q", cacheStatus(r))
 	}
 }

@@ -49,18 +49,20 @@ type Site struct {
 
 // NewSite prepares the pages of e (validated by config.Load) over o's renderer and cache.
 func NewSite(e config.Edge, o Options) (*Site, error) {
-	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"))
-	if err != nil {
-		return nil, err
-	}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), buildID: o.Manifest.BuildID,
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log,
 	}
-	ctx, stop := context.WithCancel(context.Background())
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
+	}
+	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"), d.shared)
+	if err != nil {
+		return nil, err
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	if o.Shared != nil {
 		// Every replica's purges, this one's included, applied to this replica's cache.
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}

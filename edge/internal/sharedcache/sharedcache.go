@@ -117,17 +117,23 @@ type wireEntry struct {
 	TTL, StaleWhileRevalidate, StaleIfError time.Duration
 }
 
-// Get returns the stored document for key, or nil when the store has none.
-func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
+// value reads one value: nil when the store has none.
+func (s *Store) value(ctx context.Context, key string) ([]byte, error) {
 	var b []byte
 	err := s.do(ctx, func(ctx context.Context) (err error) {
-		b, err = s.rdb.Get(ctx, s.opts.Prefix+"doc:"+key).Bytes()
+		b, err = s.rdb.Get(ctx, key).Bytes()
 		return err
 	})
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
-	if err != nil {
+	return b, err
+}
+
+// Get returns the stored document for key, or nil when the store has none.
+func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
+	b, err := s.value(ctx, s.opts.Prefix+"doc:"+key)
+	if b == nil || err != nil {
 		return nil, err
 	}
 	var w wireEntry
@@ -177,6 +183,22 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 		})
 		return err
 	})
+}
+
+// assetTimeout bounds the upload of one of a build's files.
+const assetTimeout = 30 * time.Second
+
+// PutAsset stores one of the client build's files for ttl. Their names are content hashes:
+// a name means the same bytes in every build, so any build's edge can serve it.
+func (s *Store) PutAsset(ctx context.Context, name string, body []byte, ttl time.Duration) error {
+	return s.within(ctx, assetTimeout, func(ctx context.Context) error {
+		return s.rdb.Set(ctx, s.opts.Prefix+"asset:"+name, body, ttl).Err()
+	})
+}
+
+// Asset returns a file some build stored (PutAsset), or nil when none did.
+func (s *Store) Asset(ctx context.Context, name string) ([]byte, error) {
+	return s.value(ctx, s.opts.Prefix+"asset:"+name)
 }
 
 // Purge is one purge, as the admin endpoint takes it: Kind is "key", "path", "prefix" or
