@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -186,5 +187,26 @@ func TestPurgeReachesTheStoreAndEveryReplica(t *testing.T) {
 	}
 	if keys, _ := a.rdb.Keys(ctx, "ssr:doc:*").Result(); len(keys) != 0 {
 		t.Errorf("documents left after purging them all: %v", keys)
+	}
+}
+
+// A full store (maxmemory reached, no eviction) refuses writes: Set says so, reads go on.
+func TestFullStoreRefusesWritesAndStillReads(t *testing.T) {
+	address, _ := redistest.StartStoppable(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
+	s := newStore(t, address, time.Second)
+	ctx := context.Background()
+	small := &htmlcache.Entry{Key: "small", Path: "/s", Bodies: map[string][]byte{"": []byte("x")}, Stored: time.Now(), TTL: time.Minute}
+	if err := s.Set(ctx, small); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	for i := 0; i < 50 && err == nil; i++ {
+		err = s.Set(ctx, &htmlcache.Entry{Key: fmt.Sprint("big", i), Path: "/b", Bodies: map[string][]byte{"": make([]byte, 256<<10)}, Stored: time.Now(), TTL: time.Minute})
+	}
+	if err == nil { // Redis refuses the transaction (EXECABORT, after its OOM error)
+		t.Fatal("writing 12 MB into a 2 MB store with noeviction: no error")
+	}
+	if got, err := s.Get(ctx, "small"); err != nil || got == nil {
+		t.Errorf("reading from the full store: %v, %v", got, err)
 	}
 }

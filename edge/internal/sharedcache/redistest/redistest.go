@@ -19,8 +19,8 @@ func Start(t testing.TB) string {
 }
 
 // StartStoppable is Start, and also returns a stop that kills the server at once (a store
-// that dies under load).
-func StartStoppable(t testing.TB) (address string, stop func()) {
+// that dies under load). args are more redis-server options ("--maxmemory", "1mb").
+func StartStoppable(t testing.TB, args ...string) (address string, stop func()) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -31,8 +31,8 @@ func StartStoppable(t testing.TB) (address string, stop func()) {
 		t.Fatal(err)
 	}
 	socket := filepath.Join(dir, "redis.sock")
-	cmd := exec.Command(bin, "--port", "0", "--unixsocket", socket, "--save", "", "--appendonly", "no", "--dir", dir,
-		"--enable-debug-command", "local") // DEBUG SLEEP plays a busy store
+	cmd := exec.Command(bin, append([]string{"--port", "0", "--unixsocket", socket, "--save", "", "--appendonly", "no", "--dir", dir,
+		"--enable-debug-command", "local"}, args...)...) // DEBUG SLEEP plays a busy store
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
