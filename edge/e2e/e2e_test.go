@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"html"
 	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/textproto"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -73,6 +77,25 @@ func TestStack(t *testing.T) {
 		timing := r.Header.Get("Server-Timing")
 		if !regexp.MustCompile(`^cache;desc=miss, queue;dur=[\d.]+, load;dur=[\d.]+, render;dur=[\d.]+, worker;dur=[\d.]+;desc=\d+, renderer;dur=[\d.]+, hop;dur=[\d.]+$`).MatchString(timing) {
 			t.Errorf("got Server-Timing %q, want every phase", timing)
+		}
+	})
+
+	t.Run("103 Early Hints preload the build's files before the page", func(t *testing.T) {
+		var links []string
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if code == http.StatusEarlyHints {
+				links = append(links, h.Get("Link"))
+			}
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", edge.url+"/products/8", nil)
+		resp, err := noRedirects.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || len(links) != 1 || !strings.Contains(links[0], "rel=modulepreload") || !strings.Contains(links[0], "/assets/") {
+			t.Errorf("got %d after 103s with Link %q, want one 103 preloading the build's scripts, then 200", resp.StatusCode, links)
 		}
 	})
 

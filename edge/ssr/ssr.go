@@ -65,6 +65,12 @@ type Options struct {
 	// CacheIgnoreQuery are query parameters no page reads (a trailing * matches a prefix).
 	// If nil, common tracking parameters (utm_*, fbclid, gclid...).
 	CacheIgnoreQuery []string
+	// EarlyHints sends a 103 Early Hints response with the client build's scripts and styles
+	// (Link: rel=modulepreload, rel=preload) before a request waits for its render, so the
+	// browser fetches them meanwhile. Off by default here: httptest.ResponseRecorder, and
+	// middleware that records the first status it sees, take the 103 for the final status.
+	// The edge binary turns it on (edge.early_hints).
+	EarlyHints bool
 	// SharedCache turns on the cache's second level, shared by every replica of the server:
 	// a Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. A page one
 	// replica rendered is then a hit on the others, a cold page is rendered once across them,
@@ -111,6 +117,7 @@ func New(o Options) (*Server, error) {
 	} else {
 		set(&e.CacheTTLJitter, o.CacheTTLJitter)
 	}
+	e.EarlyHints = o.EarlyHints
 	set(&e.SharedCacheAddress, o.SharedCache)
 	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
 	if o.CacheIgnoreQuery != nil {

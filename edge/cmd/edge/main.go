@@ -60,7 +60,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		MaxRendersInFlight: e.MaxRendersInFlight, NotFoundPage: e.NotFoundPage,
 		CacheMaxMB: e.CacheMaxMB, CacheMaxEntryMB: e.CacheMaxEntryMB, CacheNotFoundTTL: e.CacheNotFoundTTL,
 		CacheTTLJitter: jitter(e.CacheTTLJitter), CachePassTTL: e.CachePassTTL, CacheIgnoreQuery: e.CacheIgnoreQuery,
-		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout,
+		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout, EarlyHints: e.EarlyHints,
 		Registerer: registry, Logger: log,
 	})
 	if err != nil {

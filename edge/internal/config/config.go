@@ -84,6 +84,9 @@ type Edge struct {
 	// MaxRendersInFlight caps concurrent render calls, background ones included; past it a
 	// request gets a stale copy or the client-side-render shell at once.
 	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
+	// EarlyHints sends 103 Early Hints with the client build's scripts and styles before a
+	// request waits for its render. Turn it off behind a proxy that mishandles 1xx.
+	EarlyHints bool `yaml:"early_hints"`
 	// SharedCacheAddress turns on the cache's second level, shared by every replica: a
 	// Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. Empty: off.
 	SharedCacheAddress string `yaml:"shared_cache_address"`

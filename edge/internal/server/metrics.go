@@ -134,7 +134,8 @@ type statusRecorder struct {
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
-	if s.code == 0 {
+	// An informational response (103 Early Hints) comes before the real one.
+	if s.code == 0 && (code < 100 || code > 199) {
 		s.code = code
 	}
 	s.ResponseWriter.WriteHeader(code)

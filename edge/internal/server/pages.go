@@ -42,6 +42,8 @@ type deps struct {
 	log     *slog.Logger
 	// shared is the cache's second level; nil when off.
 	shared *sharedTier
+	// earlyHints is the Link header of a 103 sent before waiting for a render; empty: none.
+	earlyHints string
 }
 
 // page serves one route.
@@ -161,6 +163,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // whether this request started the flight: a private result goes only to that request, and
 // a request that joined gets a render of its own, within what is left of its soft deadline.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
+	// The browser fetches the page's scripts and styles while the render runs.
+	if p.earlyHints != "" && r.ProtoAtLeast(1, 1) {
+		w.Header().Set("Link", p.earlyHints)
+		w.WriteHeader(http.StatusEarlyHints)
+	}
 	var failure error
 	reason := ""
 	soft := time.NewTimer(p.soft)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,9 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
+	}
+	if e.EarlyHints {
+		d.earlyHints = preloadLinks(o.Manifest)
 	}
 	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"), d.shared)
 	if err != nil {
@@ -252,4 +256,17 @@ func purge(c Purger) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"purged\":%d}\n", n)
 	}
+}
+
+// preloadLinks is the Link header that preloads the client build's scripts (module
+// scripts, as the document loads them) and styles.
+func preloadLinks(m *document.Manifest) string {
+	var links []string
+	for _, src := range m.Scripts {
+		links = append(links, "<"+src+">; rel=modulepreload")
+	}
+	for _, href := range m.Styles {
+		links = append(links, "<"+href+">; rel=preload; as=style")
+	}
+	return strings.Join(links, ", ")
 }

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"net/textproto"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -507,5 +509,36 @@ func TestAdmin(t *testing.T) {
 	noToken.ServeHTTP(rec, req)
 	if rec.Code != 403 {
 		t.Errorf("no token configured, empty bearer: got %d, want 403", rec.Code)
+	}
+}
+
+// TestEarlyHints: a request that waits for a render first gets a 103 naming the build's
+// scripts to preload, then its page; with early_hints off, no 1xx at all.
+func TestEarlyHints(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		s := start(t, func(e *config.Edge) { e.EarlyHints = on })
+		s.renderer.render = renders("<main>x</main>")
+		var hints []textproto.MIMEHeader
+		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {
+			if code == http.StatusEarlyHints {
+				hints = append(hints, h)
+			}
+			return nil
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace), "GET", s.url+"/products/7", nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("early_hints %v: got %d, want the page", on, resp.StatusCode)
+		}
+		switch {
+		case on && (len(hints) != 1 || hints[0].Get("Link") != "</assets/client-1.js>; rel=modulepreload"):
+			t.Errorf("early_hints on: got 103s %v, want one with Link: </assets/client-1.js>; rel=modulepreload", hints)
+		case !on && len(hints) != 0:
+			t.Errorf("early_hints off: got 103s %v, want none", hints)
+		}
 	}
 }
