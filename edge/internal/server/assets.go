@@ -81,7 +81,7 @@ func (a *assets) serveFromStore(w http.ResponseWriter, r *http.Request, name str
 		began := time.Now()
 		var err error
 		body, err = a.shared.store.Asset(r.Context(), name)
-		a.shared.observe("get-asset", began, err, map[bool]string{true: "hit", false: "miss"}[body != nil])
+		a.shared.observe("get-asset", began, err, either(body != nil, "hit", "miss"))
 	}
 	if body == nil {
 		http.NotFound(w, r)

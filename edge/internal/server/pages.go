@@ -5,7 +5,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -231,20 +230,6 @@ func (p *page) bypass(r *http.Request) string {
 		}
 	}
 	return ""
-}
-
-// errShed reports that no render slot was free.
-var errShed = errors.New("edge: max_renders_in_flight reached")
-
-// reasonFor names a render failure for X-SSR-Fallback.
-func reasonFor(err error) string {
-	switch {
-	case errors.Is(err, errShed):
-		return renderclient.ReasonOverloaded
-	case isLoadError(err):
-		return ReasonLoadError
-	}
-	return renderclient.Reason(err)
 }
 
 // render calls the renderer (ctx carries the hard deadline), holding a render slot, and

@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
@@ -105,6 +107,20 @@ func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
+}
+
+// errShed reports that no render slot was free.
+var errShed = errors.New("edge: max_renders_in_flight reached")
+
+// reasonFor names a render failure for X-SSR-Fallback.
+func reasonFor(err error) string {
+	switch {
+	case errors.Is(err, errShed):
+		return renderclient.ReasonOverloaded
+	case isLoadError(err):
+		return ReasonLoadError
+	}
+	return renderclient.Reason(err)
 }
 
 // setTiming reports where a flight's render went (Server-Timing): queue (waiting in the

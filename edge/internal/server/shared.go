@@ -40,7 +40,7 @@ func (s *sharedTier) fetch(key string, wait time.Duration, now func() time.Time)
 		}
 		began := time.Now()
 		unlock, acquired, err := s.store.Lock(ctx, key)
-		s.observe("lock", began, err, map[bool]string{true: "ok", false: "held"}[acquired])
+		s.observe("lock", began, err, either(acquired, "ok", "held"))
 		if err != nil || acquired || time.Now().After(deadline) {
 			return nil, unlock
 		}
@@ -55,7 +55,7 @@ func (s *sharedTier) get(ctx context.Context, key string, now func() time.Time) 
 	if e != nil && e.StateAt(now()) != htmlcache.Fresh {
 		e = nil
 	}
-	s.observe("get", began, err, map[bool]string{true: "hit", false: "miss"}[e != nil])
+	s.observe("get", began, err, either(e != nil, "hit", "miss"))
 	return e, err
 }
 
@@ -93,4 +93,12 @@ func (s *sharedTier) observe(op string, began time.Time, err error, result strin
 		result = "error"
 	}
 	s.metrics.sharedCalls.WithLabelValues(op, result).Observe(time.Since(began).Seconds())
+}
+
+// either is a metric's result label: yes when ok, else no.
+func either(ok bool, yes, no string) string {
+	if ok {
+		return yes
+	}
+	return no
 }
