@@ -39,6 +39,10 @@ help: ## Show this help
 run: build ## Build everything and serve the demo shop (Go + SQLite + React) on http://localhost:8080 (Ctrl-C stops)
 	@scripts/run.sh
 
+.PHONY: dev
+dev: build ## make run, and every change under app/src rebuilds the app: the renderer moves to it without dropping a request, pages link its client build
+	@scripts/run.sh --dev
+
 ##@ Build
 
 .PHONY: build

@@ -11,10 +11,19 @@
 //                             test bundle (demo pages + pages that throw, loop, leak...)
 //   node build.mjs --v8       only dist/v8/server.js: the same exports (src/server.js) as one
 //                             classic script for a bare V8 isolate (bench/v8go), see buildV8
+//   node build.mjs --watch [--dev] [--notify PID]
+//                             dist/server and dist/client, then again after every change under
+//                             src/ (make dev). A build that fails prints its errors and leaves
+//                             dist/ as it was. Each file is replaced whole, the manifest last;
+//                             the client's older files stay, for pages already in browsers.
+//                             After a build that changed the server bundle, PID gets SIGHUP
+//                             (scripts/run.sh, which passes it on to the renderer); the watch
+//                             ends when PID does.
 //
 // Paths are resolved from this file, so it runs from any working directory.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { watch as watchFiles } from 'node:fs';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -111,9 +120,9 @@ async function buildV8() {
   return path.join(outDir, 'server.js');
 }
 
-async function buildClient({ dev, outDir }) {
-  await rm(outDir, { recursive: true, force: true });
-  const result = await esbuild.build({
+/** The client build, kept in memory: clientFiles() names what to write. */
+function clientOptions({ dev, outDir }) {
+  return {
     entryPoints: [path.join(appDir, 'src', 'client.jsx')],
     outdir: path.join(outDir, 'assets'),
     entryNames: '[name]-[hash]',
@@ -127,11 +136,19 @@ async function buildClient({ dev, outDir }) {
     minify: !dev,
     sourcemap: dev ? 'linked' : false,
     metafile: true,
+    write: false,
     absWorkingDir: appDir,
     logLevel: 'warning',
-  });
+  };
+}
 
+/**
+ * The files of a client build: its hashed assets, and the manifest that names them (to be
+ * written last, once the files it names are there).
+ */
+function clientFiles(result, outDir) {
   const outputs = Object.keys(result.metafile.outputs).sort();
+  const contents = new Map(result.outputFiles.map((file) => [file.path, file.contents]));
   const url = (file) => '/assets/' + path.basename(file);
   const entry = outputs.find((file) => result.metafile.outputs[file].entryPoint && file.endsWith('.js'));
   const manifest = {
@@ -145,12 +162,101 @@ async function buildClient({ dev, outDir }) {
   const hash = createHash('sha256');
   for (const file of outputs) {
     hash.update(path.basename(file)).update('\0');
-    hash.update(await readFile(path.resolve(appDir, file))).update('\0');
+    hash.update(contents.get(path.resolve(appDir, file))).update('\0');
   }
   manifest.buildId = hash.digest('hex').slice(0, 8);
 
-  await writeFile(path.join(outDir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  const manifestFile = { path: path.join(outDir, 'manifest.json'), contents: JSON.stringify(manifest, null, 2) + '\n' };
+  return { manifest, outputs, assets: result.outputFiles, manifestFile };
+}
+
+async function buildClient({ dev, outDir }) {
+  await rm(outDir, { recursive: true, force: true });
+  const { manifest, outputs, assets, manifestFile } = clientFiles(await esbuild.build(clientOptions({ dev, outDir })), outDir);
+  await emit([...assets, manifestFile]);
   return { manifest, outputs };
+}
+
+/**
+ * Writes each file whose contents changed, in order, each beside its place then renamed
+ * onto it: a renderer worker or an edge reading it meanwhile sees the old file or the new
+ * one, never half of one. Returns the paths written.
+ */
+async function emit(files) {
+  const written = [];
+  for (const file of files) {
+    const contents = typeof file.contents === 'string' ? Buffer.from(file.contents) : file.contents;
+    const before = await readFile(file.path).catch(() => null);
+    if (before?.equals(contents)) continue;
+    await mkdir(path.dirname(file.path), { recursive: true });
+    await writeFile(`${file.path}.tmp`, contents);
+    await rename(`${file.path}.tmp`, file.path);
+    written.push(file.path);
+  }
+  return written;
+}
+
+/**
+ * Builds dist/server and dist/client now, then again after each change under src/, until
+ * `notify` (a pid) is gone. Changes that come during a build make one more build.
+ */
+async function watch({ dev, notify, rel }) {
+  const clientDir = path.join(distDir, 'client');
+  const serverFile = path.join(distDir, 'server', 'server.js');
+  const [server, client] = await Promise.all([
+    esbuild.context({ ...serverOptions(path.join(appDir, 'src', 'server.js'), serverFile), write: false }),
+    esbuild.context(clientOptions({ dev, outDir: clientDir })),
+  ]);
+  const alive = () => {
+    try {
+      process.kill(notify, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let running = null;
+  let again = false;
+  const build = async () => {
+    do {
+      again = false;
+      let written;
+      try {
+        const [serverResult, clientResult] = await Promise.all([server.rebuild(), client.rebuild()]);
+        const { assets, manifestFile } = clientFiles(clientResult, clientDir);
+        written = await emit([...assets, ...serverResult.outputFiles, manifestFile]);
+      } catch {
+        console.error('app build failed (esbuild printed why above): dist/ is as it was, and the running version goes on serving');
+        continue;
+      }
+      if (written.length === 0) continue;
+      console.log(`app rebuilt: ${written.map(rel).join(', ')}`);
+      // The edge reads a new manifest itself; the renderer is told of a new bundle.
+      if (notify !== undefined && written.includes(serverFile) && alive()) process.kill(notify, 'SIGHUP');
+    } while (again);
+  };
+  const rebuild = () => {
+    if (running) {
+      again = true;
+      return;
+    }
+    running = build().finally(() => {
+      running = null;
+    });
+  };
+  await build();
+  let pending;
+  watchFiles(path.join(appDir, 'src'), { recursive: true }, () => {
+    // An editor's save is several events: one build for them all.
+    clearTimeout(pending);
+    pending = setTimeout(rebuild, 50);
+  });
+  if (notify !== undefined) {
+    setInterval(() => {
+      if (!alive()) process.exit(0);
+    }, 1000);
+  }
+  console.log(`watching ${rel(path.join(appDir, 'src'))}`);
 }
 
 async function buildFixture() {
@@ -172,9 +278,21 @@ async function main(args) {
       fixture: { type: 'boolean', default: false },
       v8: { type: 'boolean', default: false },
       'client-outdir': { type: 'string' },
+      watch: { type: 'boolean', default: false },
+      notify: { type: 'string' },
     },
   });
   const rel = (file) => path.relative(repoDir, file);
+
+  if (opts.watch) {
+    if (opts.fixture || opts.v8 || opts['client-outdir'] !== undefined) {
+      throw new Error('--watch builds dist/server and dist/client only');
+    }
+    const notify = opts.notify === undefined ? undefined : Number(opts.notify);
+    if (notify !== undefined && !(Number.isInteger(notify) && notify > 0)) throw new Error(`--notify ${opts.notify}: not a pid`);
+    await watch({ dev: opts.dev, notify, rel });
+    return;
+  }
 
   if (opts.fixture) {
     console.log(`fixture bundle: ${rel(await buildFixture())}`);

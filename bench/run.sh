@@ -5,6 +5,8 @@
 #   node-baseline   fastify + Piscina rendering directly (same Node, packages, threads)
 #   v8go            in-process V8 in Go, a pool of isolates (if bin/v8go-ssr is built)
 #   stack-uncached  edge + gRPC + renderer, cache bypassed
+#   stack-traced-uncached  the same with tracing on in both processes, every request traced,
+#                   spans sent to bench/otlp-sink.mjs (not a default run)
 #   stack-cached    edge + gRPC + renderer, cache on (hits)
 # and the same listing with its props from the shop's SQLite database, each contender doing
 # the data work its architecture would:
@@ -62,6 +64,10 @@ start_contender() {
     shop-uncached)
       THREADS=$threads start_shop
       url=http://$EDGE processes=("edge=$shop_pid" "node=$renderer_pid") ;;
+    stack-traced-uncached)
+      "$node" bench/otlp-sink.mjs --port 14317 > "$work/otlp-sink.log" 2>&1 & pids+=($!)
+      SSR_EDGE_OTLP_ENDPOINT=http://127.0.0.1:14317 SSR_RENDERER_OTLP_ENDPOINT=http://127.0.0.1:14317 THREADS=$threads start_stack
+      url=http://$EDGE processes=("edge=$edge_pid" "node=$renderer_pid") ;;
     stack-*)
       THREADS=$threads start_stack
       url=http://$EDGE processes=("edge=$edge_pid" "node=$renderer_pid") ;;

@@ -1,30 +1,89 @@
 #!/usr/bin/env bash
 # Starts the renderer, waits until every worker has loaded the bundle, then starts the demo
-# shop (its catalog in bin/shop.db, created on first run).
-# Ctrl-C (or either process exiting) stops both.
+# shop (its catalog in bin/shop.db, created on first run). Arguments go to the shop
+# (-listen, -admin-listen, -db...), SSR_RENDERER_* variables to the renderer.
+#
+# As in the pod, a renderer that exits is started again while the shop serves pages for the
+# browser to render: after 1 s, doubling up to 8 s while it keeps exiting within 10 s of its
+# start; the fifth such exit in a row stops everything (a bundle that cannot load).
+# SIGHUP is passed on to the renderer: its workers move to the bundle file as it is now.
+# Ctrl-C, or the shop exiting, stops everything.
+#
+# --dev (make dev): app/build.mjs --watch rebuilds the app on every change under app/src
+# and sends this script SIGHUP after each build that changed the server bundle (the shop
+# reads a new client manifest itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 node=renderer/node_modules/.bin/node
-ready_url="http://127.0.0.1:${RENDERER_HTTP_PORT:-9101}/readyz"
+read -ra node_flags <<< "$("$node" -p "require('./renderer/node-flags.json').join(' ')")"
+dev=false
+if [[ ${1:-} == --dev ]]; then
+  dev=true
+  shift
+fi
+http_listen=${SSR_RENDERER_HTTP_LISTEN:-:9101}
+http_host=${http_listen%:*}
+[[ -n $http_host && $http_host != 0.0.0.0 ]] || http_host=127.0.0.1
+ready_url="http://$http_host:${http_listen##*:}/readyz"
 
-pids=()
-stop() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; }
+renderer='' started=0 shop='' restart_timer='' watcher=''
+stop() { kill $renderer $shop $restart_timer $watcher 2>/dev/null || true; wait 2>/dev/null || true; }
 trap stop EXIT
 trap 'exit 130' INT TERM
+trap '[[ -z $renderer ]] || kill -HUP "$renderer" 2>/dev/null || true' HUP
 
-"$node" $("$node" -p "require('./renderer/node-flags.json').join(' ')") renderer/src/main.js & pids+=($!)
+start_renderer() {
+  "$node" "${node_flags[@]}" renderer/src/main.js & renderer=$!
+  started=$SECONDS
+}
 
-for _ in $(seq 1 300); do
-  if "$node" -e "fetch('$ready_url').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; then
-    break
-  fi
-  kill -0 "${pids[0]}" 2>/dev/null || { echo "renderer exited during start-up" >&2; exit 1; }
+start_renderer
+until "$node" -e "fetch('$ready_url').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"; do
+  kill -0 "$renderer" 2>/dev/null || { echo "run.sh: the renderer exited during start-up" >&2; exit 1; }
+  (( SECONDS - started < 60 )) || { echo "run.sh: the renderer was not ready within 60 s ($ready_url)" >&2; exit 1; }
   sleep 0.2
 done
 
-bin/shop -db bin/shop.db & pids+=($!)
+bin/shop -db bin/shop.db "$@" & shop=$!
 echo
 echo "sidecar-ssr is serving the demo shop on http://localhost:8080  (Ctrl-C stops)"
+if $dev; then
+  "$node" app/build.mjs --watch --notify $$ & watcher=$!
+  echo "and rebuilding the app on every change under app/src"
+fi
 echo
-wait -n "${pids[@]}"
+
+quick_exits=0
+while :; do
+  unset exited
+  status=0
+  wait -n -p exited $shop $renderer $restart_timer $watcher || status=$?
+  case ${exited:-} in
+    '') ;; # SIGHUP, passed on
+    "$shop")
+      echo "run.sh: the shop exited (status $status): stopping" >&2
+      exit "$status"
+      ;;
+    "$watcher")
+      echo "run.sh: the app watcher exited (status $status): stopping" >&2
+      exit 1
+      ;;
+    "$renderer")
+      renderer=''
+      if (( SECONDS - started < 10 )); then quick_exits=$((quick_exits + 1)); else quick_exits=0; fi
+      if (( quick_exits >= 5 )); then
+        echo "run.sh: the renderer exited $quick_exits times in a row within 10 s of its start: giving up (its log is above)" >&2
+        exit 1
+      fi
+      delay=$(( 1 << (quick_exits > 0 ? quick_exits - 1 : 0) ))
+      echo "run.sh: the renderer exited (status $status): restarting it in $delay s; until then the browser renders the pages" >&2
+      sleep "$delay" & restart_timer=$!
+      ;;
+    "$restart_timer")
+      restart_timer=''
+      start_renderer
+      echo "run.sh: renderer restarted (pid $renderer)" >&2
+      ;;
+  esac
+done

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -79,6 +80,11 @@ type Options struct {
 	// SharedCacheTimeout bounds each call to that store; past it the server goes on without
 	// it. If zero, 25ms.
 	SharedCacheTimeout time.Duration
+	// TracerProvider receives a span per page request (a child of the caller's when its W3C
+	// traceparent says so), its cache lookup, a wait on another request's render, the
+	// Loader, and the render call, whose trace the renderer continues (with its own
+	// renderer.otlp_endpoint). If nil, no spans, at no cost.
+	TracerProvider trace.TracerProvider
 	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry.
 	// Register one Server per Registerer.
 	Registerer prometheus.Registerer
@@ -139,10 +145,14 @@ func New(o Options) (*Server, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	return newServer(e, address, reg, log)
+	var tracer trace.Tracer
+	if o.TracerProvider != nil {
+		tracer = o.TracerProvider.Tracer("github.com/sidecar-ssr/sidecar-ssr/edge/ssr")
+	}
+	return newServer(e, address, reg, log, tracer)
 }
 
-func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger) (*Server, error) {
+func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) (*Server, error) {
 	manifest, err := document.LoadManifest(e.AssetsDir)
 	if err != nil {
 		return nil, fmt.Errorf("ssr: assets: %w", err)
@@ -160,7 +170,7 @@ func newServer(e config.Edge, address string, reg prometheus.Registerer, log *sl
 	}
 	metrics := server.NewMetrics(reg)
 	cache := server.NewCache(e, metrics)
-	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Shared: shared, Metrics: metrics, Log: log})
+	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Shared: shared, Metrics: metrics, Log: log, Tracer: tracer})
 	if err != nil {
 		renderer.Close()
 		if shared != nil {

@@ -48,6 +48,11 @@ import { parse as parseYaml } from 'yaml';
  *   (0: no quarantine)
  * @property {number} quarantineWindowMs
  * @property {number} quarantineDurationMs how long a quarantined request is refused
+ * @property {number} heapGrowthSampleEvery each worker measures exactly what
+ *   one render in this many kept in its heap, for renderer_page_heap_growth_bytes
+ *   (0: never)
+ * @property {string} otlpEndpoint OTLP/gRPC collector for spans, `http://host:port`
+ *   (`https://` for TLS); empty: tracing off
  */
 
 export class ConfigError extends Error {
@@ -102,6 +107,10 @@ const KEYS = {
   quarantine_after: { field: 'quarantineAfter', fallback: 2, check: integerAtLeast(0) },
   quarantine_window: { field: 'quarantineWindowMs', fallback: '1m', check: duration },
   quarantine_duration: { field: 'quarantineDurationMs', fallback: '5m', check: duration },
+  // Two young-generation GCs per measured render, in the worker's idle time.
+  heap_growth_sample_every: { field: 'heapGrowthSampleEvery', fallback: 100, check: integerAtLeast(0) },
+  // Where spans go (OTLP over gRPC); empty: no tracing, and no cost.
+  otlp_endpoint: { field: 'otlpEndpoint', fallback: '', check: optional(otlpEndpoint) },
 };
 
 /** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */
@@ -320,6 +329,17 @@ export function splitHostPort(value) {
 /** @param {unknown} value */
 function hostPort(value) {
   if (typeof value !== 'string' || !splitHostPort(value)) throw 'must be host:port (port 0-65535, empty host = all interfaces)';
+  return value;
+}
+
+/** A collector's URL: the scheme says TLS or not, and the port is never guessed. */
+const OTLP_ENDPOINT = /^https?:\/\/(\[[0-9a-fA-F:.]+\]|[^\s/:@[\]]+):\d{1,5}\/?$/;
+
+/** @param {unknown} value */
+function otlpEndpoint(value) {
+  if (typeof value !== 'string' || !OTLP_ENDPOINT.test(value)) {
+    throw 'must be an http:// or https:// URL with a port, e.g. http://otel-collector:4317';
+  }
   return value;
 }
 

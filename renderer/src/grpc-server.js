@@ -20,6 +20,7 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
 /** @import { Metrics } from './metrics.js' */
 /** @import { ErrorCode } from './errors.js' */
 /** @import { Quarantine, Sentence } from './quarantine.js' */
+/** @import { Tracing } from './tracing.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -67,6 +68,7 @@ const DEADLINE_SLACK_MS = 50;
  * @property {Metrics} [metrics] render outcomes are observed here when given
  * @property {Quarantine} [quarantine] requests whose renders kill workers are
  *   refused here, before the pool (absent: no quarantine)
+ * @property {Tracing} [tracing] spans of every call (absent: tracing off)
  * @property {Logger} logger
  */
 
@@ -100,12 +102,12 @@ function loadRenderService() {
  * @param {GrpcOptions} options
  * @returns {Promise<GrpcListener>}
  */
-export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, metrics, quarantine, logger }) {
+export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs, pool, metrics, quarantine, tracing, logger }) {
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxRequestMb * 1024 * 1024,
   });
   server.addService(loadRenderService(), {
-    Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine }),
+    Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }),
   });
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [RENDER_SERVICE]: 'NOT_SERVING' });
@@ -167,13 +169,16 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
 }
 
 /**
- * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics, quarantine?: Quarantine}} deps
+ * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics, quarantine?: Quarantine,
+ *   tracing?: Tracing}} deps
  * @returns {grpc.handleUnaryCall<any, any>}
  */
-function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine }) {
+function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }) {
   return async (call, callback) => {
     const arrivedAt = performance.timeOrigin + performance.now();
     const req = call.request;
+    const requestId = requestIdOf(call.metadata);
+    const span = tracing?.call(call.metadata, { page: req.page, requestId, arrivedAt });
     const task = {
       page: req.page,
       url: req.url,
@@ -223,6 +228,7 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine })
       trailer.set(RENDERER_TIME_TRAILER, String(Math.round(secondsSince(arrivedAt) * 1e6)));
       // A view over the transferred buffer: no copy before grpc-js frames it.
       callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength), trailer);
+      span?.rendered(result.timing, result.page);
       metrics?.observeRender({
         page: req.page,
         // Finished for a caller that had gone: counted, so wasted renders show.
@@ -239,14 +245,15 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine })
         const entered = quarantine.recordDeath(keyOf());
         if (entered) {
           logger.error({
-            page: req.page, url: req.url, variants: req.variants, deaths: entered.deaths, code: error.code,
+            page: req.page, url: req.url, variants: req.variants, requestId, deaths: entered.deaths, code: error.code,
             quarantineMs: entered.until - entered.since,
           }, 'render quarantined');
           metrics?.observeQuarantine(req.page);
         }
       }
-      logFailure(logger, error, req.page);
+      logFailure(logger, error, req.page, requestId);
       callback(toServiceError(error));
+      span?.failed(error);
       metrics?.observeRender({
         page: req.page,
         outcome: error.code,
@@ -278,6 +285,19 @@ function secondsSince(since) {
 /** The trailer of a successful call that gives its time in the renderer, in microseconds. */
 export const RENDERER_TIME_TRAILER = 'ssr-renderer-us';
 
+/** The metadata in which the edge sends its X-Request-Id, for the logs and spans here. */
+export const REQUEST_ID_METADATA = 'x-request-id';
+
+/**
+ * The caller's request id, cut to the edge's own bound on one (a caller other
+ * than the edge could send anything).
+ * @param {grpc.Metadata} metadata
+ */
+function requestIdOf(metadata) {
+  const [value] = metadata.get(REQUEST_ID_METADATA);
+  return value === undefined ? '' : String(value).slice(0, 64);
+}
+
 /**
  * The status, the message (never a stack) and the `ssr-error` trailer.
  * @param {RenderError} error
@@ -293,9 +313,10 @@ function toServiceError(error) {
  * @param {Logger} logger
  * @param {RenderError} error
  * @param {string} page
+ * @param {string} requestId
  */
-function logFailure(logger, error, page) {
-  const fields = { code: error.code, page, err: error };
+function logFailure(logger, error, page, requestId) {
+  const fields = { code: error.code, page, requestId, err: error };
   if (warnCodes.has(error.code)) logger.warn(fields, 'render failed');
   else logger.error(fields, 'render failed');
 }

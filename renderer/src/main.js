@@ -13,6 +13,7 @@ import { build as buildHttp, listen as listenHttp } from './http-server.js';
 import { Metrics } from './metrics.js';
 import { RenderPool } from './pool.js';
 import { Quarantine } from './quarantine.js';
+import { Tracing } from './tracing.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Config } from './config.js' */
@@ -61,6 +62,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
   });
   const metrics = new Metrics(pool, { quarantine });
   pool.observe(metrics.poolObserver);
+  const tracing = config.otlpEndpoint === '' ? undefined : new Tracing(config.otlpEndpoint, logger);
   /** @type {Awaited<ReturnType<typeof startGrpcServer>> | undefined} */
   let grpc;
   /** @type {ReturnType<typeof buildHttp> | undefined} */
@@ -91,6 +93,8 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     await http?.close();
     await debug?.close();
     metrics.close();
+    // The last calls' spans; a collector that is down costs its export timeout.
+    await tracing?.shutdown().catch((err) => logger.warn({ err }, 'could not send the last spans'));
     if (grpc && config.grpcAddress.startsWith('unix:')) {
       // grpc-js's listener removes it when closed; this covers a forced stop.
       await unlink(unixSocketPath(config.grpcAddress)).catch(() => {});
@@ -113,7 +117,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
 
   try {
     signal?.throwIfAborted();
-    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, metrics, quarantine, logger });
+    grpc = await startGrpcServer({ ...config, address: config.grpcAddress, pool, metrics, quarantine, tracing, logger });
     logger.info({ listener: 'grpc', address: grpc.address }, 'listening');
     http = buildHttp({ pool, registry: metrics.registry, logger });
     const httpAddress = await listenHttp(http, config.httpListen);
@@ -127,7 +131,7 @@ export async function start(config, { logger = createLogger(config.logLevel), on
     signal?.throwIfAborted();
     await Promise.race([pool.whenReady(), aborted]);
     grpc.setServing(true);
-    logger.info({ threads: config.threads, bundle: config.bundle }, 'ready');
+    logger.info({ threads: config.threads, bundle: config.bundle, tracing: config.otlpEndpoint || 'off' }, 'ready');
     return { grpcAddress: grpc.address, httpAddress, debugAddress, pool, metrics, quarantine, close };
   } catch (err) {
     await close().catch((closeErr) => logger.error({ err: closeErr }, 'error while shutting down'));
@@ -147,7 +151,7 @@ function createLogger(level) {
 
 /**
  * The process: exit 1 with a message when config or start fails, exit 0
- * after SIGTERM/SIGINT.
+ * after SIGTERM/SIGINT, a reload of the bundle on SIGHUP.
  * @param {string[]} argv
  * @param {Record<string, string | undefined>} env
  */
@@ -206,6 +210,15 @@ export async function main(argv, env) {
       void stop(0);
     });
   }
+  // SIGHUP (make dev sends it after each rebuild): the workers move to the
+  // bundle file as it is now; the pool logs how that goes. One that comes
+  // during the start waits for its end: the workers may have read the older file.
+  let reloadAfterStart = false;
+  process.on('SIGHUP', () => {
+    logger.info({ signal: 'SIGHUP' }, 'signal received');
+    if (renderer) renderer.pool.reload().catch(() => {});
+    else reloadAfterStart = true;
+  });
 
   try {
     renderer = await start(config, {
@@ -222,6 +235,7 @@ export async function main(argv, env) {
       logger.flush();
       process.exit(0);
     }
+    if (reloadAfterStart) renderer.pool.reload().catch(() => {});
   } catch (err) {
     if (starting.signal.aborted) {
       logger.flush();

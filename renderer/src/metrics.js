@@ -6,6 +6,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 
 /** @import { PoolObserver, PoolStats } from './pool.js' */
 /** @import { GcPause } from './worker.js' */
+/** @import { RetentionSample } from './retention.js' */
 
 /** The `page` label of a page the bundle does not export: keeps label values bounded. */
 const UNKNOWN_PAGE = '(unknown)';
@@ -75,6 +76,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  // A gauge: a measured render during which a full GC freed older garbage
+  // counts negative. A leaking page climbs; the others stay near zero.
+  #heapGrowth = new Gauge({
+    name: 'renderer_page_heap_growth_bytes',
+    help: 'V8 heap kept by the renders of each page since the renderer started, estimated from the renders measured exactly (one in heap_growth_sample_every per worker): the page that leaks climbs. Rank pages with delta(...[15m]).',
+    labelNames: /** @type {const} */ (['page']),
+    registers: [this.registry],
+  });
+
   #gcPause = new Histogram({
     name: 'renderer_gc_pause_seconds',
     help: 'GC pauses inside the worker threads (PerformanceObserver gc entries, reported with each render), by kind: minor, major, incremental, weakcb.',
@@ -95,7 +105,7 @@ export class Metrics {
 
   #retirements = new Counter({
     name: 'renderer_worker_retirements_total',
-    help: 'Workers retired on purpose after a warm spare took their place, by reason: max_renders, heap (recycle_heap_ratio), external (max_external_mb).',
+    help: 'Workers retired on purpose after a warm spare took their place, by reason: max_renders, heap (recycle_heap_ratio), external (max_external_mb), reload (SIGHUP: a new bundle).',
     labelNames: /** @type {const} */ (['reason']),
     registers: [this.registry],
   });
@@ -133,6 +143,9 @@ export class Metrics {
           this.#gcPauseMax.set({ kind }, ms / 1000);
         }
       }
+    },
+    retained: (/** @type {RetentionSample[]} */ samples) => {
+      for (const { page, retainedBytes, every } of samples) this.#heapGrowth.inc({ page: this.pageLabel(page) }, retainedBytes * every);
     },
     retired: (reason) => this.#retirements.inc({ reason }),
     exited: (reason) => this.#exits.inc({ reason }),
@@ -174,8 +187,8 @@ export class Metrics {
       (s) => s.utilization);
     poolGauge('renderer_workers', 'Live worker threads (briefly below threads while a dead worker is replaced).', (s) => s.workers);
     poolGauge('renderer_workers_loaded', 'Live workers that loaded the bundle and finished their warm-up (ready for traffic when equal to threads; retiring ones included).', (s) => s.loaded);
-    poolGauge('renderer_workers_accepting', 'Warm workers taking tasks (not retiring); never below threads while recycling.', (s) => s.accepting);
-    for (const reason of ['max_renders', 'heap', 'external']) this.#retirements.inc({ reason }, 0);
+    poolGauge('renderer_workers_accepting', 'Warm workers taking tasks: not retiring, not held near their heap cap. A worker at max_renders takes tasks until its spare is warm; one retiring for heap or external memory stops at once.', (s) => s.accepting);
+    for (const reason of ['max_renders', 'heap', 'external', 'reload']) this.#retirements.inc({ reason }, 0);
     for (const reason of ['oom', 'deadline', 'error']) this.#exits.inc({ reason }, 0);
     this.#loopDelay.enable();
     const loopDelay = this.#loopDelay;

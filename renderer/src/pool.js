@@ -7,6 +7,8 @@
 //   that is still warming or about to exit;
 // - recycling: one worker at a time retires (max_renders, heap or external
 //   memory) after a warm spare has joined, so capacity never drops;
+// - reload: every worker retires that way onto the bundle file as it is now,
+//   once a trial worker has loaded it;
 // - readiness (every worker warm), drain, and a pool that can no longer
 //   replace its workers (fatal).
 //
@@ -19,6 +21,7 @@
 import { mkdir } from 'node:fs/promises';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
+import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { ConfigError } from './config.js';
 import {
@@ -27,7 +30,7 @@ import {
 } from './errors.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { MessagePort, Worker } from 'node:worker_threads' */
+/** @import { MessagePort } from 'node:worker_threads' */
 /** @import { RenderTask } from './render-page.js' */
 
 /**
@@ -36,6 +39,7 @@ import {
  * @typedef {RenderTask & {arrivedAt: number}} PoolTask
  */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from './worker.js' */
+/** @import { RetentionSample } from './retention.js' */
 
 /**
  * @typedef {object} PoolOptions
@@ -55,6 +59,8 @@ import {
  *   heap write a snapshot before they exit
  * @property {number} [maxPageMb] a render whose response is larger fails with
  *   PageTooLargeError in its worker (absent: no limit)
+ * @property {number} [heapGrowthSampleEvery] a worker measures what one render
+ *   in this many kept in its heap (0 or absent: never; retention.js)
  * @property {Logger} logger
  * @property {(err: Error) => void} [onFatal] called when, after start, the pool
  *   can no longer keep `threads` workers with the bundle loaded.
@@ -85,7 +91,9 @@ import {
  * What the pool reports as it happens (the metrics subscribe).
  * @typedef {object} PoolObserver
  * @property {(pauses: GcPause[]) => void} [gc]
- * @property {(reason: string) => void} [retired] max_renders, heap or external
+ * @property {(samples: RetentionSample[]) => void} [retained]
+ * @property {(reason: string) => void} [retired] max_renders, heap, external
+ *   or reload
  * @property {(reason: string) => void} [exited] a worker died: oom, deadline
  *   (its render aborted), or error
  */
@@ -125,6 +133,17 @@ import {
  */
 
 /**
+ * A reload under way (RenderPool.reload).
+ * @typedef {object} Reload
+ * @property {number} staleUpTo the highest thread id that may have loaded the
+ *   file before the reload was asked for (thread ids only grow)
+ * @property {number} began
+ * @property {Worker | null} trial the worker trying the file; null once it
+ *   was warm
+ * @property {PromiseWithResolvers<void>} done
+ */
+
+/**
  * Rides on each task (a symbol key: structured clone leaves it behind) so the
  * balancer can record which worker took it.
  * @typedef {{workerId?: number, probe?: true}} Token
@@ -156,6 +175,12 @@ export class RenderPool {
   #oldLimitBytes;
   #heapSnapshotDir;
   #autoSnapshotsLeft;
+  /** What a worker starts with: Piscina's, and a reload's trial worker. */
+  #workerOptions;
+  /** @type {Reload | null} */
+  #reload = null;
+  /** Workers up to this thread id run a file older than the last reload's. */
+  #staleUpTo = 0;
   /** @type {PoolObserver} */
   #observer = {};
   /** @type {Map<number, WorkerState>} */
@@ -189,7 +214,7 @@ export class RenderPool {
   constructor({
     bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
     warmupRounds = 3, maxQueue = Infinity, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
-    heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity,
+    heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity, heapGrowthSampleEvery = 0,
   }) {
     this.#heapSnapshotDir = heapSnapshotDir;
     this.#autoSnapshotsLeft = heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit;
@@ -211,6 +236,14 @@ export class RenderPool {
     // (main.js) must not size the workers' heaps, which come from config.
     setFlagsFromString('--min-semi-space-size=0');
     setFlagsFromString('--max-semi-space-size=0');
+    this.#workerOptions = {
+      resourceLimits: {
+        maxOldGenerationSizeMb: maxOldGenerationMb,
+        maxYoungGenerationSizeMb: maxYoungGenerationMb,
+        stackSizeMb: stackMb,
+      },
+      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery },
+    };
     this.#piscina = new Piscina({
       filename: new URL('./worker.js', import.meta.url).href,
       minThreads: threads,
@@ -221,12 +254,7 @@ export class RenderPool {
       // observer and control port work between tasks (design.md §12).
       atomics: 'disabled',
       loadBalancer: (task, workers) => this.#balance(/** @type {any} */ (task), workers),
-      resourceLimits: {
-        maxOldGenerationSizeMb: maxOldGenerationMb,
-        maxYoungGenerationSizeMb: maxYoungGenerationMb,
-        stackSizeMb: stackMb,
-      },
-      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB },
+      ...this.#workerOptions,
     });
     // Piscina re-emits a worker's own parentPort messages as the pool's 'message'.
     this.#piscina.on('message', (/** @type {WorkerMessage} */ message) => this.#onWorkerMessage(message));
@@ -236,6 +264,16 @@ export class RenderPool {
       // died during bootstrap: from then on it never respawns (design.md §12).
       queueMicrotask(() => {
         if (!this.#closing && this.#piscina.threads.length < this.#threads) this.#fail(this.#bootstrapFailure());
+      });
+      // After #gone has dealt with a warm worker's death (its 'exit' may come
+      // after this event): a retirement still waiting with no spare lost it
+      // while it warmed (a bundle file that no longer loads), and the worker
+      // it was to replace goes on.
+      setImmediate(() => {
+        const retiring = this.#retiring;
+        if (this.#closing || !retiring || retiring.terminating || this.#piscina.threads.length > this.#threads) return;
+        this.#callOffRetirement(retiring, 'its spare died before it was warm');
+        if (retiring.reason === 'reload') this.#failReload(this.#lastWorkerError ?? new Error('a new worker died before it was warm'));
       });
     });
     // Without a listener an 'error' (a worker crashing with no task) would
@@ -444,6 +482,114 @@ export class RenderPool {
   }
 
   /**
+   * Moves every worker to the bundle file as it is now, without dropping a
+   * render (make dev rebuilds the file, then sends SIGHUP). A trial worker
+   * loads the file and renders the warm-up set first, as at start; then each
+   * worker retires in turn behind a warm spare, as at max_renders, and the
+   * spare, a new thread, imports the file anew. Resolves once every worker
+   * that could have loaded an older file is gone. Rejects when the trial
+   * fails, or a spare cannot load the file: the workers go on with the bundle
+   * they have. A reload asked for while one is under way replaces it: both
+   * settle with the newer one.
+   * @returns {Promise<void>}
+   */
+  reload() {
+    if (this.#draining || !this.#startedUp || this.#failed) {
+      return Promise.reject(new Error('the worker pool is not serving: nothing to reload'));
+    }
+    const previous = this.#reload;
+    /** @type {Reload} */
+    const reload = {
+      staleUpTo: Math.max(0, ...this.#piscina.threads.map((w) => w.threadId)),
+      began: performance.now(),
+      trial: null,
+      done: Promise.withResolvers(),
+    };
+    this.#reload = reload;
+    if (previous) {
+      void previous.trial?.terminate();
+      previous.done.resolve(reload.done.promise);
+    }
+    this.#logger.info({ bundle: this.#bundle }, 'reload: trying the bundle in a new worker');
+    const { worker, warm } = this.#tryBundle();
+    reload.trial = worker;
+    warm.then(() => {
+      if (this.#reload !== reload) return;
+      reload.trial = null;
+      this.#staleUpTo = reload.staleUpTo;
+      for (const state of this.#workers.values()) this.#markStale(state);
+      this.#logger.info({ bundle: this.#bundle, trialMs: Math.round(performance.now() - reload.began) },
+        'reload: the bundle loads; replacing the workers one at a time');
+      this.#startRetirement();
+      this.#finishReload();
+    }, (/** @type {Error} */ err) => {
+      if (this.#reload === reload) this.#failReload(err);
+    });
+    return reload.done.promise;
+  }
+
+  /**
+   * Starts a worker outside Piscina on the same worker.js, limits and warm-up
+   * as the pool's, so a file that cannot load never costs the pool a worker
+   * (nor Piscina its respawning: it stops for good once a worker dies in
+   * bootstrap). `warm` settles with the worker's first word; it then stops.
+   * @returns {{worker: Worker, warm: Promise<void>}}
+   */
+  #tryBundle() {
+    const worker = new Worker(new URL('./worker.js', import.meta.url), this.#workerOptions);
+    const { promise, resolve, reject } = Promise.withResolvers();
+    worker.on('message', (/** @type {WorkerMessage} */ message) => {
+      if (message?.type === 'worker-warm') {
+        message.control.close();
+        resolve(undefined);
+      } else if (message?.type === 'warmup-failed' || message?.type === 'bundle-failed') {
+        reject(new Error(`${message.type === 'bundle-failed' ? 'could not load the bundle' : 'warm-up failed'}: ${message.message}`));
+      }
+    });
+    worker.on('error', (/** @type {Error} */ err) => reject(new Error(`could not load the bundle: ${this.#bundle}: ${err.message}`, { cause: err })));
+    worker.on('exit', (code) => reject(new Error(`the trial worker exited with code ${code} before it was warm`)));
+    const stop = () => void worker.terminate();
+    promise.then(stop, stop);
+    return { worker, warm: promise };
+  }
+
+  /**
+   * A worker that started before the reload asked for may have loaded the
+   * older file: it retires.
+   * @param {WorkerState} state
+   */
+  #markStale(state) {
+    if (state.id <= this.#staleUpTo && state.retireReason === null) state.retireReason = 'reload';
+  }
+
+  /** Settles the reload once no worker that may run an older file is left. */
+  #finishReload() {
+    const reload = this.#reload;
+    if (!reload || reload.trial !== null || this.#workers.size < this.#threads) return;
+    if (this.#piscina.threads.some((w) => w.threadId >= 0 && w.threadId <= this.#staleUpTo)) return;
+    this.#reload = null;
+    this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
+    reload.done.resolve(undefined);
+  }
+
+  /**
+   * Gives the reload up: the workers not yet retiring keep the file they have.
+   * @param {Error} err
+   */
+  #failReload(err) {
+    const reload = this.#reload;
+    if (!reload) return;
+    this.#reload = null;
+    this.#staleUpTo = 0;
+    void reload.trial?.terminate();
+    for (const state of this.#workers.values()) {
+      if (state.retireReason === 'reload' && this.#retiring?.id !== state.id) state.retireReason = null;
+    }
+    this.#logger.error({ err, bundle: this.#bundle }, 'reload failed: the workers go on with the bundle they have');
+    reload.done.reject(err);
+  }
+
+  /**
    * Rejects renders still in flight with DrainingError and stops the workers;
    * the same promise when called again.
    * @returns {Promise<void>}
@@ -455,6 +601,9 @@ export class RenderPool {
       this.#startup.reject(new Error('worker pool destroyed before it was ready'));
       const shutting = new DrainingError('the renderer is shutting down');
       for (const waiter of this.#queue.splice(0)) waiter.fail(shutting);
+      void this.#reload?.trial?.terminate();
+      this.#reload?.done.reject(shutting);
+      this.#reload = null;
       this.#destroyed = this.#piscina.destroy();
     }
     return this.#destroyed;
@@ -551,6 +700,7 @@ export class RenderPool {
   #afterTask(report, ms) {
     this.#meanMs = this.#meanMs === undefined ? ms : this.#meanMs + EWMA_ALPHA * (ms - this.#meanMs);
     if (report.gc.length > 0) this.#observer.gc?.(report.gc);
+    if (report.retained.length > 0) this.#observer.retained?.(report.retained);
     const state = this.#workers.get(report.workerId);
     if (!state) return;
     state.renders++;
@@ -576,8 +726,8 @@ export class RenderPool {
   /**
    * Starts retiring one worker that asked for it, when none is retiring: a
    * spare joins first. A worker retiring for memory stops taking tasks at
-   * once (one more render might hit its cap); one at max_renders goes on
-   * until the spare is warm, so capacity never dips.
+   * once (one more render might hit its cap); one at max_renders or reload
+   * goes on until the spare is warm, so capacity never dips.
    */
   #startRetirement() {
     if (this.#retiring || this.#draining || !this.#startedUp || performance.now() < this.#nextRetireAt) return;
@@ -585,7 +735,7 @@ export class RenderPool {
     if (!state) return;
     const reason = /** @type {string} */ (state.retireReason);
     this.#retiring = { id: state.id, reason, began: performance.now(), terminating: false };
-    if (reason !== 'max_renders') state.state = 'retiring';
+    if (reason === 'heap' || reason === 'external') state.state = 'retiring';
     this.#logger.info({
       workerId: state.id, reason, renders: state.renders, heapUsedBytes: state.heapUsedBytes,
       heapLimitBytes: state.heapLimitBytes, externalBytes: state.externalBytes,
@@ -669,21 +819,32 @@ export class RenderPool {
         }
       } else if (retiring && !retiring.terminating && this.#piscina.threads.length <= this.#threads) {
         // Another worker died while the spare warmed: the spare is now a
-        // replacement, so call the retirement off and try again later.
-        const pending = this.#workers.get(retiring.id);
-        if (pending) {
-          pending.state = 'ready';
-          pending.held = false;
-        }
-        this.#retiring = null;
-        this.#nextRetireAt = performance.now() + RETIRE_BACKOFF_MS;
-        setTimeout(() => this.#startRetirement(), RETIRE_BACKOFF_MS + 10).unref();
-        this.#logger.warn({ workerId: retiring.id, reason: retiring.reason }, 'retirement called off: another worker died');
+        // replacement.
+        this.#callOffRetirement(retiring, 'another worker died');
       }
       this.#startRetirement();
       this.#advanceRetirement();
+      this.#finishReload();
       this.#dispatch();
     });
+  }
+
+  /**
+   * The worker `retiring` names takes tasks again; the next retirement waits
+   * RETIRE_BACKOFF_MS.
+   * @param {{id: number, reason: string}} retiring
+   * @param {string} why
+   */
+  #callOffRetirement(retiring, why) {
+    const pending = this.#workers.get(retiring.id);
+    if (pending) {
+      pending.state = 'ready';
+      pending.held = false;
+    }
+    this.#retiring = null;
+    this.#nextRetireAt = performance.now() + RETIRE_BACKOFF_MS;
+    setTimeout(() => this.#startRetirement(), RETIRE_BACKOFF_MS + 10).unref();
+    this.#logger.warn({ workerId: retiring.id, reason: retiring.reason }, `retirement called off: ${why}`);
   }
 
   /** @param {WorkerMessage} message */
@@ -716,6 +877,7 @@ export class RenderPool {
       if (message.report.gc.length > 0) this.#observer.gc?.(message.report.gc);
       message.control.unref();
       this.#workers.set(state.id, state);
+      this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
       if (this.#pages.size === 0) for (const page of message.pages) this.#pages.add(page);
       if (this.#meanMs === undefined && message.meanRenderMs > 0) this.#meanMs = message.meanRenderMs;
@@ -727,7 +889,9 @@ export class RenderPool {
         this.#startedUp = true;
         this.#startup.resolve(undefined);
       }
+      this.#startRetirement();
       this.#advanceRetirement();
+      this.#finishReload();
       this.#dispatch();
     } else if (message?.type === 'warmup-failed') {
       const err = new Error(`worker ${message.threadId} failed to warm up: ${message.message}`);
@@ -739,7 +903,11 @@ export class RenderPool {
     } else if (message?.type === 'bundle-failed') {
       const err = new Error(`worker ${message.threadId} could not load the bundle: ${message.message}`);
       if (message.stack) err.stack = `${err.message}\n${message.stack}`;
-      this.#fail(err);
+      // Later, a spare or a replacement met a file changed on disk: the
+      // workers that loaded it before serve on (the spare's retirement is
+      // called off when Piscina drops it).
+      if (!this.#startedUp) this.#fail(err);
+      else this.#logger.error({ err, workerId: message.threadId }, 'a new worker could not load the bundle');
     }
   }
 

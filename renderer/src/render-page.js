@@ -58,7 +58,10 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.j
  * @property {Array<{name: string, value: string}>} headers
  * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
  * @property {string} propsJson empty for a redirect
+ * @property {number} loadStart performance.now() when load() began
  * @property {number} loadUs
+ * @property {number} [renderStart] performance.now() when the render began
+ *   (none for a redirect)
  * @property {number} renderUs
  */
 
@@ -95,7 +98,7 @@ export async function renderPage(bundle, task) {
 
   if (result.redirect && !result.notFound) {
     headers.push({ name: 'Location', value: String(result.redirect.location) });
-    return { page, html: '', head: '', status: result.redirect.status ?? 302, headers, cache, propsJson: '', loadUs, renderUs: 0 };
+    return { page, html: '', head: '', status: result.redirect.status ?? 302, headers, cache, propsJson: '', loadStart, loadUs, renderUs: 0 };
   }
   if (!result.notFound && result.status !== undefined) status = result.status;
 
@@ -109,7 +112,7 @@ export async function renderPage(bundle, task) {
   } catch (err) {
     throw pageThrew(err);
   }
-  return { page, ...rendered, status, headers, cache, propsJson, loadUs, renderUs };
+  return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
 }
 
 /**

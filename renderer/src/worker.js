@@ -10,12 +10,14 @@ import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_th
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from './errors.js';
 import { renderPage } from './render-page.js';
+import { RetentionSampler } from './retention.js';
 import { encodeRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
 /** @import { PoolTask } from './pool.js' */
 /** @import { ErrorDescriptor } from './errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
+/** @import { RetentionSample } from './retention.js' */
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
@@ -41,6 +43,7 @@ import { encodeRenderResponse } from './wire.js';
  * @property {number} heapLimitBytes
  * @property {number} externalBytes
  * @property {GcPause[]} gc pauses since the previous report
+ * @property {RetentionSample[]} retained renders measured since the previous report
  */
 
 /**
@@ -59,10 +62,15 @@ import { encodeRenderResponse } from './wire.js';
  */
 
 /**
+ * What a render cost, from this worker's clock: the pool's metrics and the
+ * renderer's trace spans are built from it.
  * @typedef {object} RenderTiming
  * @property {number} startedAt epoch ms when this worker picked the task up
+ * @property {number} loadAt epoch ms load() began
  * @property {number} loadUs
+ * @property {number | undefined} renderAt epoch ms the render began (none for a redirect)
  * @property {number} renderUs
+ * @property {number} workerUs picked up until encoded
  * @property {number} workerId
  * @property {number} heapUsedBytes
  * @property {number} heapLimitBytes
@@ -75,7 +83,8 @@ import { encodeRenderResponse } from './wire.js';
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
-const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number}} */ (workerData);
+const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number}} */ (workerData);
+const retention = new RetentionSampler(options.heapGrowthSampleEvery);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
 /** @type {GcPause[]} */
@@ -92,6 +101,7 @@ const GC_KINDS = {
 // when Piscina does not park the worker in Atomics.wait (atomics: 'disabled').
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
+    if (retention.forced(entry.startTime)) continue;
     if (gcPending.length >= GC_PENDING_MAX) gcPending.shift();
     const kind = /** @type {{kind?: number} | undefined} */ (/** @type {any} */ (entry).detail)?.kind ?? 0;
     gcPending.push({ kind: GC_KINDS[kind] ?? 'other', ms: entry.duration });
@@ -114,6 +124,7 @@ parentPort?.postMessage(warmMessage, [control.port2]);
  */
 export default async function render(task) {
   const startedAt = performance.timeOrigin + performance.now();
+  const measured = retention.begin();
   let result;
   let encoded;
   try {
@@ -124,6 +135,8 @@ export default async function render(task) {
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
     return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
+  } finally {
+    retention.end(measured, task.page);
   }
   const { response, timing, heap } = encoded;
   /** @type {RenderSuccess} */
@@ -152,8 +165,11 @@ function encode(result, startedAt, arrivedAt) {
   /** @type {RenderTiming} */
   const timing = {
     startedAt,
+    loadAt: performance.timeOrigin + result.loadStart,
     loadUs: result.loadUs,
+    renderAt: result.renderStart === undefined ? undefined : performance.timeOrigin + result.renderStart,
     renderUs: result.renderUs,
+    workerUs,
     workerId: threadId,
     heapUsedBytes: heap.used_heap_size,
     heapLimitBytes: heap.heap_size_limit,
@@ -166,7 +182,7 @@ function encode(result, startedAt, arrivedAt) {
     cache: result.cache,
     page: result.page,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
-    timing: { ...timing, workerUs, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
+    timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
   }, options.maxPageBytes);
   return { response, timing, heap };
 }
@@ -182,6 +198,7 @@ function report(heap = getHeapStatistics()) {
     heapLimitBytes: heap.heap_size_limit,
     externalBytes: heap.external_memory,
     gc: gcPending.splice(0),
+    retained: retention.take(),
   };
 }
 

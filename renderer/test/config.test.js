@@ -33,6 +33,8 @@ test('no file: the embedded defaults that run the demo', () => {
     quarantineAfter: 2,
     quarantineWindowMs: 60_000,
     quarantineDurationMs: 300_000,
+    heapGrowthSampleEvery: 100,
+    otlpEndpoint: '',
   });
 });
 
@@ -93,6 +95,11 @@ renderer:
   assert.throws(() => parseConfig('renderer: {recycle_heap_ratio: 1.5}', {}), { key: 'renderer.recycle_heap_ratio' });
   assert.throws(() => parseConfig('renderer: {max_queue: lots}', {}), { key: 'renderer.max_queue', message: /must be auto or an integer >= 0/ });
   assert.throws(() => parseConfig('renderer: {debug_listen: "nope"}', {}), { key: 'renderer.debug_listen' });
+  assert.equal(parseConfig('', {}).otlpEndpoint, '');
+  assert.equal(parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: 'http://[::1]:4317' } }).otlpEndpoint, 'http://[::1]:4317');
+  for (const bad of ['otel:4317', 'http://otel', 'grpc://otel:4317', 'http://otel:4317/v1/traces']) {
+    assert.throws(() => parseConfig(`renderer: {otlp_endpoint: "${bad}"}`, {}), { key: 'renderer.otlp_endpoint', message: /with a port/ }, bad);
+  }
   assert.throws(() => parseConfig('renderer: {heap_snapshot_near_limit: 1}', {}), {
     key: 'renderer.heap_snapshot_near_limit', message: /needs renderer\.heap_snapshot_dir/,
   });

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -20,9 +21,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/tracing"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
@@ -54,6 +58,23 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var tracerProvider trace.TracerProvider
+	if e.OTLPEndpoint != "" {
+		tp, err := tracing.Start(ctx, e.OTLPEndpoint, e.TraceSampleRatio)
+		if err != nil {
+			return fmt.Errorf("edge.otlp_endpoint: %w", err)
+		}
+		// The SDK reports failed exports here; they cost spans, never requests.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("tracing", "endpoint", e.OTLPEndpoint, "err", err) }))
+		defer func() {
+			flushCtx, cancel := context.WithTimeout(context.Background(), e.ShutdownTimeout)
+			defer cancel()
+			if err := tp.Shutdown(flushCtx); err != nil {
+				log.Warn("could not send the last spans", "err", err)
+			}
+		}()
+		tracerProvider = tp
+	}
 	site, err := ssr.New(ssr.Options{
 		Renderer: cfg.Renderer.GRPCAddress, AssetsDir: e.AssetsDir,
 		RenderTimeout: e.RenderTimeout, HardTimeout: e.HardTimeout, MaxPageMB: e.MaxPageMB, MaxPropsMB: e.MaxPropsMB,
@@ -61,7 +82,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		CacheMaxMB: e.CacheMaxMB, CacheMaxEntryMB: e.CacheMaxEntryMB, CacheNotFoundTTL: e.CacheNotFoundTTL,
 		CacheTTLJitter: jitter(e.CacheTTLJitter), CachePassTTL: e.CachePassTTL, CacheIgnoreQuery: e.CacheIgnoreQuery,
 		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout, EarlyHints: e.EarlyHints,
-		Registerer: registry, Logger: log,
+		Registerer: registry, Logger: log, TracerProvider: tracerProvider,
 	})
 	if err != nil {
 		return err
@@ -100,7 +121,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		log.Info("listening", "listener", l.name, "address", ln.Addr().String())
 		go func() { errc <- l.srv.Serve(ln) }()
 	}
-	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes))
+	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes), "tracing", cmp.Or(e.OTLPEndpoint, "off"))
 
 	select {
 	case err := <-errc:

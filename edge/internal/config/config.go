@@ -92,6 +92,12 @@ type Edge struct {
 	SharedCacheAddress string `yaml:"shared_cache_address"`
 	// SharedCacheTimeout bounds every call to that store; past it the edge goes on without.
 	SharedCacheTimeout time.Duration `yaml:"shared_cache_timeout"`
+	// OTLPEndpoint is the OpenTelemetry collector that receives the edge's spans, over
+	// OTLP/gRPC: http://host:port, or https:// for TLS. Empty: tracing off.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// TraceSampleRatio is the share of traces that start at the edge which are kept; a
+	// request whose traceparent says sampled (or not) is followed.
+	TraceSampleRatio float64 `yaml:"trace_sample_ratio"`
 
 	Routes []Route `yaml:"routes"`
 }
@@ -223,6 +229,10 @@ func applyEnv(cfg *Config, environ []string) error {
 
 var durationType = reflect.TypeFor[time.Duration]()
 
+// otlpEndpoint is a collector's URL: the scheme says TLS or not, and the port is never
+// guessed (the renderer's renderer.otlp_endpoint takes the same form).
+var otlpEndpoint = regexp.MustCompile(`^https?://(\[[0-9a-fA-F:.]+\]|[^\s/:@\[\]]+):\d{1,5}/?$`)
+
 func setScalar(edge *Edge, key, value string) error {
 	v := reflect.ValueOf(edge).Elem()
 	for i := range v.NumField() {
@@ -312,6 +322,12 @@ func (c *Config) validate() error {
 	}
 	if e.CacheTTLJitter < 0 || e.CacheTTLJitter >= 1 {
 		bad("edge.cache_ttl_jitter", "must be in [0, 1), got %v", e.CacheTTLJitter)
+	}
+	if e.OTLPEndpoint != "" && !otlpEndpoint.MatchString(e.OTLPEndpoint) {
+		bad("edge.otlp_endpoint", "must be an http:// or https:// URL with a port, e.g. http://otel-collector:4317, got %q", e.OTLPEndpoint)
+	}
+	if e.TraceSampleRatio < 0 || e.TraceSampleRatio > 1 {
+		bad("edge.trace_sample_ratio", "must be in [0, 1], got %v", e.TraceSampleRatio)
 	}
 	if e.SharedCacheTimeout <= 0 {
 		bad("edge.shared_cache_timeout", "must be positive, got %s", e.SharedCacheTimeout)

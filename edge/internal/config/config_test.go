@@ -103,6 +103,10 @@ func TestRejected(t *testing.T) {
 		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
+		{"collector without a port", "", []string{"SSR_EDGE_OTLP_ENDPOINT=http://otel"}, "edge.otlp_endpoint: must be an http:// or https:// URL with a port"},
+		{"collector without a scheme", "", []string{"SSR_EDGE_OTLP_ENDPOINT=otel:4317"}, "edge.otlp_endpoint"},
+		{"collector with a path", "", []string{"SSR_EDGE_OTLP_ENDPOINT=http://otel:4317/v1/traces"}, "edge.otlp_endpoint"},
+		{"sample ratio above 1", "", []string{"SSR_EDGE_TRACE_SAMPLE_RATIO=2"}, "edge.trace_sample_ratio: must be in [0, 1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,6 +3,7 @@
 package document
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // Manifest is the client build's manifest.json (docs/app-contract.md).
@@ -19,6 +23,8 @@ type Manifest struct {
 	BuildID string   `json:"buildId"`
 	Scripts []string `json:"scripts"`
 	Styles  []string `json:"styles"`
+
+	path string // the file LoadManifest read; empty for a Manifest made in code
 }
 
 // LoadManifest reads <assetsDir>/manifest.json.
@@ -28,24 +34,76 @@ func LoadManifest(assetsDir string) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client build manifest: %w (build the app first: make build)", err)
 	}
-	var m Manifest
-	if err := json.Unmarshal(data, &m); err != nil {
+	return parseManifest(path, data)
+}
+
+func parseManifest(path string, data []byte) (*Manifest, error) {
+	m := &Manifest{path: path}
+	if err := json.Unmarshal(data, m); err != nil {
 		return nil, fmt.Errorf("client build manifest %s: %w", path, err)
 	}
 	if len(m.Scripts) == 0 {
 		return nil, errors.New("client build manifest " + path + ": no scripts")
 	}
-	return &m, nil
+	return m, nil
 }
 
-// Shell assembles documents for one client build. It is safe for concurrent use.
+// manifestCheckInterval is how often a Shell looks at its manifest's file, at most.
+const manifestCheckInterval = time.Second
+
+// Shell assembles documents for a client build. A Shell made from LoadManifest's Manifest
+// follows that file: once a new build has replaced it (make dev), documents link the new
+// build's files within about manifestCheckInterval. It is safe for concurrent use.
 type Shell struct {
-	top    string // doctype through the viewport meta: precedes the page's head tags
-	assets string // stylesheet and script tags, then the end of head and the root's opening
+	top   string // doctype through the viewport meta: precedes the page's head tags
+	build atomic.Pointer[build]
+
+	path      string       // the manifest's file; empty: the build never changes
+	nextCheck atomic.Int64 // UnixNano before which the file is not read again
+
+	mu   sync.Mutex // held while the file is read
+	last []byte     // guarded by mu: the file as it was when assets was last set from it
 }
 
 // NewShell prepares the parts of the document that do not change between pages.
 func NewShell(m *Manifest) *Shell {
+	s := &Shell{
+		top: "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
+			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+		path: m.path,
+	}
+	s.nextCheck.Store(time.Now().Add(manifestCheckInterval).UnixNano())
+	s.setBuild(m)
+	return s
+}
+
+// build is what a Shell takes from one manifest.
+type build struct {
+	id string
+	// assets are the stylesheet and script tags, then the end of head and the root's opening.
+	assets string
+	// preload is the Link header that preloads the scripts (module scripts, as the document
+	// loads them) and styles.
+	preload string
+}
+
+// BuildID is the build's id: the HTML cache keys on it, so a new build starts cold.
+func (s *Shell) BuildID() string {
+	s.checkManifest()
+	return s.build.Load().id
+}
+
+// Preload is the Link header of a 103 Early Hints for the build's scripts and styles.
+func (s *Shell) Preload() string { return s.build.Load().preload }
+
+func (s *Shell) setBuild(m *Manifest) {
+	var links []string
+	for _, src := range m.Scripts {
+		links = append(links, "<"+src+">; rel=modulepreload")
+	}
+	for _, href := range m.Styles {
+		links = append(links, "<"+href+">; rel=preload; as=style")
+	}
 	var assets strings.Builder
 	for _, href := range m.Styles {
 		fmt.Fprintf(&assets, "<link rel=\"stylesheet\" href=\"%s\">\n", html.EscapeString(href))
@@ -54,11 +112,40 @@ func NewShell(m *Manifest) *Shell {
 		fmt.Fprintf(&assets, "<script type=\"module\" src=\"%s\"></script>\n", html.EscapeString(src))
 	}
 	assets.WriteString("</head>\n<body>\n<div id=\"root\">")
-	return &Shell{
-		top: "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
-			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-		assets: assets.String(),
+	s.build.Store(&build{id: m.BuildID, assets: assets.String(), preload: strings.Join(links, ", ")})
+}
+
+// checkManifest has the manifest's file read in the background when a check is due: the
+// request that finds it due does not wait for the disk.
+func (s *Shell) checkManifest() {
+	if s.path == "" {
+		return
 	}
+	now := time.Now().UnixNano()
+	next := s.nextCheck.Load()
+	if now < next || !s.nextCheck.CompareAndSwap(next, now+int64(manifestCheckInterval)) {
+		return
+	}
+	go s.rereadManifest()
+}
+
+// rereadManifest takes the file's build when its bytes changed. A file that cannot be read
+// or parsed leaves the build as it was, and is read again at the next check.
+func (s *Shell) rereadManifest() {
+	if !s.mu.TryLock() {
+		return
+	}
+	defer s.mu.Unlock()
+	data, err := os.ReadFile(s.path)
+	if err != nil || bytes.Equal(data, s.last) {
+		return
+	}
+	m, err := parseManifest(s.path, data)
+	if err != nil {
+		return
+	}
+	s.setBuild(m)
+	s.last = data
 }
 
 // Page is what goes into one document.
@@ -91,12 +178,13 @@ const closing = "</script>\n</body>\n</html>\n"
 // so no value can end the script element (</script>), open a comment (<!--) or break a
 // JavaScript parser that reads the JSON as a literal.
 func (s *Shell) Append(dst []byte, p Page) []byte {
+	s.checkManifest()
 	dst = append(dst, s.top...)
 	if p.Head != "" {
 		dst = append(dst, p.Head...)
 		dst = append(dst, '\n')
 	}
-	dst = append(dst, s.assets...)
+	dst = append(dst, s.build.Load().assets...)
 	dst = append(dst, p.HTML...)
 	dst = append(dst, dataOpen...)
 

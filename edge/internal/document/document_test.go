@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 )
 
 var dataScript = regexp.MustCompile(`(?s)<script id="__SSR_DATA__" type="application/json">(.*?)</script>`)
@@ -91,6 +92,63 @@ func TestLoadManifest(t *testing.T) {
 	m, err := LoadManifest(dir)
 	if err != nil || m.BuildID != "b1" || m.Scripts[0] != "/assets/c.js" {
 		t.Errorf("got %+v, %v", m, err)
+	}
+}
+
+// TestShellFollowsItsManifest: a new client build written over the manifest (make dev) is
+// linked by the documents assembled after it; a manifest that does not parse leaves the
+// last good build.
+func TestShellFollowsItsManifest(t *testing.T) {
+	dir := t.TempDir()
+	write := func(manifest string) {
+		tmp := filepath.Join(dir, "manifest.json.tmp")
+		if err := os.WriteFile(tmp, []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, "manifest.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"buildId":"b1","scripts":["/assets/one.js"],"styles":["/assets/one.css"]}`)
+	m, err := LoadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := NewShell(m)
+	assets := func() string {
+		_, head, _ := strings.Cut(string(shell.Append(nil, Page{Name: "home", URL: "/"})), "initial-scale=1\">\n")
+		tags, _, _ := strings.Cut(head, "</head>")
+		return tags
+	}
+	one := `<link rel="stylesheet" href="/assets/one.css">` + "\n" + `<script type="module" src="/assets/one.js"></script>` + "\n"
+	two := `<script type="module" src="/assets/two.js"></script>` + "\n"
+	if got := assets(); got != one {
+		t.Fatalf("got %q, want %q", got, one)
+	}
+
+	write(`{"buildId":"b2","scripts":["/assets/two.js"],"styles":[]}`)
+	deadline := time.Now().Add(10 * manifestCheckInterval)
+	for got := assets(); got != two; got = assets() {
+		if got != one {
+			t.Fatalf("got %q while the build changed, want the first or the second", got)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the documents still link the first build %s after it was replaced", 10*manifestCheckInterval)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The HTML cache keys on the build id: pages of the first build are not served for the
+	// second. The 103's Link header names the new files.
+	if shell.BuildID() != "b2" || shell.Preload() != "</assets/two.js>; rel=modulepreload" {
+		t.Errorf("after the new build: BuildID %q, Preload %q", shell.BuildID(), shell.Preload())
+	}
+
+	for _, broken := range []string{`{"buildId":"b3","scripts":[`, `{"buildId":"b3","scripts":[]}`} {
+		write(broken)
+		shell.rereadManifest()
+		if got := assets(); got != two {
+			t.Errorf("after the manifest became %s: got %q, want the last good build, %q", broken, got, two)
+		}
 	}
 }
 

@@ -56,7 +56,9 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	if p.loader == nil {
 		return p.render(ctx, fl, req)
 	}
-	loaded, err := p.load(lr.WithContext(ctx), req)
+	loadCtx, span := p.span(ctx, "loader")
+	loaded, err := p.load(lr.WithContext(loadCtx), req)
+	span.End()
 	if err != nil {
 		return nil, &errLoad{err}
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Renderer renders one page; *renderclient.Client is the real one.
@@ -31,7 +33,6 @@ type Renderer interface {
 type deps struct {
 	renderer Renderer
 	shell    *document.Shell
-	buildID  string
 	cache    *htmlcache.Cache
 	flights  *flights
 	// slots caps render calls in flight, background ones included.
@@ -41,8 +42,10 @@ type deps struct {
 	log     *slog.Logger
 	// shared is the cache's second level; nil when off.
 	shared *sharedTier
-	// earlyHints is the Link header of a 103 sent before waiting for a render; empty: none.
-	earlyHints string
+	// earlyHints: a 103 with the build's Link header before waiting for a render.
+	earlyHints bool
+	// tracer: nil when tracing is off.
+	tracer trace.Tracer
 }
 
 // page serves one route.
@@ -116,8 +119,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveAlone(w, r, req, "", p.loaderRequest(r, req), "sidecar-ssr; fwd=bypass; detail="+reason)
 		return
 	}
-	key := p.keys.key(p.buildID, req.Url, req.Variants)
+	key := p.keys.key(p.shell.BuildID(), req.Url, req.Variants)
+	_, lookup := p.span(r.Context(), "cache lookup")
 	entry, state := p.cache.Get(key)
+	lookup.SetAttributes(attribute.String("ssr.cache.state", state.String()), attribute.Bool("ssr.cache.pass", entry != nil && entry.Pass))
+	lookup.End()
 	if entry != nil && entry.Pass {
 		// Hit-for-miss: the last render was not storable; do not queue behind one another.
 		p.metrics.cacheResult(p.route, "pass")
@@ -162,9 +168,14 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // whether this request started the flight: a private result goes only to that request, and
 // a request that joined gets a render of its own, within what is left of its soft deadline.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
+	if !own {
+		// The render this request waits for is traced under the request that started it.
+		_, wait := p.span(r.Context(), "coalesced wait")
+		defer wait.End()
+	}
 	// The browser fetches the page's scripts and styles while the render runs.
-	if p.earlyHints != "" && r.ProtoAtLeast(1, 1) {
-		w.Header().Set("Link", p.earlyHints)
+	if p.earlyHints && r.ProtoAtLeast(1, 1) {
+		w.Header().Set("Link", p.shell.Preload())
 		w.WriteHeader(http.StatusEarlyHints)
 	}
 	var failure error
@@ -185,7 +196,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			failure, reason = fl.err, reasonFor(fl.err)
 		case fl.private && !own:
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
-			ctx, withdraw := context.WithCancel(context.Background())
+			ctx, withdraw := context.WithCancel(context.WithoutCancel(r.Context()))
 			defer withdraw()
 			fl, own, status = p.renderAlone(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
 		case stale != nil && p.status(fl.resp) >= 500:
@@ -244,10 +255,13 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	}
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
+	ctx, span := p.span(ctx, renderSpan, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("rpc.system", "grpc"), attribute.String("ssr.page", req.Page)))
 	began := time.Now()
-	resp, err := p.renderer.Render(ctx, req)
+	resp, err := p.renderer.Render(p.outgoing(ctx), req)
 	fl.call = time.Since(began)
 	p.metrics.observeRender(p.route, began, err)
+	endRender(span, err)
 	return resp, err
 }
 
@@ -257,13 +271,16 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func() func(*flight) {
 	return func() func(*flight) {
 		lr := p.loaderRequest(r, req)
-		return func(fl *flight) { p.renderInto(fl, key, lr, req) }
+		// The request's id and span, not its end: the render outlives the soft deadline to
+		// fill the cache.
+		ctx := context.WithoutCancel(r.Context())
+		return func(fl *flight) { p.renderInto(ctx, fl, key, lr, req) }
 	}
 }
 
 // renderInto is fill's work: the shared cache's copy if it has one (or gets one from
 // another replica's render within the soft deadline), else a render, stored in both levels.
-func (p *page) renderInto(fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
+func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
 	unlock := func() {}
 	if p.shared != nil {
 		var e *htmlcache.Entry
@@ -273,8 +290,7 @@ func (p *page) renderInto(fl *flight, key string, lr *http.Request, req *ssrv1.R
 			return
 		}
 	}
-	// Not the request's context: the render outlives the soft deadline to fill the cache.
-	fl.resp, fl.err = p.produce(context.Background(), fl, lr, req)
+	fl.resp, fl.err = p.produce(ctx, fl, lr, req)
 	if fl.err != nil {
 		unlock()
 		return
@@ -458,7 +474,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 // finishes it if it is running. Under overload the workers then render pages somebody still
 // waits for, not pages whose requesters already got the shell.
 func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
-	ctx, withdraw := context.WithCancel(context.Background())
+	ctx, withdraw := context.WithCancel(context.WithoutCancel(r.Context()))
 	defer withdraw()
 	p.await(w, r, req, key, p.renderAlone(ctx, key, lr, req), true, cacheStatus, nil)
 }

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -32,6 +32,8 @@ type Options struct {
 	Shared  *sharedcache.Store
 	Metrics *Metrics
 	Log     *slog.Logger
+	// Tracer receives the spans of requests and render calls; nil: tracing off.
+	Tracer trace.Tracer
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
@@ -51,15 +53,12 @@ type Site struct {
 // NewSite prepares the pages of e (validated by config.Load) over o's renderer and cache.
 func NewSite(e config.Edge, o Options) (*Site, error) {
 	d := deps{
-		renderer: o.Renderer, shell: document.NewShell(o.Manifest), buildID: o.Manifest.BuildID,
+		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
-		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log,
+		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
-	}
-	if e.EarlyHints {
-		d.earlyHints = preloadLinks(o.Manifest)
 	}
 	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"), d.shared)
 	if err != nil {
@@ -162,9 +161,10 @@ func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, props
 }
 
 // wrap gives a page handler what every response needs on any router: a request id, a logged
-// 500 instead of a dropped connection on a bug, and a count in edge_requests_total.
+// 500 instead of a dropped connection on a bug, a span when tracing is on, and a count in
+// edge_requests_total.
 func (s *Site) wrap(route string, h http.Handler) http.Handler {
-	return withRecover(s.d.log)(withRequestID(s.d.metrics.count(route, h)))
+	return withRecover(s.d.log)(withRequestID(withTracing(s.d.tracer, route, s.d.metrics.count(route, h))))
 }
 
 // ServeMux wraps a ServeMux of pages: request ids, recovered panics, and the requests the
@@ -256,17 +256,4 @@ func purge(c Purger) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"purged\":%d}\n", n)
 	}
-}
-
-// preloadLinks is the Link header that preloads the client build's scripts (module
-// scripts, as the document loads them) and styles.
-func preloadLinks(m *document.Manifest) string {
-	var links []string
-	for _, src := range m.Scripts {
-		links = append(links, "<"+src+">; rel=modulepreload")
-	}
-	for _, href := range m.Styles {
-		links = append(links, "<"+href+">; rel=preload; as=style")
-	}
-	return strings.Join(links, ", ")
 }

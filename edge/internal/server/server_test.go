@@ -106,7 +106,7 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // start runs the edge handler against a fake renderer on a temp unix socket, over real gRPC.
-func start(t testing.TB, edge func(*config.Edge)) *stack {
+func start(t testing.TB, edge func(*config.Edge), options ...func(*Options)) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "r.sock")
@@ -155,10 +155,14 @@ func start(t testing.TB, edge func(*config.Edge)) *stack {
 		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20,
 		Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() },
 	})
-	h, err := newHandler(e, Options{
+	o := Options{
 		Renderer: client, Manifest: &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}},
 		Cache: cache, Metrics: metrics, Log: slog.New(slog.DiscardHandler),
-	})
+	}
+	for _, option := range options {
+		option(&o)
+	}
+	h, err := newHandler(e, o)
 	if err != nil {
 		t.Fatal(err)
 	}

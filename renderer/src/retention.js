@@ -1,0 +1,104 @@
+// Which page leaks, from the metrics alone: every `every`-th render of a worker
+// is measured exactly. A young-generation GC right before it and right after
+// it, each in the worker's idle time and never on a request's path, leaves in
+// the heap only what the render kept. Heap-after-minus-before on every render
+// would not do: it counts garbage not yet collected, and credits a GC's frees
+// to whichever render the GC interrupted, which ranks pages by how much they
+// allocate, not by what they keep.
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+/**
+ * What one measured render kept; `every` renders of a worker are counted per
+ * measured one, so the estimate for the page is retainedBytes x every.
+ * @typedef {{page: string, retainedBytes: number, every: number}} RetentionSample
+ */
+
+/** How long a forced GC's own pause entry may take to reach the observer. */
+const FORCED_WINDOW_KEEP_MS = 10_000;
+
+export class RetentionSampler {
+  #every;
+  /** @type {(options: {type: 'minor'}) => void} */
+  #gc = () => {};
+  #tasks = 0;
+  #untilNext;
+  /** Heap used after the GC that followed task `seq`, for the task after it. @type {{seq: number, usedBytes: number} | null} */
+  #baseline = null;
+  /** @type {RetentionSample[]} */
+  #pending = [];
+  /** [start, end] in performance.now() of the GCs forced here. @type {Array<[number, number]>} */
+  #forced = [];
+
+  /** @param {number} every 0: never */
+  constructor(every) {
+    this.#every = every;
+    this.#untilNext = every;
+    if (every > 0) {
+      // V8 only installs gc() in contexts created while the flag is on; off
+      // again at once, so the app's code (and later workers) do not see it.
+      setFlagsFromString('--expose-gc');
+      this.#gc = runInNewContext('gc');
+      setFlagsFromString('--no-expose-gc');
+      // A young-generation GC tells kept from dropped only for objects born
+      // young. V8 allocates straight into the old generation at the sites
+      // whose objects mostly survived (a leak's): at a site every page shares,
+      // such as React's elements, every page's garbage would count as kept.
+      // Process-wide, read as objects are allocated; bench/README.md has its cost.
+      setFlagsFromString('--no-allocation-site-pretenuring');
+    }
+  }
+
+  /**
+   * At a task's start: the heap measured just before it when this render is
+   * one to measure (the task before it left a baseline), else undefined.
+   */
+  begin() {
+    const seq = ++this.#tasks;
+    return this.#baseline?.seq === seq - 1 ? this.#baseline.usedBytes : undefined;
+  }
+
+  /**
+   * At a task's end: measures what a measured render kept, and leaves the
+   * baseline for the next one when its turn has come, once the task's answer
+   * has gone (setImmediate), unless another task has begun by then.
+   * @param {number | undefined} baselineBytes begin()'s value
+   * @param {string} page
+   */
+  end(baselineBytes, page) {
+    if (this.#every === 0) return;
+    this.#baseline = null;
+    const measured = baselineBytes !== undefined;
+    const next = --this.#untilNext <= 0;
+    if (!measured && !next) return;
+    const seq = this.#tasks;
+    setImmediate(() => {
+      if (this.#tasks !== seq) return;
+      const start = performance.now();
+      this.#gc({ type: 'minor' });
+      this.#forced.push([start, performance.now()]);
+      const usedBytes = getHeapStatistics().used_heap_size;
+      if (measured) this.#pending.push({ page, retainedBytes: usedBytes - baselineBytes, every: this.#every });
+      if (next) {
+        this.#baseline = { seq, usedBytes };
+        this.#untilNext = this.#every;
+      }
+    });
+  }
+
+  /**
+   * Whether a GC that began at `startTime` (performance.now()) was one of
+   * ours: not a pause any render waited for.
+   * @param {number} startTime
+   */
+  forced(startTime) {
+    const now = performance.now();
+    this.#forced = this.#forced.filter(([, end]) => now - end < FORCED_WINDOW_KEEP_MS);
+    return this.#forced.some(([start, end]) => startTime >= start && startTime <= end);
+  }
+
+  /** The samples not yet reported. */
+  take() {
+    return this.#pending.splice(0);
+  }
+}

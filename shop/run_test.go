@@ -1,0 +1,331 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestRunScript drives scripts/run.sh (make run, make dev) as a developer does. When the
+// renderer dies, the shop goes on with pages the browser renders, run.sh restarts the
+// renderer and server rendering comes back. SIGHUP moves the renderer's workers to the
+// bundle file as it is now, the shop links a client build written over its manifest and
+// still serves the previous build's files. Ctrl-C stops every process.
+func TestRunScript(t *testing.T) {
+	dir := t.TempDir()
+	bundle := filepath.Join(dir, "server.js")
+	copyFile(t, filepath.Join(repoRoot, "app", "dist", "server", "server.js"), bundle)
+	assets := filepath.Join(dir, "client")
+	built := filepath.Join(repoRoot, "app", "dist", "client")
+	var manifest struct{ Scripts []string }
+	copyFile(t, filepath.Join(built, "manifest.json"), filepath.Join(assets, "manifest.json"))
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(assets, "manifest.json"))), &manifest); err != nil || len(manifest.Scripts) == 0 {
+		t.Fatalf("the client build's manifest: %v", err)
+	}
+	oldScript := manifest.Scripts[0]
+	copyFile(t, filepath.Join(built, oldScript), filepath.Join(assets, oldScript))
+	run, shop := runScript(t, repoRoot, []string{"SSR_RENDERER_BUNDLE=" + bundle}, "-assets", assets)
+	if p := get(t, shop+"/products/1"); p.status != 200 || !p.hasHTML || p.header.Get("X-SSR-Fallback") != "" {
+		t.Fatalf("GET /products/1: %d, fallback %q, server markup %v", p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML)
+	}
+
+	ready := func(l map[string]any) bool { return l["msg"] == "ready" }
+	first := int(run.waitJSON(t, "the renderer's ready line", ready)["pid"].(float64))
+	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	run.waitText(t, "run.sh: the renderer exited (status 137): restarting it in")
+	if p := get(t, shop+"/products/2"); p.status != 200 || p.hasHTML || p.header.Get("X-SSR-Fallback") == "" || len(p.props) == 0 {
+		t.Fatalf("GET /products/2 with the renderer down: %d, fallback %q, server markup %v, props %s; want the page for the browser to render",
+			p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML, p.props)
+	}
+	run.waitText(t, "run.sh: renderer restarted (pid ")
+	run.waitJSON(t, "the restarted renderer's ready line", func(l map[string]any) bool {
+		return ready(l) && int(l["pid"].(float64)) != first
+	})
+	rendered, _ := freshProducts(t, shop)
+	waitTrue(t, "server rendering after the restart", func() bool { return rendered("Add to cart") })
+
+	publish(t, bundle, strings.Replace(readFile(t, bundle), `children: "Add to cart"`, `children: "Add to basket"`, 1))
+	newScript := "/assets/client-NEWBUILD.js"
+	copyFile(t, filepath.Join(built, oldScript), filepath.Join(assets, newScript))
+	publish(t, filepath.Join(assets, "manifest.json"), `{"buildId":"newbuild","scripts":["`+newScript+`"],"styles":[]}`)
+	if err := run.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	run.waitJSON(t, "the renderer's reload", func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
+	if !rendered("Add to basket") {
+		t.Error("after the reload, a product page does not come from the new bundle")
+	}
+	waitTrue(t, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
+	if p := get(t, shop+oldScript); p.status != 200 {
+		t.Errorf("GET %s, the previous build's script: %d", oldScript, p.status)
+	}
+
+	if err := syscall.Kill(-run.cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := run.wait(t); code != 130 {
+		t.Errorf("run.sh exited %d after Ctrl-C, want 130", code)
+	}
+	if err := syscall.Kill(-run.cmd.Process.Pid, 0); err != syscall.ESRCH {
+		t.Errorf("processes of run.sh are left after Ctrl-C (kill -0: %v)", err)
+	}
+}
+
+// TestRunScriptDev is make dev (run.sh --dev) on a copy of the app: an edit under app/src
+// shows on the next page, a build that fails leaves the running version serving, and the
+// fix shows in turn.
+func TestRunScriptDev(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{"src", "dist/server", "dist/client"} {
+		if err := os.CopyFS(filepath.Join(root, "app", dir), os.DirFS(filepath.Join(repoRoot, "app", dir))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(t, filepath.Join(repoRoot, "app", "build.mjs"), filepath.Join(root, "app", "build.mjs"))
+	copyFile(t, filepath.Join(repoRoot, "scripts", "run.sh"), filepath.Join(root, "scripts", "run.sh"))
+	if err := os.Chmod(filepath.Join(root, "scripts", "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, link := range []string{"app/node_modules", "renderer", "bin/shop"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(root, link)), 0o755)
+		if err := os.Symlink(filepath.Join(repoRoot, link), filepath.Join(root, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run, shop := runScript(t, root, nil, "--dev")
+	run.waitText(t, "watching app/src")
+	rendered, next := freshProducts(t, shop)
+	waitTrue(t, "a server-rendered page", func() bool { return rendered("Add to cart") })
+
+	card := filepath.Join(root, "app", "src", "components", "ProductCard.jsx")
+	source := readFile(t, card)
+	edit := func(from, to string) {
+		t.Helper()
+		if !strings.Contains(source, from) {
+			t.Fatalf("%s does not say %q", card, from)
+		}
+		source = strings.Replace(source, from, to, 1)
+		publish(t, card, source)
+	}
+	edit("Add to cart", "Add to basket")
+	waitTrue(t, "the edit on a server-rendered page", func() bool { return rendered("Add to basket") })
+	script := regexp.MustCompile(`src="(/assets/client-[^"]+\.js)"`)
+	first := script.FindStringSubmatch(next().body)
+	if first == nil {
+		t.Fatal("a product page links no client script")
+	}
+
+	edit("Add to basket", "Add to basket{")
+	run.waitText(t, "app build failed")
+	if !rendered("Add to basket") {
+		t.Error("after a build that failed, the page is not the last good version's")
+	}
+	edit("Add to basket{", "Add to bag")
+	waitTrue(t, "the fix on a server-rendered page", func() bool { return rendered("Add to bag") })
+	waitTrue(t, "a page linking the fix's client build", func() bool {
+		last := script.FindStringSubmatch(next().body)
+		return last != nil && last[1] != first[1]
+	})
+	if p := get(t, shop+first[1]); p.status != 200 {
+		t.Errorf("GET %s, an earlier build's script: %d", first[1], p.status)
+	}
+}
+
+// runScript starts root/scripts/run.sh with args (the shop's, after --dev), the renderer and
+// the shop on a socket, ports and database of their own, and env added to the environment.
+// It returns run.sh's output and the shop's URL.
+func runScript(t *testing.T, root string, env []string, args ...string) (*logged, string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(root, "bin", "shop")); err != nil {
+		t.Fatalf("bin/shop is missing: run `make test-shop` (it builds the shop)")
+	}
+	dir := t.TempDir()
+	args = append(args, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", filepath.Join(dir, "shop.db"),
+		// A slow runner must not turn these tests of processes into tests of deadlines.
+		"-render-timeout", "2s")
+	cmd := exec.Command(filepath.Join(root, "scripts", "run.sh"), args...)
+	cmd.Env = append(append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS=unix://"+filepath.Join(dir, "renderer.sock"),
+		"SSR_RENDERER_HTTP_LISTEN="+freeAddress(t), "SSR_RENDERER_THREADS=2", "SSR_RENDERER_WARMUP_ROUNDS=1"), env...)
+	// Its own process group, as a terminal gives it: Ctrl-C signals the group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	run := startLogged(t, cmd)
+	listening := run.waitJSON(t, "the shop's public listener", func(l map[string]any) bool {
+		return l["msg"] == "listening" && l["listener"] == "public"
+	})
+	return run, "http://" + listening["address"].(string)
+}
+
+// freshProducts returns a check that the next product page, one never asked for before (so
+// not in the shop's cache), is server-rendered and contains want; and the page itself.
+func freshProducts(t *testing.T, shop string) (rendered func(want string) bool, next func() page) {
+	id := 100
+	next = func() page {
+		id++
+		return get(t, fmt.Sprintf("%s/products/%d", shop, id))
+	}
+	rendered = func(want string) bool {
+		p := next()
+		return p.status == 200 && p.hasHTML && strings.Contains(p.body, want)
+	}
+	return rendered, next
+}
+
+// logged is a started command whose output lines are kept, JSON ones parsed.
+type logged struct {
+	cmd  *exec.Cmd
+	exit chan struct{} // closed once the command has exited
+
+	mu    sync.Mutex
+	lines []string
+}
+
+func startLogged(t *testing.T, cmd *exec.Cmd) *logged {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	l := &logged{cmd: cmd, exit: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			l.mu.Lock()
+			l.lines = append(l.lines, sc.Text())
+			l.mu.Unlock()
+		}
+		cmd.Wait()
+		close(l.exit)
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-l.exit
+		if t.Failed() {
+			t.Logf("output:\n%s", strings.Join(l.lines, "\n"))
+		}
+	})
+	return l
+}
+
+// waitLine returns the first line match accepts, failing the test after a minute or when
+// the command exits first.
+func (l *logged) waitLine(t *testing.T, what string, match func(string) bool) string {
+	t.Helper()
+	deadline := time.After(time.Minute)
+	for {
+		l.mu.Lock()
+		for _, line := range l.lines {
+			if match(line) {
+				l.mu.Unlock()
+				return line
+			}
+		}
+		l.mu.Unlock()
+		select {
+		case <-l.exit:
+			t.Fatalf("run.sh exited before %s", what)
+		case <-deadline:
+			t.Fatalf("no %s within a minute", what)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (l *logged) waitText(t *testing.T, prefix string) {
+	t.Helper()
+	l.waitLine(t, fmt.Sprintf("line %q", prefix), func(line string) bool { return strings.HasPrefix(line, prefix) })
+}
+
+func (l *logged) waitJSON(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
+	t.Helper()
+	var found map[string]any
+	l.waitLine(t, what, func(line string) bool {
+		var fields map[string]any
+		if json.Unmarshal([]byte(line), &fields) != nil || !match(fields) {
+			return false
+		}
+		found = fields
+		return true
+	})
+	return found
+}
+
+// wait returns the command's exit code once it has exited, within 30 s.
+func (l *logged) wait(t *testing.T) int {
+	t.Helper()
+	select {
+	case <-l.exit:
+		return l.cmd.ProcessState.ExitCode()
+	case <-time.After(30 * time.Second):
+		t.Fatal("run.sh still running 30 s after Ctrl-C")
+		return -1
+	}
+}
+
+// waitTrue polls cond for up to a minute.
+func waitTrue(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within a minute", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freeAddress is a loopback address whose port was free a moment ago: run.sh polls the
+// renderer's /readyz, so it must know the port beforehand.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, to, readFile(t, from))
+}
+
+// publish replaces the file at once, as the app's build does.
+func publish(t *testing.T, path, contents string) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", []byte(contents), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
