@@ -8,7 +8,7 @@ import { cpus } from 'node:os';
 const [dir, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
-const contenders = ['node-baseline', 'v8go', 'stack-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
+const contenders = ['node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
