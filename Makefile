@@ -212,6 +212,14 @@ bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by 
 profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: uncached stack vs bare Node at RATE (150) req/s, no knee (about 2 min)
 	SKIP_KNEE=1 CONTENDERS="node-baseline stack-uncached" FIXED_RATE=$${RATE:-150} bench/run.sh
 
+.PHONY: instructions
+instructions: build $(GO_TOOLS) perf ## What tracing and leak sampling cost: instructions per uncached request of the edge and the renderer (perf stat; about 5 min)
+	bench/instructions.sh
+
+.PHONY: perf
+perf: ## Install Debian's perf when missing (make instructions counts with it)
+	@command -v perf >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null)
+
 .PHONY: tail
 tail: build $(K6) $(GO_TOOLS) ## Where the uncached stack's slow requests spend their time: phases, run-queue delays, pool events at RATE (105) req/s (about 1 min)
 	bench/tail.sh

@@ -122,7 +122,9 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	key := p.keys.key(p.shell.BuildID(), req.Url, req.Variants)
 	_, lookup := p.span(r.Context(), "cache lookup")
 	entry, state := p.cache.Get(key)
-	lookup.SetAttributes(attribute.String("ssr.cache.state", state.String()), attribute.Bool("ssr.cache.pass", entry != nil && entry.Pass))
+	if lookup.IsRecording() {
+		lookup.SetAttributes(attribute.String("ssr.cache.state", state.String()), attribute.Bool("ssr.cache.pass", entry != nil && entry.Pass))
+	}
 	lookup.End()
 	if entry != nil && entry.Pass {
 		// Hit-for-miss: the last render was not storable; do not queue behind one another.
@@ -255,8 +257,7 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	}
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
-	ctx, span := p.span(ctx, renderSpan, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
-		attribute.String("rpc.system", "grpc"), attribute.String("ssr.page", req.Page)))
+	ctx, span := p.callSpan(ctx, req.Page)
 	began := time.Now()
 	resp, err := p.renderer.Render(p.outgoing(ctx), req)
 	fl.call = time.Since(began)

@@ -68,42 +68,58 @@ func (d *deps) span(ctx context.Context, name string, opts ...trace.SpanStartOpt
 	return d.tracer.Start(ctx, name, opts...)
 }
 
-// outgoing is ctx with the metadata of a render call: the request id, and with tracing on,
-// the traceparent of the call's span.
-func (d *deps) outgoing(ctx context.Context) context.Context {
-	md := metadata.MD{}
-	if id := RequestID(ctx); id != "" {
-		md.Set(requestIDMetadata, id)
+// callSpan starts the span of a render call, or does nothing when tracing is off (its
+// options cost allocations even then).
+func (d *deps) callSpan(ctx context.Context, page string) (context.Context, trace.Span) {
+	if d.tracer == nil {
+		return ctx, noop.Span{}
 	}
-	if d.tracer != nil {
-		traceContext.Inject(ctx, metadataCarrier(md))
-	}
-	return metadata.NewOutgoingContext(ctx, md)
+	return d.tracer.Start(ctx, renderSpan, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("rpc.system", "grpc"), attribute.String("ssr.page", page)))
 }
 
-// metadataCarrier lets a propagator write gRPC metadata.
-type metadataCarrier metadata.MD
+// outgoing is ctx with the metadata of a render call: the request id, and with tracing on,
+// the traceparent of the call's span. (AppendToOutgoingContext defers building the
+// metadata map to the transport, which builds its own anyway.)
+func (d *deps) outgoing(ctx context.Context) context.Context {
+	var kv pairs
+	if id := RequestID(ctx); id != "" {
+		kv = append(kv, requestIDMetadata, id)
+	}
+	if d.tracer != nil {
+		traceContext.Inject(ctx, &kv)
+	}
+	if len(kv) == 0 {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, kv...)
+}
 
-func (c metadataCarrier) Get(key string) string {
-	if v := metadata.MD(c).Get(key); len(v) > 0 {
-		return v[0]
+// pairs collects what a propagator writes, as gRPC metadata's key, value list.
+type pairs []string
+
+func (p *pairs) Set(key, value string) { *p = append(*p, strings.ToLower(key), value) }
+
+func (p *pairs) Get(key string) string {
+	for i := 0; i+1 < len(*p); i += 2 {
+		if (*p)[i] == key {
+			return (*p)[i+1]
+		}
 	}
 	return ""
 }
 
-func (c metadataCarrier) Set(key, value string) { metadata.MD(c).Set(key, value) }
-
-func (c metadataCarrier) Keys() []string {
-	keys := make([]string, 0, len(c))
-	for k := range c {
-		keys = append(keys, k)
+func (p *pairs) Keys() []string {
+	keys := make([]string, 0, len(*p)/2)
+	for i := 0; i < len(*p); i += 2 {
+		keys = append(keys, (*p)[i])
 	}
 	return keys
 }
 
 // endRender closes a render call's span with how it went.
 func endRender(span trace.Span, err error) {
-	if err != nil {
+	if err != nil && span.IsRecording() {
 		span.SetAttributes(attribute.String("ssr.reason", reasonFor(err)))
 		span.SetStatus(codes.Error, err.Error())
 	}

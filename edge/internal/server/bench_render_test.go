@@ -1,0 +1,37 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+)
+
+// renderBench is the whole public handler answering an uncached page: the render call goes
+// over real gRPC on a unix socket to a renderer that answers at once.
+func renderBench(b *testing.B, s *stack) {
+	s.renderer.render = func(_ context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+		return &ssrv1.RenderResponse{Status: 200, Html: []byte("<main>a page</main>"), PropsJson: []byte(`{}`)}, nil
+	}
+	go func() {
+		for range s.renderer.got { // start's fake keeps each request it gets
+		}
+	}()
+	req := httptest.NewRequest("GET", "/products/7", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		s.handler.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatal(rec.Code)
+		}
+	}
+}
+
+// noEarlyHints: httptest.ResponseRecorder takes a 103 for the final status.
+func noEarlyHints(e *config.Edge) { e.EarlyHints = false }
+
+// BenchmarkServeRender: an uncached page, tracing off.
+func BenchmarkServeRender(b *testing.B) { renderBench(b, start(b, noEarlyHints)) }
