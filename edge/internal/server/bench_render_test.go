@@ -19,15 +19,7 @@ func renderBench(b *testing.B, s *stack) {
 		for range s.renderer.got { // start's fake keeps each request it gets
 		}
 	}()
-	req := httptest.NewRequest("GET", "/products/7", nil)
-	b.ReportAllocs()
-	for b.Loop() {
-		rec := httptest.NewRecorder()
-		s.handler.ServeHTTP(rec, req)
-		if rec.Code != 200 {
-			b.Fatal(rec.Code)
-		}
-	}
+	serveEach(b, s.handler, httptest.NewRequest("GET", "/products/7", nil))
 }
 
 // noEarlyHints: httptest.ResponseRecorder takes a 103 for the final status.
