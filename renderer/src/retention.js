@@ -17,6 +17,26 @@ import { runInNewContext } from 'node:vm';
 /** How long a forced GC's own pause entry may take to reach the observer. */
 const FORCED_WINDOW_KEEP_MS = 10_000;
 
+/**
+ * V8's gc(), from a context of our own: V8 installs it only in contexts created
+ * while --expose-gc is on, which is turned off again at once so that the app's
+ * code (and later workers) do not see it. The flag is per process and workers
+ * start side by side: when another one turned it off in between, try again.
+ * @returns {(options: {type: 'minor'}) => void}
+ */
+function privateGc() {
+  for (let attempt = 0; ; attempt++) {
+    setFlagsFromString('--expose-gc');
+    try {
+      return runInNewContext('gc');
+    } catch (err) {
+      if (attempt >= 1000) throw new Error('cannot get V8\'s gc() for heap_growth_sample_every', { cause: err });
+    } finally {
+      setFlagsFromString('--no-expose-gc');
+    }
+  }
+}
+
 export class RetentionSampler {
   #every;
   /** @type {(options: {type: 'minor'}) => void} */
@@ -35,11 +55,7 @@ export class RetentionSampler {
     this.#every = every;
     this.#untilNext = every;
     if (every > 0) {
-      // V8 only installs gc() in contexts created while the flag is on; off
-      // again at once, so the app's code (and later workers) do not see it.
-      setFlagsFromString('--expose-gc');
-      this.#gc = runInNewContext('gc');
-      setFlagsFromString('--no-expose-gc');
+      this.#gc = privateGc();
       // A young-generation GC tells kept from dropped only for objects born
       // young. V8 allocates straight into the old generation at the sites
       // whose objects mostly survived (a leak's): at a site every page shares,

@@ -4,6 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { Worker } from 'node:worker_threads';
 import { RetentionSampler } from '../src/retention.js';
 import { metricsText, render, startRenderer } from './helpers.js';
 
@@ -54,6 +55,19 @@ test('RetentionSampler: measures one task in `every`, and none when another bega
   for (let i = 0; i < 4; i++) busy.end(busy.begin(), `page-${i}`);
   await nextTurn();
   assert.deepEqual(busy.take(), []);
+});
+
+test('RetentionSampler: workers starting side by side each get V8\'s gc()', async () => {
+  const retention = new URL('../src/retention.js', import.meta.url).href;
+  const code = `import { RetentionSampler } from ${JSON.stringify(retention)};
+    import { parentPort } from 'node:worker_threads';
+    try { new RetentionSampler(1); parentPort.postMessage('ok'); } catch (err) { parentPort.postMessage(String(err)); }`;
+  const answers = await Promise.all(Array.from({ length: 12 }, () => new Promise((resolve, reject) => {
+    const worker = new Worker(new URL(`data:text/javascript,${encodeURIComponent(code)}`));
+    worker.once('message', (answer) => void worker.terminate().then(() => resolve(answer)));
+    worker.once('error', reject);
+  })));
+  assert.deepEqual(answers, Array(12).fill('ok'));
 });
 
 test('renderer_page_heap_growth_bytes names the leaking page among pages that only allocate', async (t) => {
