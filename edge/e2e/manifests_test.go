@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -425,11 +426,12 @@ func goMemLimitMiB(v string) (float64, error) {
 }
 
 // v8YoungMiB is the young generation V8 really reserves for max_young_generation_mb:
-// three semi-spaces, each young/3 rounded up to a power of two (design.md §12, measured:
-// 48 → 48, 16 → 24).
-func v8YoungMiB(young int) int {
-	semi := 1
-	for float64(semi) < float64(young)/3 {
+// three semi-spaces, each young/3 rounded up to a power of two, half a MiB the smallest
+// (48 → 48, 16 → 24, 1 → 1.5). TestV8YoungGenerationSizing holds it to the pinned Node's
+// heap_size_limit; renderer/test/resource-limits.test.js does the same for its own copy.
+func v8YoungMiB(young int) float64 {
+	semi := 0.5
+	for semi < float64(young)/3 {
 		semi *= 2
 	}
 	return 3 * semi
@@ -439,7 +441,7 @@ func v8YoungMiB(young int) int {
 // a worker is recycled) × (old + young as V8 sizes it + stack + external + overhead) + the
 // main thread.
 func rendererBudgetMiB(threads, old, young, stack, external int) int {
-	return (threads+1)*(old+v8YoungMiB(young)+stack+external+workerOverheadMiB) + mainThreadMiB
+	return (threads+1)*(old+int(math.Ceil(v8YoungMiB(young)))+stack+external+workerOverheadMiB) + mainThreadMiB
 }
 
 // edgeBudgetMiB is what the edge's config lets it hold: the cache, every render in flight
@@ -449,16 +451,32 @@ func edgeBudgetMiB(e config.Edge) int {
 }
 
 func TestV8YoungGenerationSizing(t *testing.T) {
-	for _, tc := range []struct{ young, want int }{
-		{48, 48}, // measured: heap_size_limit - old = 48 MiB
-		{16, 24}, // measured: 16/3 rounds up to an 8 MiB semi-space
-		{12, 12},
-		{24, 24},
-		{64, 96}, // not 3 × 2^k: nearly doubles
-		{1, 3},
-	} {
-		if got := v8YoungMiB(tc.young); got != tc.want {
-			t.Errorf("v8YoungMiB(%d) = %d, want %d", tc.young, got, tc.want)
+	sizes := []int{1, 2, 4, 7, 12, 16, 24, 48, 64}
+	// What V8 reports to a worker given maxYoungGenerationSizeMb, beyond its old generation.
+	script := `const { Worker } = require('node:worker_threads');
+		(async () => { for (const young of process.argv.slice(1).map(Number)) {
+			const limit = await new Promise((resolve) => {
+				const w = new Worker("require('node:worker_threads').parentPort.postMessage(require('node:v8').getHeapStatistics().heap_size_limit)",
+					{ eval: true, resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: young } });
+				w.once('message', (m) => { w.terminate(); resolve(m); });
+			});
+			console.log(limit / 1048576 - 32);
+		} })();`
+	args := []string{"-e", script}
+	for _, young := range sizes {
+		args = append(args, strconv.Itoa(young))
+	}
+	out, err := exec.Command(nodeBinary, args...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	real := strings.Fields(string(out))
+	if len(real) != len(sizes) {
+		t.Fatalf("node printed %q", out)
+	}
+	for i, young := range sizes {
+		if got, want := strconv.FormatFloat(v8YoungMiB(young), 'f', -1, 64), real[i]; got != want {
+			t.Errorf("v8YoungMiB(%d) = %s, the pinned Node's V8 reserves %s MiB", young, got, want)
 		}
 	}
 	if got := rendererBudgetMiB(2, 128, 48, 4, 32); got != 880 {
@@ -494,9 +512,9 @@ func TestManifestBudgets(t *testing.T) {
 				}
 				need := rendererBudgetMiB(*rc.Threads, *rc.MaxOldGenerationMB, *rc.MaxYoungGenerationMB, *rc.StackMB, *rc.MaxExternalMB)
 				if float64(need) > limit {
-					t.Errorf("renderer memory limit %s (%.0f MiB) < (threads %d + 1) × (old %d + young %d as V8 sizes %d + stack %d + external %d + %d) + %d = %d MiB",
+					t.Errorf("renderer memory limit %s (%.0f MiB) < (threads %d + 1) × (old %d + young %d as V8 sizes it, %g + stack %d + external %d + %d) + %d = %d MiB",
 						renderer.Resources.Limits["memory"], limit, *rc.Threads, *rc.MaxOldGenerationMB,
-						v8YoungMiB(*rc.MaxYoungGenerationMB), *rc.MaxYoungGenerationMB, *rc.StackMB, *rc.MaxExternalMB,
+						*rc.MaxYoungGenerationMB, v8YoungMiB(*rc.MaxYoungGenerationMB), *rc.StackMB, *rc.MaxExternalMB,
 						workerOverheadMiB, mainThreadMiB, need)
 				}
 				if req, err := mebibytes(renderer.Resources.Requests["memory"]); err != nil || req < float64(need) {
