@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What atomics: 'disabled' (needed for GC observers and the control port in
-// idle workers, design.md §12) costs against Piscina's default 'sync':
+// idle workers) costs against Piscina's default 'sync':
 // closed-loop renders of the demo home page through src/worker.js, both
 // modes alternated. `node bench/atomics.js [seconds] [rounds]`
 import { fileURLToPath } from 'node:url';

@@ -1,4 +1,4 @@
-// Config: one YAML file shared with the edge (design.md §6). The renderer owns
+// Config: one YAML file shared with the edge (README, Configuration). The renderer owns
 // only the `renderer:` section; `edge:` is the edge's to validate.
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -30,7 +30,7 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} recycleHeapRatio a worker retires when its V8 heap used
  *   after a render passes this share of max_old_generation_mb, its
  *   old-generation cap (not of heap_size_limit, which adds the young
- *   generation: design.md §12) (0: never)
+ *   generation, and a leak fills the old one first) (0: never)
  * @property {number} maxExternalMb a worker retires when its external memory
  *   (Buffers, ArrayBuffers: not bounded by the heap cap) passes this (0: never)
  * @property {string} debugListen `host:port` of the debug listener
@@ -97,7 +97,8 @@ const KEYS = {
   max_renders: { field: 'maxRenders', fallback: 5000, check: integerAtLeast(0) },
   recycle_heap_ratio: { field: 'recycleHeapRatio', fallback: 0.8, check: numberBetween(0, 1) },
   max_external_mb: { field: 'maxExternalMb', fallback: 256, check: integerAtLeast(0) },
-  // 127.0.0.1:9102 is the documented value (design.md §9); never a public interface.
+  // 127.0.0.1:9102 is the documented value (README); never a public interface:
+  // it writes heap snapshots and shows every worker's memory.
   debug_listen: { field: 'debugListen', fallback: '', check: optional(hostPort) },
   heap_snapshot_dir: { field: 'heapSnapshotDir', fallback: '', check: optional(nonEmptyString) },
   heap_snapshot_near_limit: { field: 'heapSnapshotNearLimit', fallback: 0, check: integerAtLeast(0) },

@@ -1,4 +1,4 @@
-// The debug listener (design.md §5, §9): loopback only by convention
+// The debug listener: loopback only by convention
 // (127.0.0.1:9102), off unless `debug_listen` is set. Worker stats, and heap
 // snapshots of one worker written to `heap_snapshot_dir`.
 import Fastify from 'fastify';

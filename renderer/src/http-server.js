@@ -1,4 +1,4 @@
-// Probes and metrics on their own HTTP port (design.md §5): rendering never
+// Probes and metrics on their own HTTP port: rendering never
 // runs on the main thread, so these answer while every worker is busy.
 import Fastify from 'fastify';
 import { splitHostPort } from './config.js';

@@ -33,7 +33,7 @@ const FLUSH_GRACE_MS = 250;
  * @property {Metrics} metrics
  * @property {Quarantine} quarantine
  * @property {string} debugAddress `host:port` of the debug listener as bound; empty when off
- * @property {() => Promise<void>} close drain (design.md §5), then stop
+ * @property {() => Promise<void>} close drain (as start() says), then stop
  *   everything; the same promise when called again
  */
 

@@ -1,5 +1,5 @@
 // The worker pool: Piscina sized by config, plus what Piscina does not do
-// itself (design.md §5, §12):
+// itself:
 // - admission: a bounded queue in front of Piscina (max_queue), shedding a
 //   call at once when its deadline is shorter than the expected wait;
 // - warm-only dispatch: a loadBalancer that only picks workers that reported
@@ -250,8 +250,9 @@ export class RenderPool {
       maxThreads: threads,
       concurrentTasksPerWorker: 1,
       idleTimeout: Infinity,
-      // Idle workers run their event loop (not Atomics.wait), so their GC
-      // observer and control port work between tasks (design.md §12).
+      // Idle workers run their event loop (not Atomics.wait, where a parked
+      // worker runs no callback), so their GC observer and control port work
+      // between tasks.
       atomics: 'disabled',
       loadBalancer: (task, workers) => this.#balance(/** @type {any} */ (task), workers),
       ...this.#workerOptions,
@@ -261,7 +262,8 @@ export class RenderPool {
     this.#piscina.on('workerDestroy', (/** @type {{id: number}} */ worker) => {
       if (worker.id >= 0) this.#gone(worker.id);
       // Piscina replaces a dead worker synchronously, except after a worker
-      // died during bootstrap: from then on it never respawns (design.md §12).
+      // died during bootstrap: from then on it never respawns (Piscina 5's
+      // own flag, set for good; tested in start-failure.test.js).
       queueMicrotask(() => {
         if (!this.#closing && this.#piscina.threads.length < this.#threads) this.#fail(this.#bootstrapFailure());
       });

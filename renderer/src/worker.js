@@ -1,7 +1,7 @@
 // Piscina task handler. Each worker imports the app's server bundle once, at
 // module load, renders its warm-up set `warmupRounds` times (so the JIT is warm
 // before users arrive), then tells the pool it is warm (Piscina itself counts a
-// worker ready before this module has finished loading: design.md §12).
+// worker ready before this module has finished loading, warm-up included).
 import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 import { join } from 'node:path';
 import { PerformanceObserver, constants as perfConstants, performance } from 'node:perf_hooks';

@@ -1,7 +1,8 @@
 // Warm-only dispatch: after an endless loop costs a worker, its replacement
 // warms (slowly, here) and no render is handed to it before it is warm; the
 // surviving worker serves everything meanwhile, without waiting on the
-// replacement (Piscina's default balancer would post to it: design.md §12).
+// replacement (Piscina's default balancer would post to a worker still
+// warming up, which Piscina counts ready).
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';

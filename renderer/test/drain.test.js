@@ -1,4 +1,4 @@
-// SIGTERM drains (design.md §5): health NOT_SERVING and /readyz 503 at once,
+// SIGTERM drains: health NOT_SERVING and /readyz 503 at once,
 // new calls refused with RENDER_ERR_DRAINING, every render in flight (running
 // or queued) finishes, then the process exits 0 and removes its socket.
 import assert from 'node:assert/strict';

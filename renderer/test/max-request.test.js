@@ -1,6 +1,7 @@
 // max_request_mb bounds what grpc-js accepts. Over it the caller gets
 // RESOURCE_EXHAUSTED from grpc-js itself, with no ssr-error trailer: that is
-// how the edge tells it apart from RENDER_ERR_QUEUE_FULL (design.md §12).
+// how the edge tells it apart from RENDER_ERR_QUEUE_FULL (both are
+// RESOURCE_EXHAUSTED; the trailer says which).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';

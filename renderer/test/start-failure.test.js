@@ -24,7 +24,7 @@ test('a missing bundle is a config error naming renderer.bundle', async (t) => {
 
 test('a heap cap too small to load the bundle is a config error naming the key', async (t) => {
   // 4 MB: the worker starts, then runs out of heap importing the bundle, so it
-  // never reports; Piscina replaces it once and then gives up (design.md §12).
+  // never reports; Piscina replaces it once and then gives up for good.
   await assert.rejects(startRenderer(t, { threads: 2, max_old_generation_mb: 4, max_young_generation_mb: 1 }), {
     name: 'ConfigError',
     key: 'renderer.max_old_generation_mb',
