@@ -10,6 +10,7 @@
 // @fastify/compress registered with its defaults (below).
 //
 //   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db] [--compress]
+//     [--bundle app/dist/server/server.js] [--manifest app/dist/client/manifest.json]
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -19,6 +20,7 @@ const { values: opts } = parseArgs({
     port: { type: 'string', default: '18083' },
     threads: { type: 'string', default: '2' },
     bundle: { type: 'string', default: 'app/dist/server/server.js' },
+    manifest: { type: 'string', default: 'app/dist/client/manifest.json' },
     db: { type: 'string' },
     compress: { type: 'boolean', default: false },
   },
@@ -34,7 +36,7 @@ const pool = new Piscina({
   minThreads: threads,
   maxThreads: threads,
   idleTimeout: Infinity,
-  workerData: { bundle: resolve(opts.bundle) },
+  workerData: { bundle: resolve(opts.bundle), manifest: resolve(opts.manifest) },
 });
 
 const app = fastify();

@@ -1,9 +1,17 @@
-// Renders one request: the page's load(), renderToString, and the same document shape the
-// edge writes (head tags, root, hydration props escaped for a script element).
+// Renders one request: the page's load(), renderToString, and the edge's document, byte for
+// byte (edge/internal/document; held equal by edge/e2e TestBareNodeServesTheEdgesBytes), so
+// the bench compares the same bytes: head tags, the client build's styles and scripts, the
+// root, the hydration props escaped for a script element.
+import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { workerData } from 'node:worker_threads';
 
 const app = await import(pathToFileURL(workerData.bundle).href);
+const manifest = JSON.parse(readFileSync(workerData.manifest, 'utf8'));
+const assets = [
+  ...manifest.styles.map((href) => `<link rel="stylesheet" href="${href}">\n`),
+  ...manifest.scripts.map((src) => `<script type="module" src="${src}"></script>\n`),
+].join('');
 const unsafe = /[<>&\u2028\u2029]/g;
 const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
@@ -28,6 +36,9 @@ export default async function render({ url, props: given }) {
   const data = JSON.stringify({ page: name, url, params, props }).replace(unsafe, escape);
   return {
     status,
-    html: `<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n${head}\n</head>\n<body>\n<div id="root">${body}</div>\n<script id="__SSR_DATA__" type="application/json">${data}</script>\n</body>\n</html>\n`,
+    html: '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+      + '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+      + `${head === '' ? '' : `${head}\n`}${assets}</head>\n<body>\n<div id="root">${body}</div>\n`
+      + `<script id="__SSR_DATA__" type="application/json">${data}</script>\n</body>\n</html>\n`,
   };
 }
