@@ -1,5 +1,5 @@
 // The worker pool: Piscina sized by config, plus what Piscina does not do
-// itself:
+// itself (docs/architecture.md, "Admission: three layers" and "Workers"):
 // - admission: a bounded queue in front of Piscina (max_queue), shedding a
 //   call at once when its deadline is shorter than the expected wait;
 // - warm-only dispatch: a loadBalancer that only picks workers that reported

@@ -1,4 +1,5 @@
-// The .proto's location, and a RenderResponse encoded inside the worker.
+// The .proto's location, and a RenderResponse encoded inside the worker
+// (docs/architecture.md, "The wire format").
 //
 // Encoding where the HTML string is born, straight into one buffer that is
 // then transferred, means the renderer's main thread hands grpc-js finished

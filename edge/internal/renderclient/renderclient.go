@@ -1,4 +1,5 @@
-// Package renderclient is the edge's gRPC client of the renderer sidecar.
+// Package renderclient is the edge's gRPC client of the renderer sidecar (its codec and
+// trailers: docs/architecture.md, "The wire format").
 package renderclient
 
 import (
