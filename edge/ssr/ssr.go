@@ -46,7 +46,8 @@ type Options struct {
 	MaxPageMB int
 	// MaxPropsMB bounds the props a loader returns. If zero, 3.
 	MaxPropsMB int
-	// MaxRendersInFlight caps renders at once; past it a request gets its fallback at once.
+	// MaxRendersInFlight caps renders at once, each page's Loader included; past it a request
+	// gets its fallback at once, before its Loader runs.
 	// If zero, 64.
 	MaxRendersInFlight int
 	// NotFoundPage is the app's page for paths nothing serves (404). If empty, "not-found".

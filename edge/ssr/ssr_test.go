@@ -392,3 +392,32 @@ func TestInvalidOptions(t *testing.T) {
 	}()
 	f.srv.Page("home", PageOptions{Variants: []string{"query:x"}})
 }
+
+// TestShedBeforeTheLoader: past MaxRendersInFlight a request falls back at once, and its
+// Loader (the shop's database work) never runs for a render it would not get.
+func TestShedBeforeTheLoader(t *testing.T) {
+	f := newFixture(t, Options{MaxRendersInFlight: 1})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var loads atomic.Int64
+	h := f.srv.Page("product", PageOptions{Load: func(r *http.Request) (Result, error) {
+		if loads.Add(1) == 1 {
+			close(entered)
+			<-release
+		}
+		return Result{Props: map[string]string{"id": r.PathValue("id")}}, nil
+	}})
+	done := make(chan *httptest.ResponseRecorder)
+	go func() { done <- serve(h, "/products/1") }()
+	<-entered // the one render slot is held by that request's loader
+	shed := serve(h, "/products/2")
+	if shed.Header().Get("X-SSR-Fallback") != "overloaded" {
+		t.Errorf("second request: X-SSR-Fallback %q, want overloaded", shed.Header().Get("X-SSR-Fallback"))
+	}
+	if n := loads.Load(); n != 1 {
+		t.Errorf("the loader ran %d times, want once: a shed request must not load", n)
+	}
+	close(release)
+	if first := <-done; first.Code != 200 || first.Header().Get("X-SSR-Fallback") != "" {
+		t.Errorf("first request: %d, fallback %q", first.Code, first.Header().Get("X-SSR-Fallback"))
+	}
+}

@@ -81,8 +81,9 @@ type Edge struct {
 	// CacheIgnoreQuery are query parameters left out of cache keys and render requests on
 	// routes that do not list their own; a trailing * matches a prefix.
 	CacheIgnoreQuery []string `yaml:"cache_ignore_query"`
-	// MaxRendersInFlight caps concurrent render calls, background ones included; past it a
-	// request gets a stale copy or the client-side-render shell at once.
+	// MaxRendersInFlight caps renders in flight (a page's Go loader and its render call),
+	// background ones included; past it a request gets a stale copy or the
+	// client-side-render shell at once.
 	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
 	// EarlyHints sends 103 Early Hints with the client build's scripts and styles before a
 	// request waits for its render. Turn it off behind a proxy that mishandles 1xx.

@@ -51,6 +51,15 @@ const ReasonLoadError = "load-error"
 // produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard deadline: the soft deadline of the requests waiting for it covers both.
 func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	// A render slot before the loader, not only before the render call: past the cap a
+	// request sheds at once, and never after the shop's data work for a render it will not
+	// get. It does not wait for a slot.
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		return nil, errShed
+	}
 	ctx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
 	if p.loader == nil {

@@ -35,7 +35,7 @@ type deps struct {
 	shell    *document.Shell
 	cache    *htmlcache.Cache
 	flights  *flights
-	// slots caps render calls in flight, background ones included.
+	// slots caps renders in flight (a Go loader and its render call), background ones included.
 	slots   chan struct{}
 	jitter  float64
 	metrics *Metrics
@@ -245,16 +245,9 @@ func (p *page) bypass(r *http.Request) string {
 	return ""
 }
 
-// render calls the renderer (ctx carries the hard deadline), holding a render slot, and
-// notes the call's duration in the flight. It does not wait for a slot: past the cap, the
-// request sheds at once.
+// render calls the renderer (ctx carries the hard deadline) and notes the call's duration
+// in the flight. produce holds the render slot.
 func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	default:
-		return nil, errShed
-	}
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
 	ctx, span := p.callSpan(ctx, req.Page)
