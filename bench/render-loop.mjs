@@ -1,11 +1,13 @@
 // How fast can one thread render the demo's home page? The ceiling any server built on
-// these workers can reach, per core: renderToString of the same element in a loop.
+// these workers can reach, per core: a worker's whole render (renderPage: load(), the page,
+// its head, the props' JSON), in a loop, with no transport and no pool.
 //
 //   node bench/render-loop.mjs [--bundle app/dist/server/server.js] [--seconds 10] [--page home --url /]
 import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { renderPage } from '../renderer/src/render-page.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -17,22 +19,17 @@ const { values: opts } = parseArgs({
   },
 });
 
-const app = await import(pathToFileURL(resolve(opts.bundle)).href);
-const page = app.pages[opts.page];
-if (!page) throw new Error(`no page ${opts.page} in ${opts.bundle}`);
-const url = new URL(opts.url, 'http://x');
-const query = Object.fromEntries(url.searchParams);
-const { props } = page.load ? await page.load({ url: opts.url, params: {}, query, variants: {}, props: {} }) : { props: {} };
-const element = () => app.createElement(page.component, props);
+const bundle = await import(pathToFileURL(resolve(opts.bundle)).href);
+const task = { page: opts.page, url: opts.url, params: {}, variants: {} };
 
-for (let i = 0; i < Number(opts.warmup); i++) app.renderToString(element());
+for (let i = 0; i < Number(opts.warmup); i++) await renderPage(bundle, task);
 
 const durations = [];
 const end = performance.now() + Number(opts.seconds) * 1000;
 let bytes = 0;
 while (performance.now() < end) {
   const t0 = performance.now();
-  bytes = app.renderToString(element()).length;
+  bytes = (await renderPage(bundle, task)).html.length;
   durations.push(performance.now() - t0);
 }
 durations.sort((a, b) => a - b);

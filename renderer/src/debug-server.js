@@ -2,7 +2,7 @@
 // (127.0.0.1:9102), off unless `debug_listen` is set. Worker stats, and heap
 // snapshots of one worker written to `heap_snapshot_dir`.
 import Fastify from 'fastify';
-import { SnapshotError } from './pool.js';
+import { SnapshotError } from './heap-snapshot.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from './pool.js' */

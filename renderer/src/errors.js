@@ -150,3 +150,42 @@ export function fromDescriptor({ code, message, stack }) {
   const Class = classByCode.get(code) ?? InternalError;
   return new Class(message, { stack });
 }
+
+/**
+ * What a signal's abort means for a render: its reason when it is a
+ * RenderError (the deadline's), else the caller went away.
+ * @param {AbortSignal} signal an aborted signal
+ * @param {unknown} [cause]
+ * @returns {RenderError}
+ */
+export function abortFailure(signal, cause) {
+  return signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause });
+}
+
+/**
+ * Why a render the pool had accepted failed without an answer from the page,
+ * and how its worker ended: a task posted to a worker and not answered cost
+ * that worker its life (Piscina terminates the worker of an aborted task it
+ * already posted; one still queued is only dropped).
+ * @param {unknown} err what the pool's run rejected with
+ * @param {AbortSignal} signal the render's deadline
+ * @param {{onWorker: boolean, closing: boolean}} where the task had been
+ *   posted to a worker; the pool is shutting down
+ * @returns {{failure: RenderError, exit: 'deadline' | 'oom' | 'error' | null}}
+ *   exit: why its worker died (null: no worker did, or it does not count)
+ */
+export function poolFailure(err, signal, { onWorker, closing }) {
+  if (signal.aborted) {
+    const failure = abortFailure(signal, err);
+    if (onWorker) failure.killedWorker = true;
+    return { failure, exit: onWorker ? 'deadline' : null };
+  }
+  const error = err instanceof Error ? err : new InternalError(String(err));
+  if (closing) return { failure: new DrainingError('the renderer is shutting down', { cause: error }), exit: null };
+  const oom = /** @type {{code?: string}} */ (error).code === 'ERR_WORKER_OUT_OF_MEMORY';
+  const failure = oom
+    ? new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error })
+    : new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
+  failure.killedWorker = onWorker;
+  return { failure, exit: onWorker ? (oom ? 'oom' : 'error') : null };
+}

@@ -1,36 +1,37 @@
 // The worker pool: Piscina sized by config, plus what Piscina does not do
-// itself (docs/architecture.md, "Admission: three layers" and "Workers"):
-// - admission: a bounded queue in front of Piscina (max_queue), shedding a
+// itself (docs/architecture.md, "Admission: three layers" and "Workers"). The
+// pool holds the workers' state and carries out, in order, decisions made in
+// their own modules:
+// - admission (admission.js): a bounded queue in front of Piscina, shedding a
 //   call at once when its deadline is shorter than the expected wait;
 // - warm-only dispatch: a loadBalancer that only picks workers that reported
 //   warm, are idle and are not retiring, so no task ever lands on a worker
 //   that is still warming or about to exit;
-// - recycling: one worker at a time retires (max_renders, heap or external
-//   memory) after a warm spare has joined, so capacity never drops;
+// - recycling (recycling.js decides): one worker at a time retires
+//   (max_renders, heap or external memory) after a warm spare has joined, so
+//   capacity never drops;
 // - reload: every worker retires that way onto the bundle file as it is now,
-//   once a trial worker has loaded it;
-// - readiness (every worker warm), drain, and a pool that can no longer
-//   replace its workers (fatal).
-//
-// Piscina 5 has no API to grow the pool by one or to retire one worker; both
-// are done here through documented behaviour of its source (pinned version):
-// `piscina.options` is the live options object, and a task the balancer
-// refuses makes Piscina start a worker when it has fewer than maxThreads; a
-// worker whose thread exits with no task posted is dropped without an error
-// and replaced only below minThreads.
-import { mkdir } from 'node:fs/promises';
+//   once a trial worker (trial-worker.js) has loaded it;
+// - heap snapshots (heap-snapshot.js), readiness, drain, and a pool that can
+//   no longer replace its workers (fatal).
+// Growing the pool by one and knowing which worker took a task rest on
+// Piscina's source, not its API: piscina-seams.js.
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
-import { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
+import { Admission } from './admission.js';
 import { ConfigError } from './config.js';
-import {
-  CancelledError, DrainingError, InternalError, QueueFullError, RenderError, WorkerDiedError,
-  WorkerOutOfMemoryError, WouldMissDeadlineError, fromDescriptor,
-} from './errors.js';
+import { DrainingError, fromDescriptor, poolFailure } from './errors.js';
+import { SnapshotError, requestHeapSnapshot } from './heap-snapshot.js';
+import { startOneMore, tokenOf, withToken } from './piscina-seams.js';
+import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from './recycling.js';
+import { WORKER_MODULE, tryBundle } from './trial-worker.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { MessagePort } from 'node:worker_threads' */
+/** @import { MessagePort, Worker } from 'node:worker_threads' */
+/** @import { RenderError } from './errors.js' */
+/** @import { Token } from './piscina-seams.js' */
+/** @import { RecycleLimits, RetireReason } from './recycling.js' */
 /** @import { RenderTask } from './render-page.js' */
 
 /**
@@ -118,7 +119,7 @@ import {
  * @property {Worker} worker
  * @property {MessagePort} control
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
- * @property {string | null} retireReason
+ * @property {RetireReason | null} retireReason
  * @property {Token | null} task the task posted to it and not yet settled
  * @property {boolean} snapshotting
  * @property {boolean} held waits for its retirement turn without taking tasks
@@ -143,12 +144,6 @@ import {
  * @property {PromiseWithResolvers<void>} done
  */
 
-/**
- * Rides on each task (a symbol key: structured clone leaves it behind) so the
- * balancer can record which worker took it.
- * @typedef {{workerId?: number, probe?: true}} Token
- */
-
 /** How many recent GC pauses /debug/workers keeps per worker. */
 const LAST_GC = 10;
 /** Weight of the newest render in the recent mean render time. */
@@ -166,13 +161,8 @@ export class RenderPool {
   #bundle;
   #maxOldGenerationMb;
   #maxYoungGenerationMb;
-  #maxQueue;
-  #maxRenders;
-  #recycleHeapRatio;
-  #maxExternalBytes;
-  /** The old-generation cap: a leak's objects end up there, and a worker dies
-   * when it fills, whatever the (larger) heap_size_limit says. */
-  #oldLimitBytes;
+  /** @type {RecycleLimits} */
+  #limits;
   #heapSnapshotDir;
   #autoSnapshotsLeft;
   /** What a worker starts with: Piscina's, and a reload's trial worker. */
@@ -187,16 +177,12 @@ export class RenderPool {
   #workers = new Map();
   /** @type {Set<string>} page names the bundle exports */
   #pages = new Set();
-  /** @type {Array<{go: () => void, fail: (err: unknown) => void}>} */
-  #queue = [];
-  /** Tasks allowed through to Piscina that no worker has taken yet. */
-  #unassigned = 0;
+  #admission;
   /** @type {number | undefined} */
   #meanMs;
-  /** @type {{id: number, reason: string, began: number, terminating: boolean} | null} */
+  /** @type {{id: number, reason: RetireReason, began: number, terminating: boolean} | null} */
   #retiring = null;
   #nextRetireAt = 0;
-  #snapshotIds = 0;
   #inFlight = 0;
   /** @type {Array<() => void>} */
   #idleWaiters = [];
@@ -222,11 +208,12 @@ export class RenderPool {
     this.#bundle = bundle;
     this.#maxOldGenerationMb = maxOldGenerationMb;
     this.#maxYoungGenerationMb = maxYoungGenerationMb;
-    this.#maxQueue = maxQueue;
-    this.#maxRenders = maxRenders;
-    this.#recycleHeapRatio = recycleHeapRatio;
-    this.#maxExternalBytes = maxExternalMb * MiB;
-    this.#oldLimitBytes = maxOldGenerationMb * MiB;
+    this.#limits = {
+      maxRenders, recycleHeapRatio, oldLimitBytes: maxOldGenerationMb * MiB, maxExternalBytes: maxExternalMb * MiB,
+    };
+    this.#admission = new Admission({
+      threads, maxQueue, idleWorkers: () => this.#idleWorkers(), meanRenderMs: () => this.#meanMs,
+    });
     this.#logger = logger;
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
@@ -245,7 +232,7 @@ export class RenderPool {
       workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery },
     };
     this.#piscina = new Piscina({
-      filename: new URL('./worker.js', import.meta.url).href,
+      filename: WORKER_MODULE.href,
       minThreads: threads,
       maxThreads: threads,
       concurrentTasksPerWorker: 1,
@@ -313,27 +300,16 @@ export class RenderPool {
   async run(task, { signal, withdraw, deadline = Infinity }) {
     if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
     for (const s of [signal, withdraw]) if (s?.aborted) throw this.#taskFailure(undefined, s, {});
-    if (this.#queue.length > 0 || this.#free() <= 0) {
-      const ahead = this.#queue.length;
-      if (ahead >= this.#maxQueue) {
-        throw new QueueFullError(`${ahead} renders already wait for a worker (max_queue ${this.#maxQueue})`);
-      }
-      const waitMs = (ahead * (this.#meanMs ?? 0)) / this.#threads;
-      const remainingMs = deadline - (performance.timeOrigin + performance.now());
-      if (remainingMs < waitMs) {
-        throw new WouldMissDeadlineError(`expected wait ${Math.round(waitMs)} ms (${ahead} queued) exceeds the `
-          + `${Math.max(0, Math.round(remainingMs))} ms left before the deadline`);
-      }
-    }
+    this.#admission.admit(deadline);
     this.#inFlight++;
     try {
-      await this.#turn(signal, withdraw);
+      await this.#admission.turn(signal, withdraw);
       /** @type {Token} */
       const token = {};
       const began = performance.now();
       let outcome;
       try {
-        outcome = await this.#piscina.run(/** @type {PoolTask} */ ({ ...task, [Piscina.queueOptionsSymbol]: token }), { signal });
+        outcome = await this.#piscina.run(withToken(task, token), { signal });
       } catch (err) {
         throw this.#taskFailure(err, signal, token);
       } finally {
@@ -383,7 +359,7 @@ export class RenderPool {
   stats() {
     return {
       inFlight: this.#inFlight,
-      queued: this.#queue.length + this.#piscina.queueSize,
+      queued: this.#admission.length + this.#piscina.queueSize,
       utilization: this.#piscina.utilization,
       workers: this.#piscina.threads.length,
       loaded: this.#workers.size,
@@ -441,29 +417,12 @@ export class RenderPool {
    * @returns {Promise<string>}
    */
   async #snapshot(state, dir) {
-    const { id } = state;
     state.snapshotting = true;
-    const requestId = ++this.#snapshotIds;
-    const { promise, resolve, reject } = Promise.withResolvers();
-    /** @param {{id: number, ok: boolean, path?: string, message?: string}} reply */
-    const onReply = (reply) => {
-      if (reply?.id !== requestId) return;
-      if (reply.ok) resolve(/** @type {string} */ (reply.path));
-      else reject(new SnapshotError(500, `worker ${id}: ${reply.message}`));
-    };
-    const onExit = () => reject(new SnapshotError(500, `worker ${id} exited before writing its snapshot`));
-    state.control.on('message', onReply);
-    state.worker.once('exit', onExit);
     try {
-      await mkdir(dir, { recursive: true });
-      state.control.postMessage({ type: 'heap-snapshot', dir, id: requestId });
-      return /** @type {string} */ (await promise);
+      return await requestHeapSnapshot(state, dir);
     } finally {
-      state.control.off('message', onReply);
-      state.worker.off('exit', onExit);
-      state.control.unref();
       state.snapshotting = false;
-      this.#dispatch();
+      this.#admission.dispatch();
     }
   }
 
@@ -513,7 +472,7 @@ export class RenderPool {
       previous.done.resolve(reload.done.promise);
     }
     this.#logger.info({ bundle: this.#bundle }, 'reload: trying the bundle in a new worker');
-    const { worker, warm } = this.#tryBundle();
+    const { worker, warm } = tryBundle(this.#workerOptions, this.#bundle);
     reload.trial = worker;
     warm.then(() => {
       if (this.#reload !== reload) return;
@@ -528,31 +487,6 @@ export class RenderPool {
       if (this.#reload === reload) this.#failReload(err);
     });
     return reload.done.promise;
-  }
-
-  /**
-   * Starts a worker outside Piscina on the same worker.js, limits and warm-up
-   * as the pool's, so a file that cannot load never costs the pool a worker
-   * (nor Piscina its respawning: it stops for good once a worker dies in
-   * bootstrap). `warm` settles with the worker's first word; it then stops.
-   * @returns {{worker: Worker, warm: Promise<void>}}
-   */
-  #tryBundle() {
-    const worker = new Worker(new URL('./worker.js', import.meta.url), this.#workerOptions);
-    const { promise, resolve, reject } = Promise.withResolvers();
-    worker.on('message', (/** @type {WorkerMessage} */ message) => {
-      if (message?.type === 'worker-warm') {
-        message.control.close();
-        resolve(undefined);
-      } else if (message?.type === 'warmup-failed' || message?.type === 'bundle-failed') {
-        reject(new Error(`${message.type === 'bundle-failed' ? 'could not load the bundle' : 'warm-up failed'}: ${message.message}`));
-      }
-    });
-    worker.on('error', (/** @type {Error} */ err) => reject(new Error(`could not load the bundle: ${this.#bundle}: ${err.message}`, { cause: err })));
-    worker.on('exit', (code) => reject(new Error(`the trial worker exited with code ${code} before it was warm`)));
-    const stop = () => void worker.terminate();
-    promise.then(stop, stop);
-    return { worker, warm: promise };
   }
 
   /**
@@ -602,7 +536,7 @@ export class RenderPool {
       this.#draining = true;
       this.#startup.reject(new Error('worker pool destroyed before it was ready'));
       const shutting = new DrainingError('the renderer is shutting down');
-      for (const waiter of this.#queue.splice(0)) waiter.fail(shutting);
+      this.#admission.rejectAll(shutting);
       void this.#reload?.trial?.terminate();
       this.#reload?.done.reject(shutting);
       this.#reload = null;
@@ -622,14 +556,14 @@ export class RenderPool {
    * @returns {W | null}
    */
   #balance(task, workers) {
-    const token = /** @type {Token | null} */ (task[Piscina.queueOptionsSymbol]);
+    const token = tokenOf(task);
     if (token?.probe) return null;
     for (const worker of workers) {
       const state = this.#workers.get(worker.id);
       if (!state || !this.#accepts(state) || worker.currentUsage !== 0) continue;
       if (token && token.workerId === undefined) {
         token.workerId = worker.id;
-        this.#unassigned--;
+        this.#admission.arrived();
       }
       state.task = token;
       return worker;
@@ -642,57 +576,23 @@ export class RenderPool {
     return state.state === 'ready' && !state.snapshotting && !state.held;
   }
 
-  /** Workers that could take a task now, less the tasks on their way to one. */
-  #free() {
-    let free = -this.#unassigned;
-    for (const state of this.#workers.values()) if (this.#accepts(state) && state.task === null) free++;
-    return free;
-  }
-
-  /**
-   * Waits for a free worker in FIFO order; rejects with the reason of the
-   * first signal that aborts before then.
-   * @param {...(AbortSignal | undefined)} signals
-   * @returns {Promise<void>}
-   */
-  #turn(...signals) {
-    if (this.#queue.length === 0 && this.#free() > 0) {
-      this.#unassigned++;
-      return Promise.resolve();
-    }
-    const { promise, resolve, reject } = Promise.withResolvers();
-    const waiter = { go: () => resolve(undefined), fail: reject };
-    /** @param {Event} event */
-    const onAbort = (event) => {
-      const i = this.#queue.indexOf(waiter);
-      if (i !== -1) this.#queue.splice(i, 1);
-      reject(this.#taskFailure(undefined, /** @type {AbortSignal} */ (event.target), {}));
-    };
-    for (const s of signals) s?.addEventListener('abort', onAbort, { once: true });
-    this.#queue.push(waiter);
-    return promise.finally(() => {
-      for (const s of signals) s?.removeEventListener('abort', onAbort);
-    });
-  }
-
-  /** Lets queued renders through while workers are free. */
-  #dispatch() {
-    while (this.#queue.length > 0 && this.#free() > 0) {
-      this.#unassigned++;
-      /** @type {{go: () => void}} */ (this.#queue.shift()).go();
-    }
+  /** Warm workers that would take a task now. */
+  #idleWorkers() {
+    let idle = 0;
+    for (const state of this.#workers.values()) if (this.#accepts(state) && state.task === null) idle++;
+    return idle;
   }
 
   /** @param {Token} token a task that settled */
   #settle(token) {
     if (token.workerId === undefined) {
-      this.#unassigned--;
+      this.#admission.arrived();
     } else {
       const state = this.#workers.get(token.workerId);
       if (state?.task === token) state.task = null;
     }
     this.#advanceRetirement();
-    this.#dispatch();
+    this.#admission.dispatch();
   }
 
   /**
@@ -710,15 +610,10 @@ export class RenderPool {
     state.heapLimitBytes = report.heapLimitBytes;
     state.externalBytes = report.externalBytes;
     if (report.gc.length > 0) state.lastGc = [...state.lastGc, ...report.gc].slice(-LAST_GC);
-    if (state.retireReason === null) {
-      if (state.renders >= state.maxRenders) state.retireReason = 'max_renders';
-      else if (this.#recycleHeapRatio > 0 && report.heapUsedBytes > this.#recycleHeapRatio * this.#oldLimitBytes) state.retireReason = 'heap';
-      else if (this.#maxExternalBytes > 0 && report.externalBytes > this.#maxExternalBytes) state.retireReason = 'external';
-    }
+    state.retireReason ??= retireReason(state, this.#limits);
     if (state.retireReason === 'heap' && this.#retiring && this.#retiring.id !== state.id && !state.held
-      && report.heapUsedBytes > ((1 + this.#recycleHeapRatio) / 2) * this.#oldLimitBytes) {
-      // Another worker holds the one retirement slot and this one is halfway
-      // from recycle_heap_ratio to its cap: one more render might kill it.
+      && tooNearTheCap(report.heapUsedBytes, this.#limits)) {
+      // Another worker holds the one retirement slot.
       state.held = true;
       this.#logger.warn({ workerId: state.id, heapUsedBytes: report.heapUsedBytes }, 'worker near its heap cap waits for its retirement without taking tasks');
     }
@@ -735,9 +630,9 @@ export class RenderPool {
     if (this.#retiring || this.#draining || !this.#startedUp || performance.now() < this.#nextRetireAt) return;
     const state = [...this.#workers.values()].find((s) => s.retireReason !== null && s.state === 'ready');
     if (!state) return;
-    const reason = /** @type {string} */ (state.retireReason);
+    const reason = /** @type {RetireReason} */ (state.retireReason);
     this.#retiring = { id: state.id, reason, began: performance.now(), terminating: false };
-    if (reason === 'heap' || reason === 'external') state.state = 'retiring';
+    if (stopsAtOnce(reason)) state.state = 'retiring';
     this.#logger.info({
       workerId: state.id, reason, renders: state.renders, heapUsedBytes: state.heapUsedBytes,
       heapLimitBytes: state.heapLimitBytes, externalBytes: state.externalBytes,
@@ -746,27 +641,12 @@ export class RenderPool {
     this.#advanceRetirement();
   }
 
-  /**
-   * Makes Piscina start one worker beyond `threads`: with maxThreads raised
-   * for a moment, a task the balancer refuses makes it start a worker; the
-   * task is aborted at once (it never reached a worker).
-   */
+  /** A spare joins: one worker beyond `threads`, for as long as one retires. */
   #spawnSpare() {
-    const options = /** @type {{maxThreads: number}} */ (this.#piscina.options);
-    options.maxThreads = this.#threads + 1;
-    const probe = new AbortController();
-    /** @type {Token} */
-    const token = { probe: true };
-    this.#piscina.run(/** @type {any} */ ({ [Piscina.queueOptionsSymbol]: token }), { signal: probe.signal }).catch(() => {});
-    probe.abort();
-    options.maxThreads = this.#threads;
-    if (this.#piscina.threads.length <= this.#threads) {
-      this.#logger.error({ workers: this.#piscina.threads.length }, 'could not start a spare worker (Piscina changed?); recycling is off');
-      this.#maxRenders = 0;
-      this.#recycleHeapRatio = 0;
-      this.#maxExternalBytes = 0;
-      for (const s of this.#workers.values()) s.maxRenders = Infinity;
-    }
+    if (startOneMore(this.#piscina, this.#threads)) return;
+    this.#logger.error({ workers: this.#piscina.threads.length }, 'could not start a spare worker (Piscina changed?); recycling is off');
+    this.#limits = RECYCLING_OFF;
+    for (const s of this.#workers.values()) s.maxRenders = Infinity;
   }
 
   /** Moves the retirement on: drain once the others suffice, exit once idle. */
@@ -827,7 +707,7 @@ export class RenderPool {
       this.#startRetirement();
       this.#advanceRetirement();
       this.#finishReload();
-      this.#dispatch();
+      this.#admission.dispatch();
     });
   }
 
@@ -857,7 +737,6 @@ export class RenderPool {
         message.control.close();
         return; // it died before its message got here
       }
-      const jitter = 0.9 + 0.2 * Math.random();
       /** @type {WorkerState} */
       const state = {
         id: message.threadId,
@@ -869,7 +748,7 @@ export class RenderPool {
         snapshotting: false,
         held: false,
         renders: 0,
-        maxRenders: this.#maxRenders > 0 ? Math.max(1, Math.round(this.#maxRenders * jitter)) : Infinity,
+        maxRenders: workerMaxRenders(this.#limits.maxRenders),
         heapUsedBytes: message.report.heapUsedBytes,
         heapLimitBytes: message.report.heapLimitBytes,
         externalBytes: message.report.externalBytes,
@@ -894,7 +773,7 @@ export class RenderPool {
       this.#startRetirement();
       this.#advanceRetirement();
       this.#finishReload();
-      this.#dispatch();
+      this.#admission.dispatch();
     } else if (message?.type === 'warmup-failed') {
       const err = new Error(`worker ${message.threadId} failed to warm up: ${message.message}`);
       if (message.stack) err.stack = `${err.message}\n${message.stack}`;
@@ -944,43 +823,8 @@ export class RenderPool {
    * @returns {RenderError}
    */
   #taskFailure(err, signal, token) {
-    // A task posted to a worker and not answered cost that worker its life.
-    const onWorker = token.workerId !== undefined;
-    if (signal.aborted) {
-      const reason = signal.reason instanceof RenderError ? signal.reason : new CancelledError('render aborted', { cause: err });
-      // Piscina terminates the worker of a task it already posted; one still
-      // in its queue (or ours) is only dropped.
-      if (onWorker) {
-        reason.killedWorker = true;
-        this.#observer.exited?.('deadline');
-      }
-      return reason;
-    }
-    const error = err instanceof Error ? err : new InternalError(String(err));
-    if (this.#closing) return new DrainingError('the renderer is shutting down', { cause: error });
-    /** @type {RenderError} */
-    let failure;
-    if (/** @type {{code?: string}} */ (error).code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      if (onWorker) this.#observer.exited?.('oom');
-      failure = new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error });
-    } else {
-      if (onWorker) this.#observer.exited?.('error');
-      failure = new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
-    }
-    failure.killedWorker = onWorker;
+    const { failure, exit } = poolFailure(err, signal, { onWorker: token.workerId !== undefined, closing: this.#closing });
+    if (exit) this.#observer.exited?.(exit);
     return failure;
-  }
-}
-
-/** A heap snapshot request that cannot be served; `status` is the HTTP one. */
-export class SnapshotError extends Error {
-  /**
-   * @param {number} status
-   * @param {string} message
-   */
-  constructor(status, message) {
-    super(message);
-    this.name = 'SnapshotError';
-    this.status = status;
   }
 }

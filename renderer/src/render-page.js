@@ -47,6 +47,9 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.j
  * @property {Record<string, string>} params
  * @property {Record<string, string>} variants
  * @property {Uint8Array} [propsJson] caller props, a JSON object
+ * @property {Record<string, unknown>} [props] caller props already parsed,
+ *   instead of propsJson (make bench's bare-Node contender, which hands them
+ *   to its workers by structured clone)
  */
 
 /**
@@ -75,7 +78,7 @@ export async function renderPage(bundle, task) {
   let entry = lookup(bundle, page);
   if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
 
-  const callerProps = parseCallerProps(task.propsJson);
+  const callerProps = task.props ?? parseCallerProps(task.propsJson);
   const url = task.url || '/';
   /** @type {LoadContext} */
   const ctx = { url, params: task.params, query: firstValues(url), variants: task.variants, props: callerProps };

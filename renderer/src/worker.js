@@ -2,13 +2,13 @@
 // module load, renders its warm-up set `warmupRounds` times (so the JIT is warm
 // before users arrive), then tells the pool it is warm (Piscina itself counts a
 // worker ready before this module has finished loading, warm-up included).
-import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
-import { join } from 'node:path';
+import { getHeapStatistics } from 'node:v8';
 import { PerformanceObserver, constants as perfConstants, performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from './errors.js';
+import { answerHeapSnapshots } from './heap-snapshot.js';
 import { renderPage } from './render-page.js';
 import { RetentionSampler } from './retention.js';
 import { encodeRenderResponse } from './wire.js';
@@ -44,11 +44,6 @@ import { encodeRenderResponse } from './wire.js';
  * @property {number} externalBytes
  * @property {GcPause[]} gc pauses since the previous report
  * @property {RetentionSample[]} retained renders measured since the previous report
- */
-
-/**
- * A request on the control port.
- * @typedef {{type: 'heap-snapshot', dir: string, id: number}} ControlRequest
  */
 
 /**
@@ -111,7 +106,7 @@ new PerformanceObserver((list) => {
 const bundle = await loadBundle(options.bundle);
 const warm = await warmUp(bundle, options.warmupRounds);
 const control = new MessageChannel();
-control.port1.on('message', onControl);
+answerHeapSnapshots(control.port1, threadId);
 /** @type {WorkerMessage} */
 const warmMessage = {
   type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, report: report(), ...warm,
@@ -246,21 +241,6 @@ async function warmUp(bundle, rounds) {
   }
   const warmupMs = performance.now() - began;
   return { warmupMs, warmupRenders: renders, meanRenderMs: renders > 0 ? warmupMs / renders : 0 };
-}
-
-/**
- * Requests from the pool between tasks (the control port).
- * @param {ControlRequest} request
- */
-function onControl(request) {
-  if (request?.type !== 'heap-snapshot') return;
-  try {
-    const path = join(request.dir, `${threadId}-${new Date().toISOString().replace(/[:.]/g, '-')}.heapsnapshot`);
-    writeHeapSnapshot(path);
-    control.port1.postMessage({ id: request.id, ok: true, path });
-  } catch (err) {
-    control.port1.postMessage({ id: request.id, ok: false, message: /** @type {Error} */ (err).message });
-  }
 }
 
 /**

@@ -97,8 +97,13 @@ renderer:
   assert.throws(() => parseConfig('renderer: {debug_listen: "nope"}', {}), { key: 'renderer.debug_listen' });
   assert.equal(parseConfig('', {}).otlpEndpoint, '');
   assert.equal(parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: 'http://[::1]:4317' } }).otlpEndpoint, 'http://[::1]:4317');
-  for (const bad of ['otel:4317', 'http://otel', 'grpc://otel:4317', 'http://otel:4317/v1/traces']) {
-    assert.throws(() => parseConfig(`renderer: {otlp_endpoint: "${bad}"}`, {}), { key: 'renderer.otlp_endpoint', message: /with a port/ }, bad);
+  // The edge's check runs the same cases (edge/internal/config/config_test.go).
+  const endpoints = JSON.parse(readFileSync(new URL('../../edge/internal/config/testdata/otlp_endpoints.json', import.meta.url), 'utf8'));
+  for (const good of endpoints.valid) {
+    assert.equal(parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: good } }).otlpEndpoint, good, good);
+  }
+  for (const bad of endpoints.invalid) {
+    assert.throws(() => parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: bad } }), { key: 'renderer.otlp_endpoint', message: /with a port/ }, bad);
   }
   assert.throws(() => parseConfig('renderer: {heap_snapshot_near_limit: 1}', {}), {
     key: 'renderer.heap_snapshot_near_limit', message: /needs renderer\.heap_snapshot_dir/,

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,9 +104,6 @@ func TestRejected(t *testing.T) {
 		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
-		{"collector without a port", "", []string{"SSR_EDGE_OTLP_ENDPOINT=http://otel"}, "edge.otlp_endpoint: must be an http:// or https:// URL with a port"},
-		{"collector without a scheme", "", []string{"SSR_EDGE_OTLP_ENDPOINT=otel:4317"}, "edge.otlp_endpoint"},
-		{"collector with a path", "", []string{"SSR_EDGE_OTLP_ENDPOINT=http://otel:4317/v1/traces"}, "edge.otlp_endpoint"},
 		{"sample ratio above 1", "", []string{"SSR_EDGE_TRACE_SAMPLE_RATIO=2"}, "edge.trace_sample_ratio: must be in [0, 1]"},
 	}
 	for _, tt := range tests {
@@ -119,6 +117,30 @@ func TestRejected(t *testing.T) {
 				t.Errorf("got error %v, want one containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestOTLPEndpoints runs the cases renderer/test/config.test.js runs too: the edge and the
+// renderer accept the same collector URLs.
+func TestOTLPEndpoints(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "otlp_endpoints.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases struct{ Valid, Invalid []string }
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, endpoint := range cases.Valid {
+		if cfg, err := Load("", []string{"SSR_EDGE_OTLP_ENDPOINT=" + endpoint}); err != nil || cfg.Edge.OTLPEndpoint != endpoint {
+			t.Errorf("%q: got %v, want it accepted", endpoint, err)
+		}
+	}
+	for _, endpoint := range cases.Invalid {
+		const want = "edge.otlp_endpoint: must be an http:// or https:// URL with a port"
+		if _, err := Load("", []string{"SSR_EDGE_OTLP_ENDPOINT=" + endpoint}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got error %v, want one containing %q", endpoint, err, want)
+		}
 	}
 }
 

@@ -47,10 +47,18 @@ type flights struct {
 // when there is none, or when the one running began before a purge that covers it. prepare
 // runs only then, before join returns (so it may still read the request). started reports
 // whether this call started the flight.
+//
+// A flight that landed between the caller's cache lookup and this call left a fresh copy
+// behind: the caller gets that, as a flight already done, instead of rendering again.
 func (f *flights) join(key, path string, prepare func() func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
+		return fl, false
+	}
+	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass {
+		fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path, entry: e}
+		close(fl.done)
 		return fl, false
 	}
 	if f.m == nil {
