@@ -97,7 +97,7 @@ test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser t
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
-	cd edge && go vet ./... && go vet -tags images ./e2e/
+	cd edge && go vet ./... && go vet -tags images,testclock ./...
 	cd shop && go vet ./...
 	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd proto && buf lint
@@ -164,7 +164,7 @@ images: $(RENDERER_DEPS) ## Both images of the Dockerfile with podman, from loca
 .PHONY: test-images
 test-images: images $(GO_TOOLS) ## The two images as deploy/k8s runs them: one pod, non-root, read-only, the socket on a shared volume
 	source scripts/podman.sh && cd edge && SSR_TEST_IMAGES=edge=$(EDGE_IMAGE),renderer=$(RENDERER_IMAGE) \
-	  go test -tags images -count=1 -run '^TestPodImages$$' -v ./e2e/
+	  go test -tags images -count=1 -run '^TestPodImages$$' -v ./e2e/manifests/
 
 # The shared cache's tests start their own redis-server (Debian's, pinned) on a unix socket.
 REDIS_SERVER_VERSION := 5:7.0.15-1~deb12u10

@@ -25,5 +25,5 @@ loop=$("$node" bench/render-loop.mjs --seconds 10)
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cores: $(nproc)  threads: ${THREADS:-2}  node: $("$node" --version)"
 echo "stack, uncached GET / (hey -z ${seconds}s -c $concurrency): $stack  edge counted: $ssr of $all server-rendered"
-echo "renderToString loop, one thread: $loop"
-"$node" -p "'stack / one-thread renderToString: ' + (JSON.parse(process.argv[1]).rps / JSON.parse(process.argv[2]).ops_per_second).toFixed(2) + 'x'" "$stack" "$loop"
+echo "renderPage loop, one thread: $loop"
+"$node" -p "'stack / one-thread renderPage: ' + (JSON.parse(process.argv[1]).rps / JSON.parse(process.argv[2]).ops_per_second).toFixed(2) + 'x'" "$stack" "$loop"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench: the same demo page, the same machine, one run; contenders one after another
 # under the same k6 arrival-rate settings:
-#   ceiling         renderToString in a loop in one thread (× cores = the physical limit)
+#   ceiling         a worker's render (renderPage) in a loop in one thread (× cores = the physical limit)
 #   node-baseline   fastify + Piscina rendering directly (same Node, packages, threads)
 #   v8go            in-process V8 in Go, a pool of isolates (if bin/v8go-ssr is built)
 #   stack-uncached  edge + gRPC + renderer, cache bypassed

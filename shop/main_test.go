@@ -4,55 +4,35 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
-	"github.com/sidecar-ssr/sidecar-ssr/shop/internal/testenv"
 )
 
-var repoRoot = testenv.RepoRoot
+var repoRoot = harness.RepoRoot
+
+func TestMain(m *testing.M) {
+	if err := harness.Check(harness.NodeBinary, filepath.Join(repoRoot, "app", "dist", "server", "server.js"), filepath.Join(repoRoot, "app", "dist", "client", "manifest.json")); err != nil {
+		fmt.Fprintln(os.Stderr, "shop:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
 
 // startRenderer runs the real renderer on the demo app's bundle, on a socket in dir, and
-// waits until its workers are warm. Its process is killed when the test ends, or by kill.
-func startRenderer(t *testing.T, dir string) (address string, kill func()) {
+// waits until its workers are warm. It is killed when the test ends, or before.
+func startRenderer(t *testing.T, dir string) (address string, renderer *harness.Process) {
 	t.Helper()
-	address = "unix://" + filepath.Join(dir, "renderer.sock")
-	cmd := exec.Command(testenv.Node(t), append(testenv.NodeFlags(t), filepath.Join(repoRoot, "renderer", "src", "main.js"))...)
-	cmd.Dir = repoRoot
-	cmd.Env = append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS="+address, "SSR_RENDERER_HTTP_LISTEN=127.0.0.1:0", "SSR_RENDERER_THREADS=2")
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	kill = func() { cmd.Process.Signal(syscall.SIGKILL); cmd.Wait() }
-	t.Cleanup(kill)
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.Contains(sc.Text(), `"msg":"ready"`) {
-				close(ready)
-				io.Copy(io.Discard, out)
-				return
-			}
-		}
-	}()
-	select {
-	case <-ready:
-	case <-time.After(60 * time.Second):
-		t.Fatal("the renderer was not ready within 60s")
-	}
-	return address, kill
+	socket := filepath.Join(dir, "renderer.sock")
+	return "unix://" + socket, harness.StartRenderer(t, socket)
 }
 
 // startShop runs the shop's run() on free ports against renderer, with its database at db,
@@ -108,13 +88,8 @@ var (
 
 func get(t *testing.T, url string) page {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	p := page{status: resp.StatusCode, header: resp.Header, body: string(b)}
+	r := harness.Get(t, url)
+	p := page{status: r.StatusCode, header: r.Header, body: r.Text}
 	if m := rootRE.FindStringSubmatch(p.body); m != nil {
 		p.hasHTML = strings.TrimSpace(m[1]) != ""
 	}
@@ -177,9 +152,9 @@ func TestPagesRenderWhatTheDatabaseHolds(t *testing.T) {
 // loader still runs and the document carries its props, so the browser renders the page.
 func TestRendererDownTheBrowserRendersTheDatabaseProps(t *testing.T) {
 	dir := t.TempDir()
-	renderer, kill := startRenderer(t, dir)
-	shop := startShop(t, renderer, filepath.Join(dir, "shop.db"))
-	kill()
+	address, renderer := startRenderer(t, dir)
+	shop := startShop(t, address, filepath.Join(dir, "shop.db"))
+	renderer.Kill()
 	p := get(t, shop+"/products/9")
 	if p.status != 200 || p.hasHTML || p.header.Get("X-SSR-Fallback") != "renderer-unavailable" {
 		t.Fatalf("GET /products/9 with the renderer down: %d, fallback %q, server markup %v", p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML)

@@ -1,19 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // TestRunScript drives scripts/run.sh (make run, make dev) as a developer does. When the
@@ -40,45 +39,45 @@ func TestRunScript(t *testing.T) {
 	}
 
 	ready := func(l map[string]any) bool { return l["msg"] == "ready" }
-	first := int(run.waitJSON(t, "the renderer's ready line", ready)["pid"].(float64))
+	first := int(run.WaitJSON("the renderer's ready line", time.Minute, ready)["pid"].(float64))
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	run.waitText(t, "run.sh: the renderer exited (status 137): restarting it in")
+	waitText(t, run, "run.sh: the renderer exited (status 137): restarting it in")
 	if p := get(t, shop+"/products/2"); p.status != 200 || p.hasHTML || p.header.Get("X-SSR-Fallback") == "" || len(p.props) == 0 {
 		t.Fatalf("GET /products/2 with the renderer down: %d, fallback %q, server markup %v, props %s; want the page for the browser to render",
 			p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML, p.props)
 	}
-	run.waitText(t, "run.sh: renderer restarted (pid ")
-	run.waitJSON(t, "the restarted renderer's ready line", func(l map[string]any) bool {
+	waitText(t, run, "run.sh: renderer restarted (pid ")
+	run.WaitJSON("the restarted renderer's ready line", time.Minute, func(l map[string]any) bool {
 		return ready(l) && int(l["pid"].(float64)) != first
 	})
 	rendered, _ := freshProducts(t, shop)
-	waitTrue(t, "server rendering after the restart", func() bool { return rendered("Add to cart") })
+	harness.WaitUntil(t, time.Minute, "server rendering after the restart", func() bool { return rendered("Add to cart") })
 
 	publish(t, bundle, strings.Replace(readFile(t, bundle), `children: "Add to cart"`, `children: "Add to basket"`, 1))
 	newScript := "/assets/client-NEWBUILD.js"
 	copyFile(t, filepath.Join(built, oldScript), filepath.Join(assets, newScript))
 	publish(t, filepath.Join(assets, "manifest.json"), `{"buildId":"newbuild","scripts":["`+newScript+`"],"styles":[]}`)
-	if err := run.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+	if err := run.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	run.waitJSON(t, "the renderer's reload", func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
+	run.WaitJSON("the renderer's reload", time.Minute, func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
 	if !rendered("Add to basket") {
 		t.Error("after the reload, a product page does not come from the new bundle")
 	}
-	waitTrue(t, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
+	harness.WaitUntil(t, time.Minute, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
 	if p := get(t, shop+oldScript); p.status != 200 {
 		t.Errorf("GET %s, the previous build's script: %d", oldScript, p.status)
 	}
 
-	if err := syscall.Kill(-run.cmd.Process.Pid, syscall.SIGINT); err != nil {
+	if err := syscall.Kill(-run.Cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	if code := run.wait(t); code != 130 {
+	if code := run.WaitExit(30 * time.Second); code != 130 {
 		t.Errorf("run.sh exited %d after Ctrl-C, want 130", code)
 	}
-	if err := syscall.Kill(-run.cmd.Process.Pid, 0); err != syscall.ESRCH {
+	if err := syscall.Kill(-run.Cmd.Process.Pid, 0); err != syscall.ESRCH {
 		t.Errorf("processes of run.sh are left after Ctrl-C (kill -0: %v)", err)
 	}
 }
@@ -105,9 +104,9 @@ func TestRunScriptDev(t *testing.T) {
 		}
 	}
 	run, shop := runScript(t, root, nil, "--dev")
-	run.waitText(t, "watching app/src")
+	waitText(t, run, "watching app/src")
 	rendered, next := freshProducts(t, shop)
-	waitTrue(t, "a server-rendered page", func() bool { return rendered("Add to cart") })
+	harness.WaitUntil(t, time.Minute, "a server-rendered page", func() bool { return rendered("Add to cart") })
 
 	card := filepath.Join(root, "app", "src", "components", "ProductCard.jsx")
 	source := readFile(t, card)
@@ -120,7 +119,7 @@ func TestRunScriptDev(t *testing.T) {
 		publish(t, card, source)
 	}
 	edit("Add to cart", "Add to basket")
-	waitTrue(t, "the edit on a server-rendered page", func() bool { return rendered("Add to basket") })
+	harness.WaitUntil(t, time.Minute, "the edit on a server-rendered page", func() bool { return rendered("Add to basket") })
 	script := regexp.MustCompile(`src="(/assets/client-[^"]+\.js)"`)
 	first := script.FindStringSubmatch(next().body)
 	if first == nil {
@@ -128,13 +127,13 @@ func TestRunScriptDev(t *testing.T) {
 	}
 
 	edit("Add to basket", "Add to basket{")
-	run.waitText(t, "app build failed")
+	waitText(t, run, "app build failed")
 	if !rendered("Add to basket") {
 		t.Error("after a build that failed, the page is not the last good version's")
 	}
 	edit("Add to basket{", "Add to bag")
-	waitTrue(t, "the fix on a server-rendered page", func() bool { return rendered("Add to bag") })
-	waitTrue(t, "a page linking the fix's client build", func() bool {
+	harness.WaitUntil(t, time.Minute, "the fix on a server-rendered page", func() bool { return rendered("Add to bag") })
+	harness.WaitUntil(t, time.Minute, "a page linking the fix's client build", func() bool {
 		last := script.FindStringSubmatch(next().body)
 		return last != nil && last[1] != first[1]
 	})
@@ -146,7 +145,7 @@ func TestRunScriptDev(t *testing.T) {
 // runScript starts root/scripts/run.sh with args (the shop's, after --dev), the renderer and
 // the shop on a socket, ports and database of their own, and env added to the environment.
 // It returns run.sh's output and the shop's URL.
-func runScript(t *testing.T, root string, env []string, args ...string) (*logged, string) {
+func runScript(t *testing.T, root string, env []string, args ...string) (*harness.Process, string) {
 	t.Helper()
 	if _, err := os.Stat(filepath.Join(root, "bin", "shop")); err != nil {
 		t.Fatalf("bin/shop is missing: run `make test-shop` (it builds the shop)")
@@ -157,11 +156,11 @@ func runScript(t *testing.T, root string, env []string, args ...string) (*logged
 		"-render-timeout", "2s")
 	cmd := exec.Command(filepath.Join(root, "scripts", "run.sh"), args...)
 	cmd.Env = append(append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS=unix://"+filepath.Join(dir, "renderer.sock"),
-		"SSR_RENDERER_HTTP_LISTEN="+freeAddress(t), "SSR_RENDERER_THREADS=2", "SSR_RENDERER_WARMUP_ROUNDS=1"), env...)
+		fmt.Sprintf("SSR_RENDERER_HTTP_LISTEN=127.0.0.1:%d", harness.FreePort(t)), "SSR_RENDERER_THREADS=2", "SSR_RENDERER_WARMUP_ROUNDS=1"), env...)
 	// Its own process group, as a terminal gives it: Ctrl-C signals the group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	run := startLogged(t, cmd)
-	listening := run.waitJSON(t, "the shop's public listener", func(l map[string]any) bool {
+	run := harness.Start(t, "run.sh", cmd)
+	listening := run.WaitJSON("the shop's public listener", time.Minute, func(l map[string]any) bool {
 		return l["msg"] == "listening" && l["listener"] == "public"
 	})
 	return run, "http://" + listening["address"].(string)
@@ -182,124 +181,11 @@ func freshProducts(t *testing.T, shop string) (rendered func(want string) bool, 
 	return rendered, next
 }
 
-// logged is a started command whose output lines are kept, JSON ones parsed.
-type logged struct {
-	cmd  *exec.Cmd
-	exit chan struct{} // closed once the command has exited
-
-	mu    sync.Mutex
-	lines []string
-}
-
-func startLogged(t *testing.T, cmd *exec.Cmd) *logged {
+// waitText waits up to a minute for a line run.sh prints itself (text, not JSON) that
+// starts with prefix.
+func waitText(t *testing.T, run *harness.Process, prefix string) {
 	t.Helper()
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	l := &logged{cmd: cmd, exit: make(chan struct{})}
-	go func() {
-		sc := bufio.NewScanner(out)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.lines = append(l.lines, sc.Text())
-			l.mu.Unlock()
-		}
-		cmd.Wait()
-		close(l.exit)
-	}()
-	t.Cleanup(func() {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-l.exit
-		if t.Failed() {
-			t.Logf("output:\n%s", strings.Join(l.lines, "\n"))
-		}
-	})
-	return l
-}
-
-// waitLine returns the first line match accepts, failing the test after a minute or when
-// the command exits first.
-func (l *logged) waitLine(t *testing.T, what string, match func(string) bool) string {
-	t.Helper()
-	deadline := time.After(time.Minute)
-	for {
-		l.mu.Lock()
-		for _, line := range l.lines {
-			if match(line) {
-				l.mu.Unlock()
-				return line
-			}
-		}
-		l.mu.Unlock()
-		select {
-		case <-l.exit:
-			t.Fatalf("run.sh exited before %s", what)
-		case <-deadline:
-			t.Fatalf("no %s within a minute", what)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-func (l *logged) waitText(t *testing.T, prefix string) {
-	t.Helper()
-	l.waitLine(t, fmt.Sprintf("line %q", prefix), func(line string) bool { return strings.HasPrefix(line, prefix) })
-}
-
-func (l *logged) waitJSON(t *testing.T, what string, match func(map[string]any) bool) map[string]any {
-	t.Helper()
-	var found map[string]any
-	l.waitLine(t, what, func(line string) bool {
-		var fields map[string]any
-		if json.Unmarshal([]byte(line), &fields) != nil || !match(fields) {
-			return false
-		}
-		found = fields
-		return true
-	})
-	return found
-}
-
-// wait returns the command's exit code once it has exited, within 30 s.
-func (l *logged) wait(t *testing.T) int {
-	t.Helper()
-	select {
-	case <-l.exit:
-		return l.cmd.ProcessState.ExitCode()
-	case <-time.After(30 * time.Second):
-		t.Fatal("run.sh still running 30 s after Ctrl-C")
-		return -1
-	}
-}
-
-// waitTrue polls cond for up to a minute.
-func waitTrue(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within a minute", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// freeAddress is a loopback address whose port was free a moment ago: run.sh polls the
-// renderer's /readyz, so it must know the port beforehand.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	run.WaitLine(fmt.Sprintf("line %q", prefix), time.Minute, func(line string) bool { return strings.HasPrefix(line, prefix) })
 }
 
 func readFile(t *testing.T, path string) string {

@@ -7,6 +7,9 @@
 # here that warning fails the run, except for PodMonitor (a Prometheus Operator CRD, whose
 # schema no Kubernetes release ships) in the renders that include the component.
 #
+# What the manifests mean (the memory sums, the ports, the pod played by the real binaries)
+# is tested by edge/e2e/manifests/ (make test-e2e); see README.md, "What make test checks".
+#
 # usage: deploy/k8s/validate.sh KUSTOMIZE KUBERNETES_VALIDATE VERSION...
 set -euo pipefail
 kustomize=$1 validate=$2

@@ -24,6 +24,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
@@ -48,7 +49,7 @@ func TestDashboardAndRunbookQueryTheStack(t *testing.T) {
 	exposeEverySeries(t, renderer, edge)
 	stack := stackMetrics{
 		"edge":     metricFamilies(scrape(t, edge.admin+"/metrics")),
-		"renderer": metricFamilies(scrape(t, renderer.httpURL("/metrics"))),
+		"renderer": metricFamilies(scrape(t, renderer.HTTPURL("/metrics"))),
 	}
 
 	t.Run("dashboard", func(t *testing.T) {
@@ -71,8 +72,8 @@ func TestDashboardAndRunbookQueryTheStack(t *testing.T) {
 	t.Run("runbook requests", func(t *testing.T) {
 		listeners := map[string]string{
 			"9100": edge.admin,
-			"9101": "http://" + renderer.address("http"),
-			"9102": "http://" + renderer.address("debug"),
+			"9101": "http://" + renderer.Address("http"),
+			"9102": "http://" + renderer.Address("debug"),
 		}
 		tried := map[string]bool{}
 		for _, c := range runbook.commands {
@@ -197,9 +198,9 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 	t.Run("links", func(t *testing.T) {
 		for _, m := range mdLink.FindAllStringSubmatch(runbook.text, -1) {
 			file, anchor, _ := strings.Cut(m[1], "#")
-			target := filepath.Join(repoRoot, filepath.Dir(runbookFile), file)
+			target := filepath.Join(harness.RepoRoot, filepath.Dir(runbookFile), file)
 			if file == "" {
-				target = filepath.Join(repoRoot, runbookFile)
+				target = filepath.Join(harness.RepoRoot, runbookFile)
 			}
 			text, err := os.ReadFile(target)
 			if err != nil {
@@ -214,7 +215,7 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 
 	t.Run("log lines and error codes", func(t *testing.T) {
 		sources := sourceText(t)
-		errorCodes, err := os.ReadFile(filepath.Join(repoRoot, "renderer", "src", "errors.js"))
+		errorCodes, err := os.ReadFile(filepath.Join(harness.RepoRoot, "renderer", "src", "errors.js"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,15 +308,15 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 // series the documents query: a miss, a hit and a stale hit with its background refresh,
 // coalesced requests on a page that sets a cookie (each waiter renders again for itself), a
 // page that throws, and a request quarantined after its renders killed two workers.
-func exposeEverySeries(t *testing.T, renderer *process, edge *edgeProcess) {
+func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProcess) {
 	t.Helper()
-	assertSSR(t, get(t, edge.url+"/"), 200)
-	assertFallback(t, get(t, edge.url+"/throws"), 200, "render-error")
+	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
+	assertFallback(t, harness.Get(t, edge.url+"/throws"), 200, "render-error")
 
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
-			resp, err := noRedirects.Get(edge.url + "/cached/cookie?ms=200")
+			resp, err := harness.NoRedirects.Get(edge.url + "/cached/cookie?ms=200")
 			if err != nil {
 				t.Error(err)
 				return
@@ -326,25 +327,18 @@ func exposeEverySeries(t *testing.T, renderer *process, edge *edgeProcess) {
 	}
 	wg.Wait()
 
-	get(t, edge.url+"/cached/products/1")
-	get(t, edge.url+"/cached/products/1")
-	time.Sleep(1100 * time.Millisecond) // past the route's 1 s ttl, inside its 1 s stale-while-revalidate
-	get(t, edge.url+"/cached/products/1")
+	harness.Get(t, edge.url+"/cached/products/1")
+	harness.Get(t, edge.url+"/cached/products/1")
+	edge.advance(t, 90*time.Second) // past the route's 1m ttl, inside its 1m stale-while-revalidate
+	harness.Get(t, edge.url+"/cached/products/1")
 
-	deadlineExits := func() float64 {
-		return sum(scrape(t, renderer.httpURL("/metrics")), "renderer_worker_exits_total", `reason="deadline"`)
-	}
-	for i := range 2 {
-		assertFallback(t, get(t, edge.url+"/loops"), 200, "timeout")
-		waitUntil(t, 10*time.Second, "the looping render's worker to be terminated", func() bool { return deadlineExits() == float64(i+1) })
-	}
-	renderer.waitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
-	assertFallback(t, get(t, edge.url+"/loops"), 200, "quarantined")
-	waitUntil(t, 5*time.Second, "the background refresh to be counted", func() bool {
+	quarantineLoops(t, renderer, edge)
+	assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "quarantined")
+	harness.WaitUntil(t, 5*time.Second, "the background refresh to be counted", func() bool {
 		return sum(scrape(t, edge.admin+"/metrics"), "edge_cache_background_refreshes_total") > 0
 	})
-	waitUntil(t, 10*time.Second, "the terminated workers' replacements to be warm", func() bool {
-		return get(t, renderer.httpURL("/readyz")).StatusCode == http.StatusOK
+	harness.WaitUntil(t, 10*time.Second, "the terminated workers' replacements to be warm", func() bool {
+		return harness.Get(t, renderer.HTTPURL("/readyz")).StatusCode == http.StatusOK
 	})
 }
 
@@ -475,7 +469,7 @@ func warmWorker(t *testing.T, base string) string {
 			State string `json:"state"`
 		} `json:"workers"`
 	}
-	if err := json.Unmarshal([]byte(get(t, base+"/debug/workers").body), &list); err != nil {
+	if err := json.Unmarshal([]byte(harness.Get(t, base+"/debug/workers").Text), &list); err != nil {
 		t.Fatalf("/debug/workers: %v", err)
 	}
 	for _, w := range list.Workers {
@@ -500,7 +494,7 @@ func requestProblem(method, url string, edgeAdmin bool) string {
 	if err != nil {
 		return err.Error()
 	}
-	resp, err := noRedirects.Do(req)
+	resp, err := harness.NoRedirects.Do(req)
 	if err != nil {
 		return err.Error()
 	}
@@ -563,7 +557,7 @@ type dashboardPanel struct {
 
 func readDashboard(t *testing.T) *dashboard {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, dashboardFile))
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot, dashboardFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -640,7 +634,7 @@ var (
 
 func readRunbook(t *testing.T) *runbookDoc {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot, runbookFile))
+	b, err := os.ReadFile(filepath.Join(harness.RepoRoot, runbookFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +697,7 @@ func headingAnchors(markdown string) []string {
 func sourceText(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for _, dir := range []string{filepath.Join(repoRoot, "renderer", "src"), filepath.Join(repoRoot, "edge")} {
+	for _, dir := range []string{filepath.Join(harness.RepoRoot, "renderer", "src"), filepath.Join(harness.RepoRoot, "edge")} {
 		err := filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
 			if err != nil || strings.HasSuffix(path, "_test.go") || !(strings.HasSuffix(path, ".go") || strings.HasSuffix(path, ".js")) {
 				return err
@@ -752,8 +746,8 @@ console.log(JSON.stringify({ unknown, refused }));
 	if err != nil {
 		t.Fatal(err)
 	}
-	configJs := "file://" + filepath.Join(repoRoot, "renderer", "src", "config.js")
-	out, err := exec.Command(nodeBinary, "--input-type=module", "-e", script, configJs, string(input)).Output()
+	configJs := "file://" + filepath.Join(harness.RepoRoot, "renderer", "src", "config.js")
+	out, err := exec.Command(harness.NodeBinary, "--input-type=module", "-e", script, configJs, string(input)).Output()
 	if err != nil {
 		t.Fatalf("asking renderer/src/config.js: %v", err)
 	}

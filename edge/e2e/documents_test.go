@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // TestBareNodeServesTheEdgesBytes: make bench's bare fastify + Piscina contender
@@ -14,15 +16,15 @@ import (
 // so the bench compares servers, not documents.
 func TestBareNodeServesTheEdgesBytes(t *testing.T) {
 	_, edge := startStack(t)
-	port := freePort(t)
-	cmd := exec.Command(nodeBinary, filepath.Join(repoRoot, "bench", "node-baseline", "server.mjs"),
+	port := harness.FreePort(t)
+	cmd := exec.Command(harness.NodeBinary, filepath.Join(harness.RepoRoot, "bench", "node-baseline", "server.mjs"),
 		"--port", fmt.Sprint(port), "--threads", "1", "--bundle", fixtureBundle(),
 		"--manifest", filepath.Join(assetsDir(), "manifest.json"))
-	cmd.Dir = repoRoot
-	startProcess(t, "node-baseline", cmd)
+	cmd.Dir = harness.RepoRoot
+	harness.Start(t, "node-baseline", cmd)
 	bare := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitUntil(t, 30*time.Second, "bench/node-baseline answers", func() bool {
-		resp, err := noRedirects.Get(bare + "/healthz")
+	harness.WaitUntil(t, 30*time.Second, "bench/node-baseline answers", func() bool {
+		resp, err := harness.NoRedirects.Get(bare + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 		}
@@ -30,18 +32,18 @@ func TestBareNodeServesTheEdgesBytes(t *testing.T) {
 	})
 
 	for _, path := range []string{"/", "/products/7"} {
-		want, got := get(t, edge.url+path), get(t, bare+path)
+		want, got := harness.Get(t, edge.url+path), harness.Get(t, bare+path)
 		if want.Header.Get("X-SSR-Fallback") != "" {
 			t.Fatalf("%s: the edge fell back (%s)", path, want.Header.Get("X-SSR-Fallback"))
 		}
-		if got.StatusCode != want.StatusCode || got.body != want.body {
+		if got.StatusCode != want.StatusCode || got.Text != want.Text {
 			i := 0
-			for i < min(len(got.body), len(want.body)) && got.body[i] == want.body[i] {
+			for i < min(len(got.Text), len(want.Text)) && got.Text[i] == want.Text[i] {
 				i++
 			}
 			t.Errorf("%s: bare Node %d, %d bytes; the edge %d, %d bytes; first difference at byte %d:\nbare: %q\nedge: %q",
-				path, got.StatusCode, len(got.body), want.StatusCode, len(want.body), i,
-				excerpt(got.body, i), excerpt(want.body, i))
+				path, got.StatusCode, len(got.Text), want.StatusCode, len(want.Text), i,
+				excerpt(got.Text, i), excerpt(want.Text, i))
 		}
 	}
 }

@@ -8,18 +8,20 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // inFlight sends n requests for path at once and returns their responses once all are in.
-func inFlight(t *testing.T, n int, url string) func() []response {
+func inFlight(t *testing.T, n int, url string) func() []harness.Response {
 	var wg sync.WaitGroup
-	out := make([]response, n)
+	out := make([]harness.Response, n)
 	errs := make([]string, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := noRedirects.Get(url)
+			resp, err := harness.NoRedirects.Get(url)
 			if err != nil {
 				errs[i] = err.Error()
 				return
@@ -29,10 +31,10 @@ func inFlight(t *testing.T, n int, url string) func() []response {
 			if err != nil {
 				errs[i] = err.Error()
 			}
-			out[i] = response{Response: resp, body: string(body)}
+			out[i] = harness.Response{Response: resp, Text: string(body)}
 		}()
 	}
-	return func() []response {
+	return func() []harness.Response {
 		wg.Wait()
 		for i, e := range errs {
 			if e != "" {
@@ -44,19 +46,22 @@ func inFlight(t *testing.T, n int, url string) func() []response {
 }
 
 // renderersReceived is every render call the renderer has taken: answered plus in flight.
-func renderersReceived(t *testing.T, renderer *process) float64 {
-	samples := scrape(t, renderer.httpURL("/metrics"))
+func renderersReceived(t *testing.T, renderer *harness.Process) float64 {
+	samples := scrape(t, renderer.HTTPURL("/metrics"))
 	return sum(samples, "renderer_renders_total") + sum(samples, "renderer_renders_in_flight")
 }
 
-// untilReceived waits until the renderer has taken n more calls than before: a fixed
-// sleep would flake on a slow runner, where requests still in transit at SIGTERM are
-// rightly refused and the test would blame the drain.
-func untilReceived(t *testing.T, renderer *process, before float64, n int) {
+// atRenderer is inFlight, returning once the renderer has taken all n calls: a fixed sleep
+// would flake on a slow runner, where requests still in transit at SIGTERM are rightly
+// refused and the test would blame the drain.
+func atRenderer(t *testing.T, renderer *harness.Process, n int, url string) func() []harness.Response {
 	t.Helper()
-	waitUntil(t, 10*time.Second, fmt.Sprintf("the renderer receiving %d renders", n), func() bool {
+	before := renderersReceived(t, renderer)
+	wait := inFlight(t, n, url)
+	harness.WaitUntil(t, 10*time.Second, fmt.Sprintf("the renderer receiving %d renders", n), func() bool {
 		return renderersReceived(t, renderer) >= before+float64(n)
 	})
+	return wait
 }
 
 // TestEdgeDrainsOnSIGTERM: readiness turns false at once, requests already in flight are
@@ -64,23 +69,17 @@ func untilReceived(t *testing.T, renderer *process, before float64, n int) {
 func TestEdgeDrainsOnSIGTERM(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)
-	edge := startEdge(t, socket, "SSR_EDGE_SHUTDOWN_DELAY=300ms")
+	// shutdown_delay is the window in which readiness is false and the edge still answers:
+	// long enough for a slow runner to ask, and half the work below, so that work is still
+	// in flight when the edge stops listening.
+	edge := startEdge(t, socket, "SSR_EDGE_SHUTDOWN_DELAY=1s")
 
-	// 20 renders of 100 ms on 2 workers: about 1 s of work still queued or running at SIGTERM.
-	before := renderersReceived(t, renderer)
-	wait := inFlight(t, 20, edge.url+"/slow?ms=100")
-	untilReceived(t, renderer, before, 20)
-	edge.signal(syscall.SIGTERM)
-	time.Sleep(50 * time.Millisecond)
-	if r := get(t, edge.admin+"/readyz"); r.StatusCode != 503 {
-		t.Errorf("readiness while draining: got %d, want 503", r.StatusCode)
-	}
-	for _, r := range wait() {
-		assertSSR(t, r, 200)
-	}
-	if code := edge.waitExit(10 * time.Second); code != 0 {
-		t.Errorf("edge exited %d, want 0", code)
-	}
+	// 20 renders of 200 ms on 2 workers: about 2 s of work still queued or running at SIGTERM.
+	stopWhileRendering(t, edge.Process, renderer, edge.url+"/slow?ms=200", 10*time.Second, func() {
+		if r := harness.Get(t, edge.admin+"/readyz"); r.StatusCode != 503 {
+			t.Errorf("readiness while draining: got %d, want 503", r.StatusCode)
+		}
+	})
 }
 
 // TestRendererDrainsOnSIGTERM: renders in flight when the renderer is told to stop are
@@ -90,22 +89,27 @@ func TestRendererDrainsOnSIGTERM(t *testing.T) {
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
 
-	before := renderersReceived(t, renderer)
-	wait := inFlight(t, 20, edge.url+"/slow?ms=100")
-	untilReceived(t, renderer, before, 20)
-	renderer.signal(syscall.SIGTERM)
-	renderer.waitLog(map[string]string{"msg": "draining"}, 5*time.Second)
+	stopWhileRendering(t, renderer, renderer, edge.url+"/slow?ms=100", 15*time.Second, func() {
+		// At once: a request that waited on the draining renderer would fall back at the
+		// soft deadline, with reason "timeout".
+		assertFallback(t, harness.Get(t, edge.url+"/"), 200, "renderer-unavailable")
+	})
+}
 
-	r := get(t, edge.url+"/")
-	assertFallback(t, r, 200, "renderer-unavailable")
-	if r.took > 150*time.Millisecond+time.Second/2 {
-		t.Errorf("fallback while the renderer drains took %s, want it at once", r.took)
-	}
+// stopWhileRendering sends p SIGTERM once the renderer has taken 20 requests for url, runs
+// draining once p logs that it drains, then checks that each of the 20 was served in full
+// and that p exits 0 within timeout.
+func stopWhileRendering(t *testing.T, p, renderer *harness.Process, url string, timeout time.Duration, draining func()) {
+	t.Helper()
+	wait := atRenderer(t, renderer, 20, url)
+	p.Signal(syscall.SIGTERM)
+	p.WaitLog(map[string]string{"msg": "draining"}, 5*time.Second)
+	draining()
 	for _, r := range wait() {
 		assertSSR(t, r, 200)
 	}
-	if code := renderer.waitExit(15 * time.Second); code != 0 {
-		t.Errorf("renderer exited %d, want 0", code)
+	if code := p.WaitExit(timeout); code != 0 {
+		t.Errorf("%s exited %d after SIGTERM, want 0", p.Name, code)
 	}
 }
 
@@ -118,9 +122,9 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 	edge := startEdge(t, socket)
 
 	oom := inFlight(t, 1, edge.url+"/oom")
-	others := make([]response, 0, 30)
+	others := make([]harness.Response, 0, 30)
 	for range 30 {
-		others = append(others, get(t, edge.url+"/products/3"))
+		others = append(others, harness.Get(t, edge.url+"/products/3"))
 	}
 	assertFallback(t, oom()[0], 200, "render-error")
 	for i, r := range others {
@@ -128,12 +132,12 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 			t.Errorf("render %d of another page during the OOM fell back: %q", i+1, r.Header.Get("X-SSR-Fallback"))
 		}
 	}
-	renderer.waitLog(map[string]string{"code": "RENDER_ERR_WORKER_OOM"}, 5*time.Second)
+	renderer.WaitLog(map[string]string{"code": "RENDER_ERR_WORKER_OOM"}, 5*time.Second)
 
-	waitUntil(t, 10*time.Second, "the pool back to full strength after the OOM", func() bool {
-		return get(t, renderer.httpURL("/readyz")).StatusCode == 200
+	harness.WaitUntil(t, 10*time.Second, "the pool back to full strength after the OOM", func() bool {
+		return harness.Get(t, renderer.HTTPURL("/readyz")).StatusCode == 200
 	})
-	assertSSR(t, get(t, edge.url+"/"), 200)
+	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
 }
 
 // TestOverloadWithdrawsRendersNobodyWaitsFor: 8 uncacheable renders of 400 ms on 2 workers.
@@ -144,7 +148,7 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
-	metrics := renderer.httpURL("/metrics")
+	metrics := renderer.HTTPURL("/metrics")
 	sleepRenders := func(outcome string) float64 {
 		return sum(scrape(t, metrics), "renderer_renders_total", `page="sleep"`, `outcome="`+outcome+`"`)
 	}
@@ -152,7 +156,7 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	for _, r := range inFlight(t, 8, edge.url+"/sleep?ms=400")() {
 		assertFallback(t, r, 200, "timeout")
 	}
-	waitUntil(t, 10*time.Second, "8 renders withdrawn or finished for nobody", func() bool {
+	harness.WaitUntil(t, 10*time.Second, "8 renders withdrawn or finished for nobody", func() bool {
 		return sleepRenders("RENDER_ERR_CANCELLED") >= 8
 	})
 	if n := sleepRenders("ok"); n != 0 {

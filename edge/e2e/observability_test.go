@@ -9,18 +9,20 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // scrape returns the value of every sample of a Prometheus text page, keyed by the sample's
 // name and labels as written.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
-	r := get(t, url)
+	r := harness.Get(t, url)
 	if r.StatusCode != 200 {
 		t.Fatalf("%s: got %d", url, r.StatusCode)
 	}
 	samples := map[string]float64{}
-	sc := bufio.NewScanner(strings.NewReader(r.body))
+	sc := bufio.NewScanner(strings.NewReader(r.Text))
 	for sc.Scan() {
 		line := sc.Text()
 		if line == "" || strings.HasPrefix(line, "#") {
@@ -59,11 +61,11 @@ func TestMetricsMoveOnBothSides(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)
 	edge := startEdge(t, socket)
-	rendererMetrics := renderer.httpURL("/metrics")
+	rendererMetrics := renderer.HTTPURL("/metrics")
 
 	edgeBefore, rendererBefore := scrape(t, edge.admin+"/metrics"), scrape(t, rendererMetrics)
-	assertSSR(t, get(t, edge.url+"/"), 200)
-	assertFallback(t, get(t, edge.url+"/throws"), 200, "render-error")
+	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
+	assertFallback(t, harness.Get(t, edge.url+"/throws"), 200, "render-error")
 	edgeAfter, rendererAfter := scrape(t, edge.admin+"/metrics"), scrape(t, rendererMetrics)
 
 	moved := []struct {

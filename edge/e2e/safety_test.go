@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // TestCookieReachesOneClient: 20 first requests to a cached route whose page sets a fresh
@@ -23,7 +25,7 @@ func TestCookieReachesOneClient(t *testing.T) {
 			defer wg.Done()
 			// The route waits up to 5 s: time for 20 renders of 50 ms on two workers, so
 			// every client gets a page, and none may get another's cookie.
-			r := get(t, edge.url+"/cached/cookie?ms=50")
+			r := harness.Get(t, edge.url+"/cached/cookie?ms=50")
 			cookies[i] = r.Header.Get("Set-Cookie")
 		}()
 	}
@@ -53,19 +55,19 @@ func TestCookieReachesOneClient(t *testing.T) {
 func TestEscapedSlashCannotPoisonAnotherRoute(t *testing.T) {
 	_, edge := startStack(t)
 
-	poison := get(t, edge.url+"/items/7%2Freviews")
+	poison := harness.Get(t, edge.url+"/items/7%2Freviews")
 	assertSSR(t, poison, 200)
-	if !strings.Contains(poison.body, "item <!-- -->7/reviews") {
-		t.Fatalf("/items/7%%2Freviews: want the item page for id 7/reviews, got %.300q", poison.body)
+	if !strings.Contains(poison.Text, "item <!-- -->7/reviews") {
+		t.Fatalf("/items/7%%2Freviews: want the item page for id 7/reviews, got %.300q", poison.Text)
 	}
-	victim := get(t, edge.url+"/items/7/reviews")
+	victim := harness.Get(t, edge.url+"/items/7/reviews")
 	assertSSR(t, victim, 200)
-	if !strings.Contains(victim.body, "reviews of <!-- -->7") || strings.HasPrefix(cacheStatus(victim), "sidecar-ssr; hit") {
-		t.Errorf("/items/7/reviews after /items/7%%2Freviews: Cache-Status %q, body %.300q; want the reviews page, rendered", cacheStatus(victim), victim.body)
+	if !strings.Contains(victim.Text, "reviews of <!-- -->7") || strings.HasPrefix(cacheStatus(victim), "sidecar-ssr; hit") {
+		t.Errorf("/items/7/reviews after /items/7%%2Freviews: Cache-Status %q, body %.300q; want the reviews page, rendered", cacheStatus(victim), victim.Text)
 	}
 	// Each is cached under its own key.
 	for path, want := range map[string]string{"/items/7%2Freviews": "item <!-- -->7/reviews", "/items/7/reviews": "reviews of <!-- -->7"} {
-		if r := get(t, edge.url+path); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") || !strings.Contains(r.body, want) {
+		if r := harness.Get(t, edge.url+path); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") || !strings.Contains(r.Text, want) {
 			t.Errorf("%s again: Cache-Status %q, want a hit on its own page", path, cacheStatus(r))
 		}
 	}
@@ -78,28 +80,28 @@ func TestPageErrorServesTheStaleCopy(t *testing.T) {
 	down := filepath.Join(t.TempDir(), "down")
 	_, edge := startStack(t, "SSR_FIXTURE_DOWN_FILE="+down)
 
-	stored := get(t, edge.url+"/cached/flaky")
+	stored := harness.Get(t, edge.url+"/cached/flaky")
 	assertSSR(t, stored, 200)
-	if !strings.Contains(stored.body, "backend up") {
-		t.Fatalf("first render: %.300q", stored.body)
+	if !strings.Contains(stored.Text, "backend up") {
+		t.Fatalf("first render: %.300q", stored.Text)
 	}
 	if err := os.WriteFile(down, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1100 * time.Millisecond) // past the 1s ttl, inside the 1m stale-if-error
+	edge.advance(t, 90*time.Second) // past the 1m ttl, inside the 10m stale-if-error
 	for i := range 2 {
-		r := get(t, edge.url+"/cached/flaky")
-		if r.StatusCode != 200 || r.body != stored.body || !strings.Contains(cacheStatus(r), "fwd=stale; fwd-status=503") ||
+		r := harness.Get(t, edge.url+"/cached/flaky")
+		if r.StatusCode != 200 || r.Text != stored.Text || !strings.Contains(cacheStatus(r), "fwd=stale; fwd-status=503") ||
 			!strings.HasSuffix(cacheStatus(r), "detail=server-error") {
-			t.Errorf("request %d with the backend down: got %d, Cache-Status %q, the stored copy: %v", i+1, r.StatusCode, cacheStatus(r), r.body == stored.body)
+			t.Errorf("request %d with the backend down: got %d, Cache-Status %q, the stored copy: %v", i+1, r.StatusCode, cacheStatus(r), r.Text == stored.Text)
 		}
 	}
 	os.Remove(down)
-	recovered := get(t, edge.url+"/cached/flaky")
+	recovered := harness.Get(t, edge.url+"/cached/flaky")
 	if !strings.HasSuffix(cacheStatus(recovered), "stored") {
 		t.Errorf("the page recovered: got Cache-Status %q, want a stored render", cacheStatus(recovered))
 	}
-	if r := get(t, edge.url+"/cached/flaky"); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") {
+	if r := harness.Get(t, edge.url+"/cached/flaky"); !strings.HasPrefix(cacheStatus(r), "sidecar-ssr; hit") {
 		t.Errorf("after recovery: got Cache-Status %q, want a hit", cacheStatus(r))
 	}
 }
@@ -109,30 +111,39 @@ func TestPageErrorServesTheStaleCopy(t *testing.T) {
 // shell for it without a render, and other pages are untouched.
 func TestPoisonPillIsQuarantined(t *testing.T) {
 	renderer, edge := startStack(t)
-	exits := func() float64 {
-		return sum(scrape(t, renderer.httpURL("/metrics")), "renderer_worker_exits_total", `reason="deadline"`)
-	}
+	quarantineLoops(t, renderer, edge)
 
-	for i := range 2 {
-		// Falls back at the 100 ms soft deadline; the edge withdraws the call, the render
-		// runs on to the 600 ms hard deadline, and the renderer terminates its worker.
-		assertFallback(t, get(t, edge.url+"/loops"), 200, "timeout")
-		waitUntil(t, 10*time.Second, "the looping render's worker to be terminated", func() bool { return exits() == float64(i+1) })
+	assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "quarantined")
+	// Refused before the pool: no render of it is queued or running, so none can kill a
+	// worker later. (The second looping render had left the pool before the renderer logged
+	// the quarantine, and nothing else was sent.)
+	metrics := scrape(t, renderer.HTTPURL("/metrics"))
+	if n := sum(metrics, "renderer_renders_in_flight"); n != 0 {
+		t.Errorf("%v renders in flight after the refusal, want 0: the quarantined URL went to the pool", n)
 	}
-	renderer.waitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
-
-	r := get(t, edge.url+"/loops")
-	assertFallback(t, r, 200, "quarantined")
-	assertSSR(t, get(t, edge.url+"/products/3"), 200)
-	metrics := scrape(t, renderer.httpURL("/metrics"))
+	if n := sum(metrics, "renderer_worker_exits_total", `reason="deadline"`); n != 2 {
+		t.Errorf("%v workers terminated, want 2: the quarantined URL was rendered", n)
+	}
 	if n := sum(metrics, "renderer_quarantine_refusals_total", `page="loops"`); n != 1 {
 		t.Errorf("got %v quarantine refusals for loops, want 1", n)
 	}
 	if n := sum(metrics, "renderer_renders_total", `page="loops"`, `outcome="RENDER_ERR_QUARANTINED"`); n != 1 {
 		t.Errorf("got %v quarantined renders in renderer_renders_total, want 1", n)
 	}
-	time.Sleep(800 * time.Millisecond) // longer than the hard deadline: a render would have killed a worker by now
-	if n := exits(); n != 2 {
-		t.Errorf("%v workers terminated, want 2: the quarantined URL was rendered", n)
+	assertSSR(t, harness.Get(t, edge.url+"/products/3"), 200)
+}
+
+// quarantineLoops has /loops kill two workers, and waits until the renderer quarantines it.
+// Each request falls back at the 100 ms soft deadline; the edge withdraws the call, the
+// render runs on to the 600 ms hard deadline, and the renderer terminates its worker.
+func quarantineLoops(t *testing.T, renderer *harness.Process, edge *edgeProcess) {
+	t.Helper()
+	exits := func() float64 {
+		return sum(scrape(t, renderer.HTTPURL("/metrics")), "renderer_worker_exits_total", `reason="deadline"`)
 	}
+	for i := range 2 {
+		assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "timeout")
+		harness.WaitUntil(t, 10*time.Second, "the looping render's worker to be terminated", func() bool { return exits() == float64(i+1) })
+	}
+	renderer.WaitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -39,7 +40,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r, err := noRedirects.Get(edges[i%2].url + "/cached/slow?ms=300")
+			r, err := harness.NoRedirects.Get(edges[i%2].url + "/cached/slow?ms=300")
 			if err != nil || r.StatusCode >= 500 {
 				t.Errorf("herd request %d: %v, %v", i, r, err)
 			}
@@ -49,8 +50,8 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitUntil(t, 10*time.Second, "both edges serving the page from their caches", func() bool {
-		a, b := get(t, edges[0].url+"/cached/slow?ms=300"), get(t, edges[1].url+"/cached/slow?ms=300")
+	harness.WaitUntil(t, 10*time.Second, "both edges serving the page from their caches", func() bool {
+		a, b := harness.Get(t, edges[0].url+"/cached/slow?ms=300"), harness.Get(t, edges[1].url+"/cached/slow?ms=300")
 		return strings.HasPrefix(cacheStatus(a), "sidecar-ssr; hit") && strings.HasPrefix(cacheStatus(b), "sidecar-ssr; hit")
 	})
 	if n := renders(); n != 1 {
@@ -63,11 +64,11 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		t.Fatalf("purge: %v, %v", resp, err)
 	}
 	resp.Body.Close()
-	waitUntil(t, 5*time.Second, "edge 1 missing after edge 0's purge", func() bool {
-		return strings.Contains(cacheStatus(get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
+	harness.WaitUntil(t, 5*time.Second, "edge 1 missing after edge 0's purge", func() bool {
+		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
 	})
 	// The render goes on past the miss's soft deadline; it is counted when it ends.
-	waitUntil(t, 5*time.Second, "edge 1's render after the purge", func() bool { return renders() >= 2 })
+	harness.WaitUntil(t, 5*time.Second, "edge 1's render after the purge", func() bool { return renders() >= 2 })
 	if n := renders(); n != 2 {
 		t.Errorf("after the purge: %v renders in all, want 2 (edge 1 rendered again, once)", n)
 	}
@@ -75,8 +76,8 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	// A page tagged item:5 (the fixture's load() tags it): cached on both edges, then one
 	// purge by tag on edge 1 makes both miss.
 	for _, e := range edges {
-		waitUntil(t, 10*time.Second, "/items/5 cached", func() bool {
-			return strings.HasPrefix(cacheStatus(get(t, e.url+"/items/5")), "sidecar-ssr; hit")
+		harness.WaitUntil(t, 10*time.Second, "/items/5 cached", func() bool {
+			return strings.HasPrefix(cacheStatus(harness.Get(t, e.url+"/items/5")), "sidecar-ssr; hit")
 		})
 	}
 	resp, err = http.Post(edges[1].admin+"/cache/purge?tag=item:5", "", nil)
@@ -85,8 +86,8 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	}
 	resp.Body.Close()
 	for _, e := range edges {
-		waitUntil(t, 5*time.Second, "a miss on /items/5 after the purge by tag", func() bool {
-			return strings.Contains(cacheStatus(get(t, e.url+"/items/5")), "fwd=miss")
+		harness.WaitUntil(t, 5*time.Second, "a miss on /items/5 after the purge by tag", func() bool {
+			return strings.Contains(cacheStatus(harness.Get(t, e.url+"/items/5")), "fwd=miss")
 		})
 	}
 
@@ -94,7 +95,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	stopStore()
 	for i := range 40 {
 		for _, path := range []string{"/cached/slow?ms=300", fmt.Sprintf("/cached/products/%d", i), "/"} {
-			if r := get(t, edges[i%2].url+path); r.StatusCode >= 500 {
+			if r := harness.Get(t, edges[i%2].url+path); r.StatusCode >= 500 {
 				t.Fatalf("%s with the store down: got %d", path, r.StatusCode)
 			}
 		}
@@ -122,35 +123,35 @@ func TestRolloutServesPreviousBuildsAssets(t *testing.T) {
 	os.WriteFile(filepath.Join(next, "manifest.json"), []byte(`{"buildId": "next", "scripts": ["/assets/client-NEXTBUILD.js"], "styles": []}`), 0o644)
 	old, newer := startEdge(t, socket, env), startEdge(t, socket, env, "SSR_EDGE_ASSETS_DIR="+next)
 
-	page := get(t, old.url+"/")
-	files := regexp.MustCompile(`/assets/[A-Za-z0-9._-]+`).FindAllString(page.body, -1)
+	page := harness.Get(t, old.url+"/")
+	files := regexp.MustCompile(`/assets/[A-Za-z0-9._-]+`).FindAllString(page.Text, -1)
 	if len(files) == 0 {
-		t.Fatalf("build N's page links no /assets/ file:\n%s", page.body)
+		t.Fatalf("build N's page links no /assets/ file:\n%s", page.Text)
 	}
 	for _, f := range files {
-		want := get(t, old.url+f)
+		want := harness.Get(t, old.url+f)
 		if want.StatusCode != http.StatusOK {
 			t.Fatalf("%s from its own build: %d", f, want.StatusCode)
 		}
 		// Build N's edge publishes its files as it starts: wait for that.
-		waitUntil(t, 10*time.Second, f+" from the edge of build N+1", func() bool {
-			got := get(t, newer.url+f)
-			return got.StatusCode == http.StatusOK && got.body == want.body &&
+		harness.WaitUntil(t, 10*time.Second, f+" from the edge of build N+1", func() bool {
+			got := harness.Get(t, newer.url+f)
+			return got.StatusCode == http.StatusOK && got.Text == want.Text &&
 				got.Header.Get("Content-Type") == want.Header.Get("Content-Type") &&
 				strings.Contains(got.Header.Get("Cache-Control"), "immutable")
 		})
 	}
-	if r := get(t, newer.url+"/assets/client-NOSUCHFILE.js"); r.StatusCode != http.StatusNotFound {
+	if r := harness.Get(t, newer.url+"/assets/client-NOSUCHFILE.js"); r.StatusCode != http.StatusNotFound {
 		t.Errorf("a file no build has: got %d, want 404", r.StatusCode)
 	}
 
 	// A document build N stored is never served by build N+1: the key carries the build.
-	get(t, old.url+"/cached/products/3")
-	waitUntil(t, 10*time.Second, "build N's copy stored", func() bool {
-		return strings.HasPrefix(cacheStatus(get(t, old.url+"/cached/products/3")), "sidecar-ssr; hit")
+	harness.Get(t, old.url+"/cached/products/3")
+	harness.WaitUntil(t, 10*time.Second, "build N's copy stored", func() bool {
+		return strings.HasPrefix(cacheStatus(harness.Get(t, old.url+"/cached/products/3")), "sidecar-ssr; hit")
 	})
-	r := get(t, newer.url+"/cached/products/3")
-	if strings.Contains(cacheStatus(r), "detail=shared") || strings.Contains(r.body, "/assets/client-") && !strings.Contains(r.body, "client-NEXTBUILD.js") {
+	r := harness.Get(t, newer.url+"/cached/products/3")
+	if strings.Contains(cacheStatus(r), "detail=shared") || strings.Contains(r.Text, "/assets/client-") && !strings.Contains(r.Text, "client-NEXTBUILD.js") {
 		t.Errorf("build N+1 served build N's document: Cache-Status %q", cacheStatus(r))
 	}
 }

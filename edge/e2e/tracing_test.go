@@ -16,6 +16,8 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // collector is an OTLP/gRPC trace receiver: what both processes export to.
@@ -108,7 +110,7 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 	send := func(traceID, path string) *http.Response {
 		req, _ := http.NewRequest("GET", edge.url+path, nil)
 		req.Header.Set("traceparent", "00-"+traceID+"-"+callerSpan+"-01")
-		resp, err := noRedirects.Do(req)
+		resp, err := harness.NoRedirects.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,23 +123,26 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 	}
 	requestID := product.Header.Get("X-Request-Id")
 	send(failed, "/throws")
-	// Two requests for one cold cached page: the second waits on the first one's render.
+	// Two requests for one cold cached page: the second, sent once the first one's render
+	// has reached the renderer, waits on that render.
 	var wg sync.WaitGroup
-	for range 2 {
-		wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
-		time.Sleep(50 * time.Millisecond)
-	}
+	before := renderersReceived(t, renderer)
+	wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
+	harness.WaitUntil(t, 10*time.Second, "the first request's render at the renderer", func() bool {
+		return renderersReceived(t, renderer) > before
+	})
+	wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
 	wg.Wait()
-	waitUntil(t, 10*time.Second, "the coalesced render stored", func() bool {
-		return strings.Contains(get(t, edge.url+"/cached/slow?ms=400").Header.Get("Cache-Status"), "hit")
+	harness.WaitUntil(t, 10*time.Second, "the coalesced render stored", func() bool {
+		return strings.Contains(harness.Get(t, edge.url+"/cached/slow?ms=400").Header.Get("Cache-Status"), "hit")
 	})
 
 	// Stopping flushes what both processes still buffer; the render of /cached/slow ends
 	// first (the renderer drains it).
-	edge.signal(syscall.SIGTERM)
-	renderer.signal(syscall.SIGTERM)
-	edge.waitExit(15 * time.Second)
-	renderer.waitExit(15 * time.Second)
+	edge.Signal(syscall.SIGTERM)
+	renderer.Signal(syscall.SIGTERM)
+	edge.WaitExit(15 * time.Second)
+	renderer.WaitExit(15 * time.Second)
 
 	spans := c.trace(rendered)
 	byName := map[string]receivedSpan{}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sidecar-ssr/sidecar-ssr/shop/internal/testenv"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // TestCatalogMatchesTheApp: the catalog the shop seeds is the one the demo app computes for
@@ -18,8 +18,11 @@ func TestCatalogMatchesTheApp(t *testing.T) {
 	script := fmt.Sprintf(`const c = await import(%q);
 const ids = %s;
 console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((id) => c.relatedProducts(id, 8).map((p) => p.id))}));`,
-		filepath.Join(testenv.RepoRoot, "app", "src", "catalog.js"), mustJSON(ids))
-	out, err := exec.Command(testenv.Node(t), "--input-type=module", "-e", script).Output()
+		filepath.Join(harness.RepoRoot, "app", "src", "catalog.js"), mustJSON(ids))
+	if err := harness.Check(harness.NodeBinary); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(harness.NodeBinary, "--input-type=module", "-e", script).Output()
 	if err != nil {
 		t.Fatal(err)
 	}

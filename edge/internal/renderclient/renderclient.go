@@ -4,7 +4,6 @@ package renderclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/bits"
@@ -208,59 +207,3 @@ func (e *Error) Error() string {
 
 // GRPCStatus lets status.Code and status.FromError see the renderer's status.
 func (e *Error) GRPCStatus() *status.Status { return e.Status }
-
-// Fallback reasons, sent to clients in X-SSR-Fallback.
-const (
-	ReasonUnavailable  = "renderer-unavailable"
-	ReasonTimeout      = "timeout"
-	ReasonDeadline     = "deadline-exceeded"
-	ReasonOverloaded   = "overloaded"
-	ReasonTooLarge     = "page-too-large"
-	ReasonRenderError  = "render-error"
-	ReasonUnknownPage  = "unknown-page"
-	ReasonBadRequest   = "bad-request"
-	ReasonInvalidReply = "invalid-response"
-	ReasonQuarantined  = "quarantined"
-)
-
-// The renderer's codes whose gRPC status alone would name the wrong reason.
-const (
-	codeQuarantined  = "RENDER_ERR_QUARANTINED"
-	codePageTooLarge = "RENDER_ERR_PAGE_TOO_LARGE"
-)
-
-// Reason classifies a render failure as a fallback reason.
-func Reason(err error) string {
-	var e *Error
-	if !errors.As(err, &e) {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return ReasonDeadline
-		}
-		return ReasonRenderError
-	}
-	switch e.RendererCode {
-	case codeQuarantined: // its renders killed workers: the renderer refuses it for a while
-		return ReasonQuarantined
-	case codePageTooLarge: // refused in the worker, before it crossed the socket
-		return ReasonTooLarge
-	}
-	switch e.Status.Code() {
-	case codes.Unavailable, codes.Canceled:
-		return ReasonUnavailable
-	case codes.DeadlineExceeded:
-		return ReasonDeadline
-	case codes.ResourceExhausted:
-		// grpc-go reports a reply over MaxPageBytes with the same code as a full queue;
-		// only the renderer's trailer says which it was.
-		if e.RendererCode != "" {
-			return ReasonOverloaded
-		}
-		return ReasonTooLarge
-	case codes.NotFound:
-		return ReasonUnknownPage
-	case codes.InvalidArgument:
-		return ReasonBadRequest
-	default:
-		return ReasonRenderError
-	}
-}

@@ -45,9 +45,6 @@ type errLoad struct{ err error }
 func (e *errLoad) Error() string { return "props loader: " + e.err.Error() }
 func (e *errLoad) Unwrap() error { return e.err }
 
-// ReasonLoadError is the fallback reason of a page whose loader failed.
-const ReasonLoadError = "load-error"
-
 // produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard deadline: the soft deadline of the requests waiting for it covers both.
 func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {

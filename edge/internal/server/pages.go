@@ -18,7 +18,6 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -188,7 +187,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		select {
 		case <-fl.done:
 		case <-soft.C:
-			reason = renderclient.ReasonTimeout
+			reason = ReasonTimeout
 			continue
 		case <-r.Context().Done():
 			return
@@ -478,7 +477,7 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	resp := fl.resp
 	status := p.status(resp)
 	if status == 0 {
-		p.fallback(w, r, req, renderclient.ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus, nil)
+		p.fallback(w, r, req, ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus, nil)
 		return
 	}
 	h := w.Header()

@@ -3,7 +3,6 @@ package server
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
 // serveEntry answers from a stored entry in the coding the client prefers, with Age, a
@@ -54,30 +51,6 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 	p.respond(w, e.Status, e.Bodies[coding])
 }
 
-// fallback answers with the client-side-render shell: the browser renders the page itself,
-// with props when a Go loader computed them (else the app gets its data its own way).
-func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, props []byte) {
-	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
-	if err != nil {
-		attrs = append(attrs, "err", err.Error())
-	}
-	p.log.Warn("serving client-side-render fallback", attrs...)
-	status := http.StatusOK
-	switch {
-	case p.unmatched:
-		status = http.StatusNotFound
-	case reason == ReasonLoadError:
-		// The shop's own data is missing: the browser could not do better than the server.
-		status = http.StatusServiceUnavailable
-	}
-	h := w.Header()
-	h.Set("X-SSR-Fallback", reason)
-	h.Set("Cache-Control", "no-store")
-	h.Set("Cache-Status", cacheStatus+"; detail="+reason)
-	h.Add("Vary", p.vary)
-	p.respondDocument(w, r, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params, PropsJSON: props})
-}
-
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
 
 // respondDocument assembles doc in a pooled buffer and writes it, compressed in the coding
@@ -107,20 +80,6 @@ func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
-}
-
-// errShed reports that no render slot was free.
-var errShed = errors.New("edge: max_renders_in_flight reached")
-
-// reasonFor names a render failure for X-SSR-Fallback.
-func reasonFor(err error) string {
-	switch {
-	case errors.Is(err, errShed):
-		return renderclient.ReasonOverloaded
-	case isLoadError(err):
-		return ReasonLoadError
-	}
-	return renderclient.Reason(err)
 }
 
 // setTiming reports where a flight's render went (Server-Timing): queue (waiting in the

@@ -1,6 +1,6 @@
 //go:build images
 
-package e2e
+package manifests
 
 import (
 	"encoding/json"
@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
 // imagesEnv names the images TestPodImages runs, as "edge=REF,renderer=REF"; make
@@ -67,7 +69,7 @@ func TestPodImages(t *testing.T) {
 	create := []string{"pod", "create", "--name", name}
 	for _, c := range pod.containers() {
 		for _, p := range c.Ports {
-			ports[p.ContainerPort] = freePort(t)
+			ports[p.ContainerPort] = harness.FreePort(t)
 			create = append(create, "-p", fmt.Sprintf("127.0.0.1:%d:%d", ports[p.ContainerPort], p.ContainerPort))
 		}
 	}
@@ -174,7 +176,7 @@ func TestPodImages(t *testing.T) {
 	page := func() *http.Response {
 		req, _ := http.NewRequest("GET", fmt.Sprintf("http://127.0.0.1:%d/", ports[target]), nil)
 		req.Header.Set("Authorization", "Bearer test")
-		resp, err := noRedirects.Do(req)
+		resp, err := harness.NoRedirects.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,16 +187,16 @@ func TestPodImages(t *testing.T) {
 		resp := page()
 		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") == ""
 	}
-	waitUntil(t, 10*time.Second, "GET / server-rendered through the edge container", serverRendered)
+	harness.WaitUntil(t, 10*time.Second, "GET / server-rendered through the edge container", serverRendered)
 
 	podman(t, "kill", name+"-renderer")
-	waitUntil(t, 10*time.Second, "the client-side-render shell while the renderer container is down", func() bool {
+	harness.WaitUntil(t, 10*time.Second, "the client-side-render shell while the renderer container is down", func() bool {
 		resp := page()
 		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") != ""
 	})
 	podman(t, "start", name+"-renderer")
 	t.Logf("renderer: restarted to startup probe 200 in %s", waitReady(renderer, "startup", renderer.StartupProbe).Round(time.Millisecond))
-	waitUntil(t, 20*time.Second, "GET / server-rendered again once the renderer container is back", serverRendered)
+	harness.WaitUntil(t, 20*time.Second, "GET / server-rendered again once the renderer container is back", serverRendered)
 
 	// SIGTERM, as the kubelet sends it: the edge first (it stops taking requests), then the
 	// sidecar; both drain and exit 0 within the pod's grace period.
