@@ -50,6 +50,7 @@ edge:
     - {pattern: "GET /throws", page: throws}
     - {pattern: "GET /sleep", page: sleep}
     - {pattern: "GET /xss", page: xss}
+    - {pattern: "GET /huge", page: huge}
     - {pattern: "GET /redirect", page: redirect}
     - {pattern: "GET /slow", page: sleep, render_timeout: 3s, hard_timeout: 4s}
     - {pattern: "GET /oom", page: oom, render_timeout: 4s, hard_timeout: 5s}

@@ -147,3 +147,34 @@ func quarantineLoops(t *testing.T, renderer *harness.Process, edge *edgeProcess)
 	}
 	renderer.WaitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
 }
+
+// TestOversizedPage: a page over max_page_mb is refused wherever the smaller cap is, in the
+// renderer's worker (RENDER_ERR_PAGE_TOO_LARGE, before it crosses the socket) or on the
+// edge's side of the socket (grpc-go's receive limit); either way the edge serves the
+// client-side-render shell as page-too-large, no worker dies, and the next page renders.
+func TestOversizedPage(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		rendererEnv, edgeEnv []string
+		rendererOutcome      string
+	}{
+		{"the renderer's cap", []string{"SSR_RENDERER_MAX_PAGE_MB=1"}, nil, "RENDER_ERR_PAGE_TOO_LARGE"},
+		{"the edge's cap", nil, []string{"SSR_EDGE_MAX_PAGE_MB=1"}, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			socket := filepath.Join(t.TempDir(), "renderer.sock")
+			renderer := startRenderer(t, socket, tc.rendererEnv...)
+			edge := startEdge(t, socket, tc.edgeEnv...)
+
+			assertFallback(t, harness.Get(t, edge.url+"/huge?mb=2"), 200, "page-too-large")
+			assertSSR(t, harness.Get(t, edge.url+"/huge?mb=0.5"), 200)
+			metrics := scrape(t, renderer.HTTPURL("/metrics"))
+			if n := sum(metrics, "renderer_renders_total", `page="huge"`, `outcome="`+tc.rendererOutcome+`"`); n < 1 {
+				t.Errorf("no render of huge counted with outcome %s", tc.rendererOutcome)
+			}
+			if n := sum(metrics, "renderer_worker_exits_total"); n != 0 {
+				t.Errorf("%v workers died, want none", n)
+			}
+		})
+	}
+}

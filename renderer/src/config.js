@@ -51,6 +51,8 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} heapGrowthSampleEvery each worker measures exactly what
  *   one render in this many kept in its heap, for renderer_page_heap_growth_bytes
  *   (0: never)
+ * @property {number} reloadTimeoutMs how long a reload's trial worker may take
+ *   to load and warm up the bundle
  * @property {string} otlpEndpoint OTLP/gRPC collector for spans, `http://host:port`
  *   (`https://` for TLS); empty: tracing off
  */
@@ -108,6 +110,9 @@ const KEYS = {
   quarantine_after: { field: 'quarantineAfter', fallback: 2, check: integerAtLeast(0) },
   quarantine_window: { field: 'quarantineWindowMs', fallback: '1m', check: duration },
   quarantine_duration: { field: 'quarantineDurationMs', fallback: '5m', check: duration },
+  // A reload (SIGHUP) whose trial worker is not warm by then fails; the
+  // workers go on with the bundle they have.
+  reload_timeout: { field: 'reloadTimeoutMs', fallback: '60s', check: duration },
   // Two young-generation GCs per measured render, in the worker's idle time.
   heap_growth_sample_every: { field: 'heapGrowthSampleEvery', fallback: 100, check: integerAtLeast(0) },
   // Where spans go (OTLP over gRPC); empty: no tracing, and no cost.

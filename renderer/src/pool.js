@@ -60,6 +60,8 @@ import { WORKER_MODULE, tryBundle } from './trial-worker.js';
  *   heap write a snapshot before they exit
  * @property {number} [maxPageMb] a render whose response is larger fails with
  *   PageTooLargeError in its worker (absent: no limit)
+ * @property {number} [reloadTimeoutMs] how long a reload's trial worker may
+ *   take to load and warm up the bundle (default 60 s)
  * @property {number} [heapGrowthSampleEvery] a worker measures what one render
  *   in this many kept in its heap (0 or absent: never; retention.js)
  * @property {Logger} logger
@@ -165,6 +167,7 @@ export class RenderPool {
   #limits;
   #heapSnapshotDir;
   #autoSnapshotsLeft;
+  #reloadTimeoutMs;
   /** What a worker starts with: Piscina's, and a reload's trial worker. */
   #workerOptions;
   /** @type {Reload | null} */
@@ -201,7 +204,9 @@ export class RenderPool {
     bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
     warmupRounds = 3, maxQueue = Infinity, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
     heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity, heapGrowthSampleEvery = 0,
+    reloadTimeoutMs = 60_000,
   }) {
+    this.#reloadTimeoutMs = reloadTimeoutMs;
     this.#heapSnapshotDir = heapSnapshotDir;
     this.#autoSnapshotsLeft = heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit;
     this.#threads = threads;
@@ -472,7 +477,7 @@ export class RenderPool {
       previous.done.resolve(reload.done.promise);
     }
     this.#logger.info({ bundle: this.#bundle }, 'reload: trying the bundle in a new worker');
-    const { worker, warm } = tryBundle(this.#workerOptions, this.#bundle);
+    const { worker, warm } = tryBundle(this.#workerOptions, this.#bundle, this.#reloadTimeoutMs);
     reload.trial = worker;
     warm.then(() => {
       if (this.#reload !== reload) return;

@@ -13,14 +13,18 @@ export const WORKER_MODULE = new URL('./worker.js', import.meta.url);
 /**
  * Starts a worker on the pool's worker module with the pool's limits and
  * warm-up. `warm` settles with the worker's first word (warm, or why it could
- * not load or warm up); the worker then stops.
+ * not load or warm up), or fails once `timeoutMs` passed without one (an
+ * import that never settles); the worker then stops.
  * @param {WorkerOptions} options the pool's worker options
  * @param {string} bundle the file, for errors
+ * @param {number} timeoutMs
  * @returns {{worker: Worker, warm: Promise<void>}}
  */
-export function tryBundle(options, bundle) {
+export function tryBundle(options, bundle, timeoutMs) {
   const worker = new Worker(WORKER_MODULE, options);
   const { promise, resolve, reject } = Promise.withResolvers();
+  const timer = setTimeout(() => reject(new Error(`the trial worker was not warm within ${timeoutMs} ms `
+    + '(renderer.reload_timeout): the bundle\'s import or warm-up does not finish')), timeoutMs);
   worker.on('message', (/** @type {WorkerMessage} */ message) => {
     if (message?.type === 'worker-warm') {
       message.control.close();
@@ -31,7 +35,10 @@ export function tryBundle(options, bundle) {
   });
   worker.on('error', (/** @type {Error} */ err) => reject(new Error(`could not load the bundle: ${bundle}: ${err.message}`, { cause: err })));
   worker.on('exit', (code) => reject(new Error(`the trial worker exited with code ${code} before it was warm`)));
-  const stop = () => void worker.terminate();
+  const stop = () => {
+    clearTimeout(timer);
+    void worker.terminate();
+  };
   promise.then(stop, stop);
   return { worker, warm: promise };
 }

@@ -34,6 +34,7 @@ test('no file: the embedded defaults that run the demo', () => {
     quarantineWindowMs: 60_000,
     quarantineDurationMs: 300_000,
     heapGrowthSampleEvery: 100,
+    reloadTimeoutMs: 60_000,
     otlpEndpoint: '',
   });
 });

@@ -151,6 +151,16 @@ test('a file that cannot load: the reload fails saying why, the workers serve on
   assert.equal(response?.html.toString('utf8'), '<p>status page v2</p>');
 });
 
+test('a bundle whose import never finishes: the reload fails at reload_timeout and the workers serve on', async (t) => {
+  const { app, client, logs, bundle } = await startOnCopy(t, { reload_timeout: '500ms' });
+  publish(bundle, `await new Promise(() => setInterval(() => {}, 1000));\n${FIXTURE}`);
+  await assert.rejects(app.pool.reload(), { message: /not warm within 500 ms \(renderer\.reload_timeout\)/ });
+  assert.ok(logs.some((l) => l.msg === 'reload failed: the workers go on with the bundle they have'));
+  const { response } = await render(client, { page: 'status', url: '/' });
+  assert.equal(response?.html.toString('utf8'), V1);
+  assert.equal(app.pool.readiness().ready, true);
+});
+
 test('a spare that cannot load a file changed on disk: its retirement is called off and the workers serve on', async (t) => {
   const { app, client, logs, bundle } = await startOnCopy(t, { max_renders: 10 });
   publish(bundle, `throw new Error('fixture: the new bundle is broken');\n${FIXTURE}`);
