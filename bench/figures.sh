@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # First figures: uncached renders of the demo's home page through the whole stack
-# (hey, closed loop) next to renderToString of the same page in one thread.
+# (hey, closed loop) next to a worker's render (renderPage) of the same page in one thread.
 # Not a benchmark suite (that is `make bench`, to come): a quick, reproducible look.
 #
 #   bench/figures.sh [SECONDS] [CONCURRENCY]

@@ -50,7 +50,7 @@ const why = (m) => ({
 }[m.source]);
 
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
-console.log(`Ceiling: renderToString of the page in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
+console.log(`Ceiling: a worker's render of the page (renderPage) in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
 console.log(`Fixed rate: identity ${fixedRates.identity.rate} req/s, ${why(fixedRates.identity)}; `
   + `compressed ${fixedRates.compressed.rate} req/s, ${why(fixedRates.compressed)}.\n`);
 console.log('| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | fixed rate | at it: p50 / p90 / p99 / p99.9 / max ms | p99/p50 | rendered | dropped | CPU ms per request | vs bare Node |');
