@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"net"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -105,6 +104,7 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 		rendered   = "4bf92f3577b34da6a3ce929d0e0e4736"
 		failed     = "5bf92f3577b34da6a3ce929d0e0e4737"
 		coalesced  = "6bf92f3577b34da6a3ce929d0e0e4738"
+		joined     = "7bf92f3577b34da6a3ce929d0e0e4739"
 		callerSpan = "00f067aa0ba902b7"
 	)
 	send := func(traceID, path string) *http.Response {
@@ -123,15 +123,15 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 	}
 	requestID := product.Header.Get("X-Request-Id")
 	send(failed, "/throws")
-	// Two requests for one cold cached page: the second, sent once the first one's render
-	// has reached the renderer, waits on that render.
+	// Two requests, from two traces, for one cold cached page: the second, sent once the
+	// first one's render has reached the renderer, waits on that render.
 	var wg sync.WaitGroup
 	before := renderersReceived(t, renderer)
 	wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
 	harness.WaitUntil(t, 10*time.Second, "the first request's render at the renderer", func() bool {
 		return renderersReceived(t, renderer) > before
 	})
-	wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
+	wg.Go(func() { send(joined, "/cached/slow?ms=400") })
 	wg.Wait()
 	harness.WaitUntil(t, 10*time.Second, "the coalesced render stored", func() bool {
 		return strings.Contains(harness.Get(t, edge.url+"/cached/slow?ms=400").Header.Get("Cache-Status"), "hit")
@@ -220,22 +220,32 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 		t.Errorf("renderer span of /throws: ssr.error %q, status %v", got, rendererSpan.Status.GetCode())
 	}
 
-	// Two requests, one render: the second's wait is its own span, and only one render call.
-	var waits, calls int
+	// Two requests, one render: the render call is in the first request's trace; the
+	// second's wait is a span in its own trace, linked to the first request's span.
+	var leader *tracepb.Span
+	calls := 0
 	for _, s := range c.trace(coalesced) {
-		if s.service == "sidecar-ssr-edge" && s.Name == "coalesced wait" {
-			waits++
+		if s.service == "sidecar-ssr-edge" && s.Name == "GET /cached/slow" {
+			leader = s.Span
 		}
 		if s.service == "sidecar-ssr-renderer" && s.Name == "ssr.v1.RenderService/Render" {
 			calls++
 		}
 	}
-	if waits != 1 || calls != 1 {
-		names := slices.Collect(func(yield func(string) bool) {
-			for _, s := range c.trace(coalesced) {
-				yield(s.service + " " + s.Name)
-			}
-		})
-		t.Errorf("coalesced: %d waits and %d render calls, want 1 and 1; spans %q", waits, calls, names)
+	var waits []*tracepb.Span
+	for _, s := range c.trace(joined) {
+		if s.service == "sidecar-ssr-edge" && s.Name == "coalesced wait" {
+			waits = append(waits, s.Span)
+		}
+		if s.Name == "ssr.v1.RenderService/Render" {
+			t.Errorf("the joining request's trace has a render call (%s)", s.service)
+		}
+	}
+	if leader == nil || calls != 1 || len(waits) != 1 {
+		t.Fatalf("coalesced: leader span found %v, %d render calls in its trace, %d waits in the joiner's; want true, 1, 1", leader != nil, calls, len(waits))
+	}
+	if links := waits[0].Links; len(links) != 1 || hex.EncodeToString(links[0].TraceId) != coalesced ||
+		hex.EncodeToString(links[0].SpanId) != hex.EncodeToString(leader.SpanId) {
+		t.Errorf("coalesced wait: links %v, want one to the first request's span %x in trace %s", links, leader.SpanId, coalesced)
 	}
 }

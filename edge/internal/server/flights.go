@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
@@ -27,6 +29,9 @@ type flight struct {
 	call time.Duration
 	// fromShared: entry came from the shared cache, with no render here (resp is nil).
 	fromShared bool
+	// origin is the span of the request that started the flight, which the render's spans
+	// belong to: the requests that join it link their wait to it. Invalid with tracing off.
+	origin trace.SpanContext
 	// loaded holds the props a Go loader computed, once it has: a request whose render
 	// fails or is late still gets them in its client-side-render document. Nil while
 	// loading, for pages without a loader, and when the loader's result is private.
@@ -46,11 +51,11 @@ type flights struct {
 // join returns the flight for key, starting the work that prepare returns in the background
 // when there is none, or when the one running began before a purge that covers it. prepare
 // runs only then, before join returns (so it may still read the request). started reports
-// whether this call started the flight.
+// whether this call started the flight; origin is the span of the request that asks.
 //
 // A flight that landed between the caller's cache lookup and this call left a fresh copy
 // behind: the caller gets that, as a flight already done, instead of rendering again.
-func (f *flights) join(key, path string, prepare func() func(*flight)) (fl *flight, started bool) {
+func (f *flights) join(key, path string, origin trace.SpanContext, prepare func() func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
@@ -67,7 +72,7 @@ func (f *flights) join(key, path string, prepare func() func(*flight)) (fl *flig
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
 	run := prepare()
-	fl = f.alone(path, func(fl *flight) {
+	fl = f.alone(path, origin, func(fl *flight) {
 		run(fl)
 		f.mu.Lock()
 		if f.m[key] == fl { // not if a purge replaced it
@@ -80,8 +85,8 @@ func (f *flights) join(key, path string, prepare func() func(*flight)) (fl *flig
 }
 
 // alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
-func (f *flights) alone(path string, run func(*flight)) *flight {
-	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path}
+func (f *flights) alone(path string, origin trace.SpanContext, run func(*flight)) *flight {
+	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path, origin: origin}
 	go func() {
 		defer close(fl.done)
 		run(fl)

@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 )
 
@@ -30,7 +32,7 @@ func TestJoinAfterTheFlightLanded(t *testing.T) {
 			}
 			f := &flights{cache: cache}
 			rendered := make(chan struct{}, 1)
-			fl, started := f.join(key, path, func() func(*flight) {
+			fl, started := f.join(key, path, trace.SpanContext{}, func() func(*flight) {
 				return func(*flight) { rendered <- struct{}{} }
 			})
 			<-fl.done

@@ -138,7 +138,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.flights.join(key, req.Url, p.fill(key, r, req)); started {
+		if _, started := p.flights.join(key, req.Url, trace.SpanContextFromContext(r.Context()), p.fill(key, r, req)); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -153,7 +153,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.flights.join(key, req.Url, p.fill(key, r, req))
+	fl, started := p.flights.join(key, req.Url, trace.SpanContextFromContext(r.Context()), p.fill(key, r, req))
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -170,8 +170,13 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a request that joined gets a render of its own, within what is left of its soft deadline.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	if !own {
-		// The render this request waits for is traced under the request that started it.
-		_, wait := p.span(r.Context(), "coalesced wait")
+		// The render this request waits for is traced under the request that started it,
+		// which the wait links to.
+		var opts []trace.SpanStartOption
+		if fl.origin.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: fl.origin}))
+		}
+		_, wait := p.span(r.Context(), "coalesced wait", opts...)
 		defer wait.End()
 	}
 	// The browser fetches the page's scripts and styles while the render runs.
@@ -305,7 +310,7 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 // renderAlone renders for one request, within the hard deadline or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
 func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
-	return p.flights.alone(req.Url, func(fl *flight) {
+	return p.flights.alone(req.Url, trace.SpanContextFromContext(ctx), func(fl *flight) {
 		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
 		if fl.err != nil || key == "" {
 			return
