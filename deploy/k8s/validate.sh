@@ -20,7 +20,7 @@ work=$(mktemp -d)
 compose=$(mktemp -d "$here/.validate-XXXXXX")
 trap 'rm -rf "$work" "$compose"' EXIT
 
-for component in podmonitor shared-cache; do
+for component in podmonitor shared-cache tracing; do
   mkdir -p "$compose/$component"
   cat > "$compose/$component/kustomization.yaml" <<YAML
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -39,6 +39,7 @@ for overlay in "$here"/overlays/*/; do
 done
 renders+=("prod+podmonitor|$compose/podmonitor|PodMonitor")
 renders+=("prod+shared-cache|$compose/shared-cache|")
+renders+=("prod+tracing|$compose/tracing|")
 renders+=("component-podmonitor|$here/components/podmonitor|PodMonitor")
 
 failed=0
