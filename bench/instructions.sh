@@ -28,9 +28,10 @@ measure() {
   edge=$(grep instructions "$work/edge.perf" | cut -d, -f1)
   renderer=$(grep instructions "$work/renderer.perf" | cut -d, -f1)
   # hey's requests over its 22 s, scaled to the 20 counted ones.
-  "$node" -e "const [n, e, r, s] = process.argv.slice(1).map(Number); const per = (x) => (x / (s * 20 / 22) / 1e6).toFixed(3);
+  "$node" -e "const [n, ...counts] = process.argv.slice(1); const [e, r, s] = counts.map(Number);
+    const per = (x) => (x / (s * 20 / 22) / 1e6).toFixed(3);
     console.log(JSON.stringify({ variant: n, served: s, edge_minstr_per_request: +per(e), renderer_minstr_per_request: +per(r) }))" \
-    0 "$edge" "$renderer" "$served" | sed "s/\"variant\":0/\"variant\":\"$name\"/"
+    "$name" "$edge" "$renderer" "$served"
   for kv in "$@"; do unset "${kv%%=*}"; done
 }
 

@@ -147,8 +147,8 @@ func TestRunScriptDev(t *testing.T) {
 // It returns run.sh's output and the shop's URL.
 func runScript(t *testing.T, root string, env []string, args ...string) (*harness.Process, string) {
 	t.Helper()
-	if _, err := os.Stat(filepath.Join(root, "bin", "shop")); err != nil {
-		t.Fatalf("bin/shop is missing: run `make test-shop` (it builds the shop)")
+	if err := harness.Check(filepath.Join(root, "bin", "shop")); err != nil {
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	args = append(args, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", filepath.Join(dir, "shop.db"),

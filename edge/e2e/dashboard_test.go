@@ -11,7 +11,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -269,7 +268,7 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 				}
 			}
 			if len(env) > 0 {
-				rendererConfigs = append(rendererConfigs, rendererConfig{Where: fmt.Sprintf("%s:%d", runbookFile, c.line), Env: env})
+				rendererConfigs = append(rendererConfigs, rendererConfig{fmt.Sprintf("%s:%d", runbookFile, c.line), harness.RendererConfig{Env: env}})
 			}
 		}
 		if _, err := config.Load("", edgeEnv); err != nil {
@@ -295,7 +294,7 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 				}
 			}
 			if _, ok := sections["renderer"]; ok {
-				rendererConfigs = append(rendererConfigs, rendererConfig{Where: where, Text: b.text})
+				rendererConfigs = append(rendererConfigs, rendererConfig{where, harness.RendererConfig{Text: b.text}})
 			}
 		}
 		checkRendererConfig(t, rendererKeys, rendererConfigs)
@@ -713,55 +712,34 @@ func sourceText(t *testing.T) string {
 	return b.String()
 }
 
-// rendererConfig is a config the renderer's own parser must accept: a YAML file's text, or
-// environment variables.
+// rendererConfig is a config the renderer's own parser must accept, and where it is written.
 type rendererConfig struct {
-	Where string            `json:"where"`
-	Text  string            `json:"text"`
-	Env   map[string]string `json:"env"`
+	where string
+	harness.RendererConfig
 }
 
 // checkRendererConfig asks the renderer's config parser (renderer/src/config.js) which of keys
 // it does not know, and what it refuses in configs.
 func checkRendererConfig(t *testing.T, keys []string, configs []rendererConfig) {
 	t.Helper()
-	const script = `
-const [configJs, input] = process.argv.slice(1);
-const { parseConfig } = await import(configJs);
-const { keys, configs } = JSON.parse(input);
-const problem = (text, env) => {
-  try {
-    parseConfig(text, { env, cwd: '/' });
-    return '';
-  } catch (err) {
-    return err.message;
-  }
-};
-// A key it does not know fails as such whatever its value; any other failure is the value's.
-const unknown = keys.filter((key) => problem('renderer:\n  ' + key + ': null', {}).endsWith('unknown key'));
-const refused = configs.map((c) => ({ where: c.where, problem: problem(c.text ?? '', c.env ?? {}) })).filter((c) => c.problem !== '');
-console.log(JSON.stringify({ unknown, refused }));
-`
-	input, err := json.Marshal(map[string]any{"keys": slices.Compact(slices.Sorted(slices.Values(keys))), "configs": configs})
-	if err != nil {
-		t.Fatal(err)
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	var inputs []harness.RendererConfig
+	// A key it does not know fails as such whatever its value; any other failure is the value's.
+	for _, key := range keys {
+		inputs = append(inputs, harness.RendererConfig{Text: "renderer:\n  " + key + ": null"})
 	}
-	configJs := "file://" + filepath.Join(harness.RepoRoot, "renderer", "src", "config.js")
-	out, err := exec.Command(harness.NodeBinary, "--input-type=module", "-e", script, configJs, string(input)).Output()
-	if err != nil {
-		t.Fatalf("asking renderer/src/config.js: %v", err)
+	for _, c := range configs {
+		inputs = append(inputs, c.RendererConfig)
 	}
-	var answer struct {
-		Unknown []string
-		Refused []struct{ Where, Problem string }
+	parsed := harness.ParseRendererConfigs(t, inputs)
+	for i, key := range keys {
+		if strings.HasSuffix(parsed[i].Problem, "unknown key") {
+			t.Errorf("%s names renderer.%s, which is not a key of the renderer's config", runbookFile, key)
+		}
 	}
-	if err := json.Unmarshal(out, &answer); err != nil {
-		t.Fatalf("renderer/src/config.js's answer %q: %v", out, err)
-	}
-	for _, key := range answer.Unknown {
-		t.Errorf("%s names renderer.%s, which is not a key of the renderer's config", runbookFile, key)
-	}
-	for _, r := range answer.Refused {
-		t.Errorf("%s: the renderer refuses this config: %s", r.Where, r.Problem)
+	for i, c := range configs {
+		if p := parsed[len(keys)+i].Problem; p != "" {
+			t.Errorf("%s: the renderer refuses this config: %s", c.where, p)
+		}
 	}
 }

@@ -35,7 +35,7 @@ func (c *collector) Export(_ context.Context, req *coltracepb.ExportTraceService
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, rs := range req.GetResourceSpans() {
-		service := stringAttribute(rs.GetResource().GetAttributes(), "service.name")
+		service := attribute(rs.GetResource().GetAttributes(), "service.name").GetStringValue()
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				c.spans = append(c.spans, receivedSpan{service, s})
@@ -72,22 +72,14 @@ func startCollector(t *testing.T) (*collector, string) {
 	return c, "http://" + ln.Addr().String()
 }
 
-func stringAttribute(attrs []*commonpb.KeyValue, key string) string {
+// attribute is the value of attrs' key (nil when it is not set: its getters give zero values).
+func attribute(attrs []*commonpb.KeyValue, key string) *commonpb.AnyValue {
 	for _, kv := range attrs {
 		if kv.GetKey() == key {
-			return kv.GetValue().GetStringValue()
+			return kv.GetValue()
 		}
 	}
-	return ""
-}
-
-func intAttribute(attrs []*commonpb.KeyValue, key string) (int64, bool) {
-	for _, kv := range attrs {
-		if kv.GetKey() == key {
-			return kv.GetValue().GetIntValue(), true
-		}
-	}
-	return 0, false
+	return nil
 }
 
 // TestOneTraceFromEdgeToWorker: a request whose traceparent the edge continues yields one
@@ -186,17 +178,17 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 		t.Logf("%-22s %-28s %7.2f ms", w.service, w.name, float64(s.EndTimeUnixNano-s.StartTimeUnixNano)/1e6)
 	}
 	for _, name := range []string{"sidecar-ssr-edge GET /cached/products/{id}", "sidecar-ssr-renderer ssr.v1.RenderService/Render"} {
-		if got := stringAttribute(byName[name].Attributes, "ssr.request_id"); got != requestID {
+		if got := attribute(byName[name].Attributes, "ssr.request_id").GetStringValue(); got != requestID {
 			t.Errorf("%s: ssr.request_id %q, want the response's X-Request-Id %q", name, got, requestID)
 		}
 	}
-	if got := stringAttribute(byName["sidecar-ssr-edge GET /cached/products/{id}"].Attributes, "ssr.outcome"); got != "ssr" {
+	if got := attribute(byName["sidecar-ssr-edge GET /cached/products/{id}"].Attributes, "ssr.outcome").GetStringValue(); got != "ssr" {
 		t.Errorf("edge span: ssr.outcome %q", got)
 	}
 	worker := byName["sidecar-ssr-renderer worker render"].Attributes
 	for _, key := range []string{"ssr.worker.id", "ssr.worker.heap_used_bytes"} {
-		if v, ok := intAttribute(worker, key); !ok || v <= 0 {
-			t.Errorf("worker render: %s = %d (set: %v)", key, v, ok)
+		if v := attribute(worker, key).GetIntValue(); v <= 0 {
+			t.Errorf("worker render: %s = %d", key, v)
 		}
 	}
 
@@ -213,10 +205,10 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 	if edgeSpan == nil || rendererSpan == nil {
 		t.Fatalf("the failed render's trace lacks a span: edge %v, renderer %v", edgeSpan != nil, rendererSpan != nil)
 	}
-	if got := stringAttribute(edgeSpan.Attributes, "ssr.outcome"); got != "render-error" {
+	if got := attribute(edgeSpan.Attributes, "ssr.outcome").GetStringValue(); got != "render-error" {
 		t.Errorf("edge span of /throws: ssr.outcome %q, want render-error", got)
 	}
-	if got := stringAttribute(rendererSpan.Attributes, "ssr.error"); got != "RENDER_ERR_PAGE_THREW" || rendererSpan.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
+	if got := attribute(rendererSpan.Attributes, "ssr.error").GetStringValue(); got != "RENDER_ERR_PAGE_THREW" || rendererSpan.Status.GetCode() != tracepb.Status_STATUS_CODE_ERROR {
 		t.Errorf("renderer span of /throws: ssr.error %q, status %v", got, rendererSpan.Status.GetCode())
 	}
 

@@ -286,7 +286,7 @@ function secondsSince(since) {
 export const RENDERER_TIME_TRAILER = 'ssr-renderer-us';
 
 /** The metadata in which the edge sends its X-Request-Id, for the logs and spans here. */
-export const REQUEST_ID_METADATA = 'x-request-id';
+const REQUEST_ID_METADATA = 'x-request-id';
 
 /**
  * The caller's request id, cut to the edge's own bound on one (a caller other

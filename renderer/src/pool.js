@@ -11,7 +11,7 @@
 //   (max_renders, heap or external memory) after a warm spare has joined, so
 //   capacity never drops;
 // - reload: every worker retires that way onto the bundle file as it is now,
-//   once a trial worker (trial-worker.js) has loaded it;
+//   once a trial worker has loaded it (reload.js: the reload's own life);
 // - heap snapshots (heap-snapshot.js), readiness, drain, and a pool that can
 //   no longer replace its workers (fatal).
 // Growing the pool by one and knowing which worker took a task rest on
@@ -25,7 +25,7 @@ import { DrainingError, fromDescriptor, poolFailure } from './errors.js';
 import { SnapshotError, requestHeapSnapshot } from './heap-snapshot.js';
 import { startOneMore, tokenOf, withToken } from './piscina-seams.js';
 import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from './recycling.js';
-import { WORKER_MODULE, tryBundle } from './trial-worker.js';
+import { ReloadSession, WORKER_MODULE } from './reload.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
@@ -135,17 +135,6 @@ import { WORKER_MODULE, tryBundle } from './trial-worker.js';
  * @property {GcPause[]} lastGc
  */
 
-/**
- * A reload under way (RenderPool.reload).
- * @typedef {object} Reload
- * @property {number} staleUpTo the highest thread id that may have loaded the
- *   file before the reload was asked for (thread ids only grow)
- * @property {number} began
- * @property {Worker | null} trial the worker trying the file; null once it
- *   was warm
- * @property {PromiseWithResolvers<void>} done
- */
-
 /** How many recent GC pauses /debug/workers keeps per worker. */
 const LAST_GC = 10;
 /** Weight of the newest render in the recent mean render time. */
@@ -170,10 +159,8 @@ export class RenderPool {
   #reloadTimeoutMs;
   /** What a worker starts with: Piscina's, and a reload's trial worker. */
   #workerOptions;
-  /** @type {Reload | null} */
+  /** @type {ReloadSession | null} */
   #reload = null;
-  /** Workers up to this thread id run a file older than the last reload's. */
-  #staleUpTo = 0;
   /** @type {PoolObserver} */
   #observer = {};
   /** @type {Map<number, WorkerState>} */
@@ -463,26 +450,13 @@ export class RenderPool {
     if (this.#draining || !this.#startedUp || this.#failed) {
       return Promise.reject(new Error('the worker pool is not serving: nothing to reload'));
     }
-    const previous = this.#reload;
-    /** @type {Reload} */
-    const reload = {
-      staleUpTo: Math.max(0, ...this.#piscina.threads.map((w) => w.threadId)),
-      began: performance.now(),
-      trial: null,
-      done: Promise.withResolvers(),
-    };
+    const reload = new ReloadSession(this.#workerOptions, this.#bundle, this.#reloadTimeoutMs,
+      Math.max(0, ...this.#piscina.threads.map((w) => w.threadId)));
+    this.#reload?.replaceWith(reload);
     this.#reload = reload;
-    if (previous) {
-      void previous.trial?.terminate();
-      previous.done.resolve(reload.done.promise);
-    }
     this.#logger.info({ bundle: this.#bundle }, 'reload: trying the bundle in a new worker');
-    const { worker, warm } = tryBundle(this.#workerOptions, this.#bundle, this.#reloadTimeoutMs);
-    reload.trial = worker;
-    warm.then(() => {
+    reload.trial.then(() => {
       if (this.#reload !== reload) return;
-      reload.trial = null;
-      this.#staleUpTo = reload.staleUpTo;
       for (const state of this.#workers.values()) this.#markStale(state);
       this.#logger.info({ bundle: this.#bundle, trialMs: Math.round(performance.now() - reload.began) },
         'reload: the bundle loads; replacing the workers one at a time');
@@ -491,7 +465,7 @@ export class RenderPool {
     }, (/** @type {Error} */ err) => {
       if (this.#reload === reload) this.#failReload(err);
     });
-    return reload.done.promise;
+    return reload.done;
   }
 
   /**
@@ -500,17 +474,17 @@ export class RenderPool {
    * @param {WorkerState} state
    */
   #markStale(state) {
-    if (state.id <= this.#staleUpTo && state.retireReason === null) state.retireReason = 'reload';
+    if (state.retireReason === null && this.#reload?.covers(state.id)) state.retireReason = 'reload';
   }
 
   /** Settles the reload once no worker that may run an older file is left. */
   #finishReload() {
     const reload = this.#reload;
-    if (!reload || reload.trial !== null || this.#workers.size < this.#threads) return;
-    if (this.#piscina.threads.some((w) => w.threadId >= 0 && w.threadId <= this.#staleUpTo)) return;
+    if (!reload?.passed || this.#workers.size < this.#threads) return;
+    if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
-    reload.done.resolve(undefined);
+    reload.finish();
   }
 
   /**
@@ -521,13 +495,11 @@ export class RenderPool {
     const reload = this.#reload;
     if (!reload) return;
     this.#reload = null;
-    this.#staleUpTo = 0;
-    void reload.trial?.terminate();
+    reload.fail(err);
     for (const state of this.#workers.values()) {
       if (state.retireReason === 'reload' && this.#retiring?.id !== state.id) state.retireReason = null;
     }
     this.#logger.error({ err, bundle: this.#bundle }, 'reload failed: the workers go on with the bundle they have');
-    reload.done.reject(err);
   }
 
   /**
@@ -542,8 +514,7 @@ export class RenderPool {
       this.#startup.reject(new Error('worker pool destroyed before it was ready'));
       const shutting = new DrainingError('the renderer is shutting down');
       this.#admission.rejectAll(shutting);
-      void this.#reload?.trial?.terminate();
-      this.#reload?.done.reject(shutting);
+      this.#reload?.fail(shutting);
       this.#reload = null;
       this.#destroyed = this.#piscina.destroy();
     }
@@ -709,11 +680,17 @@ export class RenderPool {
         // replacement.
         this.#callOffRetirement(retiring, 'another worker died');
       }
-      this.#startRetirement();
-      this.#advanceRetirement();
-      this.#finishReload();
-      this.#admission.dispatch();
+      this.#reconsider();
     });
+  }
+
+  /** After a worker joined or left: what it may have unblocked (a retirement,
+   * the reload's end, queued renders) moves on. */
+  #reconsider() {
+    this.#startRetirement();
+    this.#advanceRetirement();
+    this.#finishReload();
+    this.#admission.dispatch();
   }
 
   /**
@@ -775,25 +752,20 @@ export class RenderPool {
         this.#startedUp = true;
         this.#startup.resolve(undefined);
       }
-      this.#startRetirement();
-      this.#advanceRetirement();
-      this.#finishReload();
-      this.#admission.dispatch();
-    } else if (message?.type === 'warmup-failed') {
-      const err = new Error(`worker ${message.threadId} failed to warm up: ${message.message}`);
+      this.#reconsider();
+    } else if (message?.type === 'warmup-failed' || message?.type === 'bundle-failed') {
+      const [what, later] = message.type === 'warmup-failed'
+        ? ['failed to warm up', 'warm-up render failed']
+        : ['could not load the bundle', 'a new worker could not load the bundle'];
+      const err = new Error(`worker ${message.threadId} ${what}: ${message.message}`);
       if (message.stack) err.stack = `${err.message}\n${message.stack}`;
-      // At start it stops the start; later (a replacement) the worker still
-      // serves: the page fails per request, which is the page's problem.
+      // At start it stops the start. Later, a replacement whose warm-up fails
+      // still serves (the page fails per request, which is the page's
+      // problem); a spare or a replacement that met a file changed on disk is
+      // dropped, and the workers that loaded it before serve on (the spare's
+      // retirement is called off when Piscina drops it).
       if (!this.#startedUp) this.#fail(err);
-      else this.#logger.error({ err, workerId: message.threadId }, 'warm-up render failed');
-    } else if (message?.type === 'bundle-failed') {
-      const err = new Error(`worker ${message.threadId} could not load the bundle: ${message.message}`);
-      if (message.stack) err.stack = `${err.message}\n${message.stack}`;
-      // Later, a spare or a replacement met a file changed on disk: the
-      // workers that loaded it before serve on (the spare's retirement is
-      // called off when Piscina drops it).
-      if (!this.#startedUp) this.#fail(err);
-      else this.#logger.error({ err, workerId: message.threadId }, 'a new worker could not load the bundle');
+      else this.#logger.error({ err, workerId: message.threadId }, later);
     }
   }
 

@@ -108,6 +108,7 @@ export class RetentionSampler {
    * @param {number} startTime
    */
   forced(startTime) {
+    if (this.#forced.length === 0) return false;
     const now = performance.now();
     this.#forced = this.#forced.filter(([, end]) => now - end < FORCED_WINDOW_KEEP_MS);
     return this.#forced.some(([start, end]) => startTime >= start && startTime <= end);

@@ -16,10 +16,10 @@ import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider
 /** @import { RenderTiming } from './worker.js' */
 
 /** The service name on the renderer's spans. */
-export const SERVICE_NAME = 'sidecar-ssr-renderer';
+const SERVICE_NAME = 'sidecar-ssr-renderer';
 
 /** The span of a Render call; the edge's client span has the same name. */
-export const RENDER_SPAN = 'ssr.v1.RenderService/Render';
+const RENDER_SPAN = 'ssr.v1.RenderService/Render';
 
 /**
  * How long one export may take: at shutdown the last one must fit in the
@@ -114,6 +114,11 @@ class CallSpan {
    *   page after load() said notFound)
    */
   rendered(timing, pageRendered) {
+    // The edge did not sample the trace: the child spans would not be kept either.
+    if (!this.#span.isRecording()) {
+      this.#span.end();
+      return;
+    }
     const worker = this.#worker(timing.startedAt, {
       'ssr.worker.id': timing.workerId,
       'ssr.worker.heap_used_bytes': timing.heapUsedBytes,
@@ -130,6 +135,10 @@ class CallSpan {
 
   /** @param {RenderError} error */
   failed(error) {
+    if (!this.#span.isRecording()) {
+      this.#span.end();
+      return;
+    }
     const status = { code: SpanStatusCode.ERROR, message: error.message };
     if (error.startedAt !== undefined) {
       const worker = this.#worker(error.startedAt, {});

@@ -312,3 +312,48 @@ func Get(t testing.TB, url string) Response {
 	}
 	return Response{resp, string(body)}
 }
+
+// RendererConfig is a config for the renderer's own parser: the shared file's text and
+// SSR_RENDERER_* variables.
+type RendererConfig struct {
+	Text string            `json:"text"`
+	Env  map[string]string `json:"env"`
+}
+
+// ParsedRendererConfig is what the renderer's parser made of a RendererConfig: the config it
+// would run with, or, when it refuses it, why.
+type ParsedRendererConfig struct {
+	Config  map[string]any
+	Problem string
+}
+
+// ParseRendererConfigs runs the renderer's parseConfig (renderer/src/config.js) on the
+// pinned Node over each of configs, in one process, and returns what it made of each.
+func ParseRendererConfigs(t testing.TB, configs []RendererConfig) []ParsedRendererConfig {
+	t.Helper()
+	const script = `
+const [configJs, input] = process.argv.slice(1);
+const { parseConfig } = await import(configJs);
+console.log(JSON.stringify(JSON.parse(input).map(({ text, env }) => {
+  try {
+    return { config: parseConfig(text, { env: env ?? {}, cwd: '/' }), problem: '' };
+  } catch (err) {
+    return { problem: err.message };
+  }
+})));
+`
+	input, err := json.Marshal(configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configJs := "file://" + filepath.Join(RepoRoot, "renderer", "src", "config.js")
+	out, err := exec.Command(NodeBinary, "--input-type=module", "-e", script, configJs, string(input)).Output()
+	if err != nil {
+		t.Fatalf("asking renderer/src/config.js: %v", err)
+	}
+	var parsed []ParsedRendererConfig
+	if err := json.Unmarshal(out, &parsed); err != nil || len(parsed) != len(configs) {
+		t.Fatalf("renderer/src/config.js's answer %q: %v", out, err)
+	}
+	return parsed
+}

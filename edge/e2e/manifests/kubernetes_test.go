@@ -212,15 +212,16 @@ func (r rendered) config(t *testing.T, pod podSpec) (string, ssrConfig) {
 	return "", ssrConfig{}
 }
 
-// podConfig loads the pod's ssr.yaml as the edge binary does (defaults, file, validation).
-func podConfig(t *testing.T, r rendered, pod podSpec) *config.Config {
+// podConfig loads the pod's ssr.yaml, with env, as the edge binary does (defaults, file,
+// environment, validation).
+func podConfig(t *testing.T, r rendered, pod podSpec, env ...string) *config.Config {
 	t.Helper()
 	text, _ := r.config(t, pod)
 	path := filepath.Join(t.TempDir(), "ssr.yaml")
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(path, nil)
+	cfg, err := config.Load(path, env)
 	if err != nil {
 		t.Fatalf("the edge refuses the pod's ssr.yaml: %v", err)
 	}

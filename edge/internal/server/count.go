@@ -7,8 +7,9 @@ import (
 )
 
 // count counts the requests h answers under route (its pattern, or the page's name where
-// the shop's router mounts it).
-func (m *Metrics) count(route string, h http.Handler) http.Handler {
+// the shop's router mounts it); traced: withTracing wraps it, and the answer goes on the
+// request's span.
+func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
@@ -24,7 +25,9 @@ func (m *Metrics) count(route string, h http.Handler) http.Handler {
 		}
 		m.requests.WithLabelValues(route, strconv.Itoa(rec.code), outcome).Inc()
 		m.requestDuration.WithLabelValues(route, outcome).Observe(time.Since(began).Seconds())
-		traceAnswer(r, w, rec.code, outcome)
+		if traced {
+			traceAnswer(r, w, rec.code, outcome)
+		}
 	})
 }
 

@@ -32,7 +32,7 @@ func TestCount(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := NewMetrics(prometheus.NewRegistry())
-			m.count(tt.route, tt.handler).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+			m.count(tt.route, false, tt.handler).ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 			if n := testutil.ToFloat64(m.requests.WithLabelValues(tt.route, tt.wantCode, tt.wantOutcome)); n != 1 {
 				t.Errorf("edge_requests_total{route=%q, code=%q, outcome=%q} = %v, want 1", tt.route, tt.wantCode, tt.wantOutcome, n)
 			}

@@ -17,7 +17,6 @@ type flight struct {
 	// gen is the cache's purge generation when the render began: a purge since then that
 	// matches it keeps its result out of the cache and new requests out of the flight.
 	gen  htmlcache.Generation
-	path string
 	resp *ssrv1.RenderResponse
 	// entry is the stored document, nil when the result was not storable.
 	entry *htmlcache.Entry
@@ -37,6 +36,13 @@ type flight struct {
 	// loading, for pages without a loader, and when the loader's result is private.
 	loaded atomic.Pointer[[]byte]
 }
+
+// landed is the done channel of a flight that had landed before the request came.
+var landed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // flights coalesces renders per cache key, like singleflight, except that the work runs on
 // its own goroutine and context: no waiter's deadline or disconnect can fail the others, and
@@ -62,9 +68,7 @@ func (f *flights) join(key, path string, origin trace.SpanContext, prepare func(
 		return fl, false
 	}
 	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass {
-		fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path, entry: e}
-		close(fl.done)
-		return fl, false
+		return &flight{done: landed, entry: e}, false
 	}
 	if f.m == nil {
 		f.m = map[string]*flight{}
@@ -72,7 +76,7 @@ func (f *flights) join(key, path string, origin trace.SpanContext, prepare func(
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
 	run := prepare()
-	fl = f.alone(path, origin, func(fl *flight) {
+	fl = f.alone(func(fl *flight) {
 		run(fl)
 		f.mu.Lock()
 		if f.m[key] == fl { // not if a purge replaced it
@@ -80,13 +84,15 @@ func (f *flights) join(key, path string, origin trace.SpanContext, prepare func(
 		}
 		f.mu.Unlock()
 	})
+	// Only requests that join read it, and they get fl under this lock.
+	fl.origin = origin
 	f.m[key] = fl
 	return fl, true
 }
 
 // alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
-func (f *flights) alone(path string, origin trace.SpanContext, run func(*flight)) *flight {
-	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation(), path: path, origin: origin}
+func (f *flights) alone(run func(*flight)) *flight {
+	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation()}
 	go func() {
 		defer close(fl.done)
 		run(fl)

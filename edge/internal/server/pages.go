@@ -138,7 +138,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.flights.join(key, req.Url, trace.SpanContextFromContext(r.Context()), p.fill(key, r, req)); started {
+		if _, started := p.join(key, r, req); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -153,7 +153,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.flights.join(key, req.Url, trace.SpanContextFromContext(r.Context()), p.fill(key, r, req))
+	fl, started := p.join(key, r, req)
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -263,6 +263,12 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	return resp, err
 }
 
+// join joins the flight for key, or starts one that fills the cache; the request that
+// starts it is the origin the others' waits link to.
+func (p *page) join(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
+	return p.flights.join(key, req.Url, p.origin(r.Context()), p.fill(key, r, req))
+}
+
 // fill prepares a flight's work: load and render, then store the document, or a hit-for-miss
 // marker when it may not be stored (the cache keeps a usable copy over a marker). The
 // loader's request is made only for a flight that starts: joining one costs nothing.
@@ -310,7 +316,7 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 // renderAlone renders for one request, within the hard deadline or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
 func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
-	return p.flights.alone(req.Url, trace.SpanContextFromContext(ctx), func(fl *flight) {
+	return p.flights.alone(func(fl *flight) {
 		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
 		if fl.err != nil || key == "" {
 			return

@@ -70,7 +70,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		// Every replica's purges, this one's included, applied to this replica's cache.
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
-	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, files), direct: map[string]*page{}, stop: stop}, nil
+	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop}, nil
 }
 
 // Close stops listening for other replicas' purges.
@@ -165,7 +165,7 @@ func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, props
 // 500 instead of a dropped connection on a bug, a span when tracing is on, and a count in
 // edge_requests_total.
 func (s *Site) wrap(route string, h http.Handler) http.Handler {
-	return withRecover(s.d.log)(withRequestID(withTracing(s.d.tracer, route, s.d.metrics.count(route, h))))
+	return withRecover(s.d.log)(withRequestID(withTracing(s.d.tracer, route, s.d.metrics.count(route, s.d.tracer != nil, h))))
 }
 
 // ServeMux wraps a ServeMux of pages: request ids, recovered panics, and the requests the

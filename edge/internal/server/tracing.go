@@ -40,17 +40,32 @@ func (d *deps) callSpan(ctx context.Context, page string) (context.Context, trac
 		attribute.String("rpc.system", "grpc"), attribute.String("ssr.page", page)))
 }
 
+// origin is the span a flight started by this request's context belongs to (none with
+// tracing off: no lookup on the render path).
+func (d *deps) origin(ctx context.Context) trace.SpanContext {
+	if d.tracer == nil {
+		return trace.SpanContext{}
+	}
+	return trace.SpanContextFromContext(ctx)
+}
+
 // outgoing is ctx with the metadata of a render call: the request id, and with tracing on,
 // the traceparent of the call's span. (AppendToOutgoingContext defers building the
 // metadata map to the transport, which builds its own anyway.)
 func (d *deps) outgoing(ctx context.Context) context.Context {
+	id := RequestID(ctx)
+	if d.tracer == nil {
+		// Apart, so that the carrier below, which escapes, costs nothing with tracing off.
+		if id == "" {
+			return ctx
+		}
+		return metadata.AppendToOutgoingContext(ctx, requestIDMetadata, id)
+	}
 	var kv pairs
-	if id := RequestID(ctx); id != "" {
+	if id != "" {
 		kv = append(kv, requestIDMetadata, id)
 	}
-	if d.tracer != nil {
-		traceContext.Inject(ctx, &kv)
-	}
+	traceContext.Inject(ctx, &kv)
 	if len(kv) == 0 {
 		return ctx
 	}
