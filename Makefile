@@ -9,7 +9,8 @@ NODE := renderer/node_modules/.bin/node
 BIN := $(CURDIR)/bin
 export PATH := $(BIN):$(PATH)
 
-APP_SOURCES := $(shell find app/src -type f 2>/dev/null) app/build.mjs
+# The renderer package's build module and client helper go into the app's build too.
+APP_SOURCES := $(shell find app/src -type f 2>/dev/null) app/build.mjs $(wildcard renderer/build/*.js renderer/client/*.js)
 RENDERER_DEPS := renderer/node_modules/.package-lock.json
 APP_DEPS := app/node_modules/.package-lock.json
 K6 := $(BIN)/k6
@@ -93,7 +94,7 @@ proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 ##@ Test
 
 .PHONY: test
-test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-loadtest test-images ## Run every test (installs what it needs)
+test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-adopt test-loadtest test-images ## Run every test (installs what it needs)
 
 .PHONY: lint
 lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
@@ -155,6 +156,10 @@ test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over
 .PHONY: test-browser
 test-browser: build app/dist/client-dev/manifest.json chromium ## Hydration in Chromium: real renderer + edge, production and development React
 	$(NODE) --test app/test/
+
+.PHONY: test-adopt
+test-adopt: $(RENDERER_DEPS) $(APP_DEPS) chromium ## Adoption from a Go team's own repository: a temp Go module + React app, the packed renderer, SQLite, a strict CSP, Chromium
+	$(NODE) --test adopt/
 
 .PHONY: test-loadtest
 test-loadtest: ## The k6 smoke scenario against a fresh stack, so the load scripts never rot

@@ -20,64 +20,32 @@
 //                             (scripts/run.sh, which passes it on to the renderer); the watch
 //                             ends when PID does.
 //
-// Paths are resolved from this file, so it runs from any working directory.
-import { createHash } from 'node:crypto';
+// Paths are resolved from this file, so it runs from any working directory. What every app's
+// build shares (server and client options, the manifest, writing files) comes from the
+// renderer package's build module, the one sidecar-ssr-build runs; this file adds the demo's
+// own modes (--fixture, --v8, --watch, --client-outdir).
 import { watch as watchFiles } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
+import { clientFiles, clientOptions, emit, serverOptions } from '../renderer/build/index.js';
 
 const appDir = path.dirname(fileURLToPath(import.meta.url));
 const repoDir = path.resolve(appDir, '..');
 const distDir = path.join(appDir, 'dist');
 const fixtureDir = path.join(repoDir, 'renderer', 'test', 'fixtures');
 
-// react-dom/server's node build require()s node builtins; in an ESM bundle esbuild turns
-// those into a __require that throws unless a real `require` is in scope.
-const requireBanner =
-  "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);";
-
-/** Options shared by every server bundle: one self-contained ESM file for Node. */
-function serverOptions(entry, outfile) {
-  return {
-    entryPoints: [entry],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    jsx: 'automatic',
-    define: { 'process.env.NODE_ENV': '"production"' },
-    banner: { js: requireBanner },
-    absWorkingDir: appDir,
-    logLevel: 'warning',
-  };
+/** What a build starts from: `entry`, wherever it lives, with React from app/node_modules. */
+function source(entry) {
+  return { entryPoints: [entry], absWorkingDir: appDir, reactDir: appDir };
 }
-
-/**
- * Resolves react and react-dom (and their subpaths) from app/node_modules, so a bundle
- * whose entry lives outside app/ still contains exactly one React: the app's.
- */
-const appReact = {
-  name: 'app-react',
-  setup(build) {
-    build.onResolve({ filter: /^react(-dom)?(\/.*)?$/ }, (args) => {
-      if (args.pluginData === 'app-react') return undefined;
-      return build.resolve(args.path, {
-        kind: args.kind,
-        resolveDir: appDir,
-        pluginData: 'app-react',
-      });
-    });
-  },
-};
 
 async function buildServer() {
   const outDir = path.join(distDir, 'server');
   await rm(outDir, { recursive: true, force: true });
-  await esbuild.build(serverOptions(path.join(appDir, 'src', 'server.js'), path.join(outDir, 'server.js')));
+  await esbuild.build(serverOptions({ ...source(path.join(appDir, 'src', 'server.js')), outfile: path.join(outDir, 'server.js') }));
   return path.join(outDir, 'server.js');
 }
 
@@ -120,80 +88,11 @@ async function buildV8() {
   return path.join(outDir, 'server.js');
 }
 
-/** The client build, kept in memory: clientFiles() names what to write. */
-function clientOptions({ dev, outDir }) {
-  return {
-    entryPoints: [path.join(appDir, 'src', 'client.jsx')],
-    outdir: path.join(outDir, 'assets'),
-    entryNames: '[name]-[hash]',
-    assetNames: '[name]-[hash]',
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    jsx: 'automatic',
-    define: { 'process.env.NODE_ENV': dev ? '"development"' : '"production"' },
-    minify: !dev,
-    sourcemap: dev ? 'linked' : false,
-    metafile: true,
-    write: false,
-    absWorkingDir: appDir,
-    logLevel: 'warning',
-  };
-}
-
-/**
- * The files of a client build: its hashed assets, and the manifest that names them (to be
- * written last, once the files it names are there).
- */
-function clientFiles(result, outDir) {
-  const outputs = Object.keys(result.metafile.outputs).sort();
-  const contents = new Map(result.outputFiles.map((file) => [file.path, file.contents]));
-  const url = (file) => '/assets/' + path.basename(file);
-  const entry = outputs.find((file) => result.metafile.outputs[file].entryPoint && file.endsWith('.js'));
-  const manifest = {
-    buildId: '',
-    scripts: [url(entry)],
-    styles: outputs.filter((file) => file.endsWith('.css')).map(url),
-  };
-
-  // buildId: a short hash over every output's name and contents (metafile paths are
-  // relative to absWorkingDir).
-  const hash = createHash('sha256');
-  for (const file of outputs) {
-    hash.update(path.basename(file)).update('\0');
-    hash.update(contents.get(path.resolve(appDir, file))).update('\0');
-  }
-  manifest.buildId = hash.digest('hex').slice(0, 8);
-
-  const manifestFile = { path: path.join(outDir, 'manifest.json'), contents: JSON.stringify(manifest, null, 2) + '\n' };
-  return { manifest, outputs, assets: result.outputFiles, manifestFile };
-}
-
 async function buildClient({ dev, outDir }) {
   await rm(outDir, { recursive: true, force: true });
-  const { manifest, outputs, assets, manifestFile } = clientFiles(await esbuild.build(clientOptions({ dev, outDir })), outDir);
+  const { manifest, outputs, assets, manifestFile } = clientFiles(await esbuild.build(clientOptions({ ...source(path.join(appDir, 'src', 'client.jsx')), dev, outDir })), outDir, appDir);
   await emit([...assets, manifestFile]);
   return { manifest, outputs };
-}
-
-/**
- * Writes each file whose contents changed, in order, each beside its place then renamed
- * onto it: a renderer worker or an edge reading it meanwhile sees the old file or the new
- * one, never half of one. Returns the paths written.
- */
-async function emit(files) {
-  const written = [];
-  for (const file of files) {
-    const contents = typeof file.contents === 'string' ? Buffer.from(file.contents) : file.contents;
-    const before = await readFile(file.path).catch(() => null);
-    if (before?.equals(contents)) continue;
-    await mkdir(path.dirname(file.path), { recursive: true });
-    await writeFile(`${file.path}.tmp`, contents);
-    await rename(`${file.path}.tmp`, file.path);
-    written.push(file.path);
-  }
-  return written;
 }
 
 /**
@@ -204,8 +103,8 @@ async function watch({ dev, notify, rel }) {
   const clientDir = path.join(distDir, 'client');
   const serverFile = path.join(distDir, 'server', 'server.js');
   const [server, client] = await Promise.all([
-    esbuild.context({ ...serverOptions(path.join(appDir, 'src', 'server.js'), serverFile), write: false }),
-    esbuild.context(clientOptions({ dev, outDir: clientDir })),
+    esbuild.context({ ...serverOptions({ ...source(path.join(appDir, 'src', 'server.js')), outfile: serverFile }), write: false }),
+    esbuild.context(clientOptions({ ...source(path.join(appDir, 'src', 'client.jsx')), dev, outDir: clientDir })),
   ]);
   const alive = () => {
     try {
@@ -223,7 +122,7 @@ async function watch({ dev, notify, rel }) {
       let written;
       try {
         const [serverResult, clientResult] = await Promise.all([server.rebuild(), client.rebuild()]);
-        const { assets, manifestFile } = clientFiles(clientResult, clientDir);
+        const { assets, manifestFile } = clientFiles(clientResult, clientDir, appDir);
         written = await emit([...assets, ...serverResult.outputFiles, manifestFile]);
       } catch {
         console.error('app build failed (esbuild printed why above): dist/ is as it was, and the running version goes on serving');
@@ -262,11 +161,7 @@ async function watch({ dev, notify, rel }) {
 async function buildFixture() {
   const outDir = path.join(fixtureDir, 'dist');
   await rm(outDir, { recursive: true, force: true });
-  await esbuild.build({
-    ...serverOptions(path.join(fixtureDir, 'server.jsx'), path.join(outDir, 'server.js')),
-    nodePaths: [path.join(appDir, 'node_modules')],
-    plugins: [appReact],
-  });
+  await esbuild.build(serverOptions({ ...source(path.join(fixtureDir, 'server.jsx')), outfile: path.join(outDir, 'server.js') }));
   return path.join(outDir, 'server.js');
 }
 

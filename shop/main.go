@@ -84,6 +84,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
 		}
+		if err := pages.Ready(); err != nil { // a page name the renderer's bundle lacks
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		w.Write([]byte("ready\n"))
 	})
 	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))

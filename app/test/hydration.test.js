@@ -23,19 +23,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright-core';
+import {
+  assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, parseDocument, settle,
+} from './browser.js';
 
 const repoDir = path.resolve(import.meta.dirname, '..', '..');
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--no-first-run',
-  '--disable-sync',
-  '--disable-quic',
-];
 const paths = {
   node: path.join(repoDir, 'renderer', 'node_modules', '.bin', 'node'),
   renderer: path.join(repoDir, 'renderer', 'src', 'main.js'),
@@ -126,67 +118,6 @@ async function stopProcess(proc) {
 // ---------------------------------------------------------------------------------------
 // Browser side.
 
-/**
- * Collects what makes a page fail: any console error, any uncaught page error, any console
- * warning that mentions hydration.
- */
-function collectProblems(page) {
-  const problems = [];
-  page.on('console', (message) => {
-    const type = message.type();
-    const text = message.text();
-    const where = message.location()?.url ?? '';
-    if (type === 'error' || (type === 'warning' && /hydrat|mismatch|did not match|didn't match/i.test(text))) {
-      problems.push(`console.${type}: ${text.slice(0, 2000)}${where ? ` (${where})` : ''}`);
-    }
-  });
-  page.on('pageerror', (error) => problems.push(`pageerror: ${error.stack ?? error.message}`));
-  return problems;
-}
-
-// Runs before any page script: remembers the first element the HTML parser puts in #root,
-// i.e. the server-rendered header (in the CSR shell, the first node React creates instead).
-function rememberFirstRootChild() {
-  const observer = new MutationObserver(() => {
-    const first = document.getElementById('root')?.firstElementChild;
-    if (first) {
-      window.__firstRootChild = first;
-      observer.disconnect();
-    }
-  });
-  observer.observe(document, { childList: true, subtree: true });
-}
-
-/**
- * React marks every DOM node it owns with a `__reactFiber$<random>` property: a server node
- * that has it was adopted by hydration. (A React internal: if a React upgrade renames it, the
- * test fails, it never passes by accident.)
- */
-const OWNED_BY_REACT = (node) => !!node && Object.keys(node).some((key) => key.startsWith('__reactFiber$'));
-
-/** Opens url in a fresh context; returns the page, its document response and its problems. */
-async function open(browser, url, { route } = {}) {
-  const context = await browser.newContext();
-  // Chromium asks every origin for /favicon.ico on its own; the demo declares no icon, so the
-  // edge answers it with the not-found page (404), which Chromium logs as a console error
-  // that has nothing to do with the page. Answer it here; every other request is real.
-  await context.route(/\/favicon\.ico$/, (route) => route.fulfill({ status: 204 }));
-  await context.addInitScript(rememberFirstRootChild);
-  const page = await context.newPage();
-  page.setDefaultTimeout(STEP_MS);
-  const problems = collectProblems(page);
-  if (route) await page.route(url, route);
-  const response = await page.goto(url, { waitUntil: 'load' });
-  return { context, page, response, problems };
-}
-
-/** The #root inner HTML and the __SSR_DATA__ of a document the edge wrote. */
-function parseDocument(html) {
-  const root = html.match(/<div id="root">([\s\S]*?)<\/div>\s*<script id="__SSR_DATA__" type="application\/json">([\s\S]*?)<\/script>/);
-  assert.ok(root, `no #root followed by __SSR_DATA__ in the document:\n${html.slice(0, 2000)}`);
-  return { rootHTML: root[1], data: JSON.parse(root[2]) };
-}
-
 /** Waits until React owns the first "Add to cart" button (hydration or client render done). */
 async function waitForReact(page) {
   await page.waitForFunction(
@@ -211,15 +142,6 @@ async function assertCartCounts(page) {
       assert.fail(`cart counter did not become ${want} after a click (it reads ${await count.textContent()}): the page is not interactive`);
     });
   }
-}
-
-/** Lets late console messages (e.g. from the last commit) arrive before the final check. */
-async function settle(page) {
-  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 50))));
-}
-
-function assertNoProblems(problems, what) {
-  assert.deepEqual(problems, [], `${what}: the browser reported problems:\n${problems.join('\n')}`);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -311,7 +233,7 @@ describe('hydration in Chromium (real renderer + edge, and the Go shop)', { time
       test(`${name}: ${pathname} hydrates the server markup without errors`, async () => {
         const edge = server();
         const build = { name };
-        const { context, page, response, problems } = await open(browser, edge.url + pathname);
+        const { context, page, response, problems } = await openPage(browser, edge.url + pathname);
         try {
           assert.equal(response.status(), 200);
           assert.equal(response.headers()['x-ssr-fallback'], undefined, 'the edge fell back to the CSR shell');
@@ -350,7 +272,7 @@ describe('hydration in Chromium (real renderer + edge, and the Go shop)', { time
     };
 
     test('an attribute mismatch is reported on the console (development React)', async () => {
-      const { context, page, problems } = await open(browser, edges.development.url + '/', {
+      const { context, page, problems } = await openPage(browser, edges.development.url + '/', {
         route: tampered((html) => html.replace('<a class="logo" href="/">', '<a class="logo" href="/elsewhere">')),
       });
       try {
@@ -367,7 +289,7 @@ describe('hydration in Chromium (real renderer + edge, and the Go shop)', { time
 
     for (const build of builds) {
       test(`${build.name}: a text mismatch is reported and the server markup is replaced`, async () => {
-        const { context, page, problems } = await open(browser, edges[build.name].url + '/', {
+        const { context, page, problems } = await openPage(browser, edges[build.name].url + '/', {
           route: tampered((html) => html.replace('<h1>All products</h1>', '<h1>All productz</h1>')),
         });
         try {
@@ -398,7 +320,7 @@ describe('hydration in Chromium (real renderer + edge, and the Go shop)', { time
       // A listing page no earlier test requested: the edge's cache has no copy of it to
       // serve instead, so the CSR shell is what comes back.
       test(`${build.name}: /?page=9 renders in the browser from the empty shell`, async () => {
-        const { context, page, response, problems } = await open(browser, edges[build.name].url + '/?page=9');
+        const { context, page, response, problems } = await openPage(browser, edges[build.name].url + '/?page=9');
         try {
           assert.equal(response.status(), 200);
           assert.ok(response.headers()['x-ssr-fallback'], 'no X-SSR-Fallback header with the renderer down');
@@ -420,7 +342,7 @@ describe('hydration in Chromium (real renderer + edge, and the Go shop)', { time
     // The shop's loader still reads the database: the document carries its props, and the
     // browser renders the page from them.
     test('shop: /?page=8 renders in the browser from the props Go loaded', async () => {
-      const { context, page, response, problems } = await open(browser, shop.url + '/?page=8');
+      const { context, page, response, problems } = await openPage(browser, shop.url + '/?page=8');
       try {
         assert.equal(response.status(), 200);
         assert.equal(response.headers()['x-ssr-fallback'], 'renderer-unavailable');

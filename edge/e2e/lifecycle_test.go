@@ -3,7 +3,10 @@ package e2e
 import (
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -164,5 +167,39 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	}
 	if n := sum(scrape(t, metrics), "renderer_worker_exits_total"); n != 0 {
 		t.Errorf("%v workers were terminated; a caller going away must never cost one", n)
+	}
+}
+
+// TestUnknownPageKeepsTheEdgeUnready: a route whose page the renderer's bundle lacks (a
+// typo) keeps the edge's readiness false, naming the page, and its requests answer 500,
+// never 200; the other routes serve.
+func TestUnknownPageKeepsTheEdgeUnready(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	config := filepath.Join(t.TempDir(), "ssr.yaml")
+	routes := "edge:\n  routes:\n    - {pattern: \"GET /{$}\", page: home}\n    - {pattern: \"GET /typo\", page: hoem}\n"
+	if err := os.WriteFile(config, []byte(routes), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(edgeBinary, "--config", config)
+	cmd.Env = append(os.Environ(), "SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_ADMIN_LISTEN=127.0.0.1:0",
+		"SSR_EDGE_ASSETS_DIR="+assetsDir(), "SSR_RENDERER_GRPC_ADDRESS=unix://"+socket)
+	edge := harness.Start(t, "edge", cmd)
+	public, admin := "http://"+edge.Address("public"), "http://"+edge.Address("admin")
+
+	var ready harness.Response
+	harness.WaitUntil(t, 30*time.Second, "readiness to name the missing page", func() bool {
+		ready = harness.Get(t, admin+"/readyz")
+		return strings.Contains(ready.Text, `"hoem"`)
+	})
+	if ready.StatusCode != 503 || !strings.Contains(ready.Text, "GET /typo") {
+		t.Errorf("/readyz: got %d %q, want 503 naming the page and its route", ready.StatusCode, ready.Text)
+	}
+	edge.WaitLog(map[string]string{"level": "ERROR", "page": "hoem"}, 10*time.Second)
+	if r := harness.Get(t, public+"/typo"); r.StatusCode != 500 || r.Header.Get("X-SSR-Fallback") != "unknown-page" {
+		t.Errorf("/typo: got %d %q, want 500 unknown-page", r.StatusCode, r.Header.Get("X-SSR-Fallback"))
+	}
+	if r := harness.Get(t, public+"/"); r.StatusCode != 200 || r.Header.Get("X-SSR-Fallback") != "" {
+		t.Errorf("/: got %d %q, want the rendered home page", r.StatusCode, r.Header.Get("X-SSR-Fallback"))
 	}
 }

@@ -1,6 +1,7 @@
 package ssr_test
 
 import (
+	"context"
 	"database/sql"
 	"log"
 	"net/http"
@@ -46,6 +47,13 @@ func Example() {
 	}))
 	mux.Handle("GET /assets/", pages.Assets())
 	mux.Handle("GET /", pages.NotFound())
+
+	// A page name the renderer's bundle lacks stops the start, not every request.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pages.Check(ctx); err != nil {
+		log.Fatal(err)
+	}
 	log.Fatal(http.ListenAndServe(":8080", pages.ServeMux(mux)))
 }
 
@@ -58,7 +66,14 @@ func ExampleServer_Render() {
 	}
 	http.HandleFunc("GET /account", func(w http.ResponseWriter, r *http.Request) {
 		user := r.Header.Get("X-User") // the shop's own auth
-		pages.Render(w, r, "account", map[string]string{"user": user})
+		status := http.StatusOK
+		if user == "" {
+			status = http.StatusUnauthorized // the status goes in the Result, never w.WriteHeader
+		}
+		err := pages.Render(w, r, "account", ssr.Result{Props: map[string]string{"user": user}, Status: status})
+		if err != nil {
+			log.Print(err) // the response is written: the client-side-render document
+		}
 	})
 }
 

@@ -13,7 +13,9 @@
 package ssr
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -91,6 +93,21 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger receives fallbacks, refused sockets and bugs. If nil, slog.Default().
 	Logger *slog.Logger
+	// Lang is the lang of every document's html element. If empty, "en".
+	Lang string
+	// Head is trusted markup added to every document's head (a favicon, a font, an
+	// analytics tag), before the page's own head tags.
+	Head string
+	// Nonce returns the Content-Security-Policy nonce of the response to r (typically set
+	// by the shop's CSP middleware in r's context): every script element the document
+	// carries gets it, a stored page included (its copy is made without one, and each
+	// response gets its own). If nil, scripts carry no nonce.
+	Nonce func(r *http.Request) string
+	// ErrorPage is the app's page for a Loader's failure: the response has the status the
+	// loader chose (see LoadError) and a document whose page is ErrorPage with props
+	// {"status": N}, which the browser renders. If empty, the failing page's document
+	// without props.
+	ErrorPage string
 }
 
 // Server renders pages on one renderer, with one HTML cache. It is safe for concurrent use.
@@ -101,7 +118,10 @@ type Server struct {
 	e        config.Edge
 }
 
-// New connects (lazily) to the renderer and loads the client build's manifest.
+// New connects (lazily) to the renderer and loads the client build's manifest. As soon as
+// the renderer answers, every page name the Server uses is checked against its bundle:
+// each missing one is logged at ERROR, and its requests answer 500. Check waits for that
+// answer, for a server that must not start with a typo.
 func New(o Options) (*Server, error) {
 	defaults, err := config.Load("", nil)
 	if err != nil {
@@ -150,15 +170,19 @@ func New(o Options) (*Server, error) {
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer("github.com/sidecar-ssr/sidecar-ssr/edge/ssr")
 	}
-	return newServer(e, address, reg, log, tracer)
+	doc := server.Options{Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage}
+	return newServer(e, address, reg, log, tracer, doc)
 }
 
-func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer) (*Server, error) {
+// newServer builds the Server; doc holds the document's options (Lang, Head, Nonce,
+// ErrorPage), the rest of it is filled here.
+func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer, doc server.Options) (*Server, error) {
 	manifest, err := document.LoadManifest(e.AssetsDir)
 	if err != nil {
 		return nil, fmt.Errorf("ssr: assets: %w", err)
 	}
-	renderer, err := renderclient.New(address, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log})
+	metrics := server.NewMetrics(reg)
+	renderer, err := renderclient.New(address, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log, OnDialFailure: metrics.RendererDialFailed})
 	if err != nil {
 		return nil, fmt.Errorf("ssr: renderer %q: %w", address, err)
 	}
@@ -169,9 +193,10 @@ func newServer(e config.Edge, address string, reg prometheus.Registerer, log *sl
 			return nil, fmt.Errorf("ssr: shared cache: %w", err)
 		}
 	}
-	metrics := server.NewMetrics(reg)
 	cache := server.NewCache(e, metrics)
-	site, err := server.NewSite(e, server.Options{Renderer: renderer, Manifest: manifest, Cache: cache, Shared: shared, Metrics: metrics, Log: log, Tracer: tracer})
+	o := doc
+	o.Renderer, o.Pages, o.Manifest, o.Cache, o.Shared, o.Metrics, o.Log, o.Tracer = renderer, renderer, manifest, cache, shared, metrics, log, tracer
+	site, err := server.NewSite(e, o)
 	if err != nil {
 		renderer.Close()
 		if shared != nil {
@@ -187,6 +212,33 @@ func set[T comparable](field *T, value T) {
 	if value != zero {
 		*field = value
 	}
+}
+
+// Check waits until the renderer answers (or ctx ends) and returns an error naming every
+// page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
+// pages so far) that the renderer's bundle lacks. Call it after mounting the pages, before
+// serving, so a typo stops the start:
+//
+//	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+//	defer cancel()
+//	if err := pages.Check(ctx); err != nil {
+//		log.Fatal(err)
+//	}
+func (s *Server) Check(ctx context.Context) error {
+	if err := s.site.Check(ctx); err != nil {
+		return fmt.Errorf("ssr: %w", err)
+	}
+	return nil
+}
+
+// Ready returns, without waiting, the error Check would return as far as the renderer has
+// answered (nil before it has): for a readiness probe, so that a deploy with a page name
+// its bundle lacks never becomes ready.
+func (s *Server) Ready() error {
+	if err := s.site.Missing(); err != nil {
+		return fmt.Errorf("ssr: %w", err)
+	}
+	return nil
 }
 
 // Close closes the connections to the renderer and the shared cache. Requests still being
@@ -206,12 +258,28 @@ func (s *Server) Close() error {
 // The request it gets holds only what the page's cache key holds, since the render may be
 // shared and stored: the path and its values, the query parameters the page keeps, and
 // the declared Variants (a request that bypasses the cache gets everything). Its context
-// ends at HardTimeout, not when the client goes away. An error, or a panic, answers with
-// the stale copy if there is one, else with status 503 and the page's document without
-// server markup (X-SSR-Fallback: load-error); the error is logged.
+// ends at HardTimeout, not when the client goes away, and, for a render that may be
+// shared, carries none of the values the shop's middleware put in the request's context
+// (a user, a session) except the trace span: what one visitor's middleware knows must not
+// end up in a page stored for everyone. A request that bypasses the cache keeps them.
+// An error, or a panic, answers with the stale copy if there is one, else with status 503
+// (or a LoadError's) and Options.ErrorPage's document (X-SSR-Fallback: load-error); the
+// error is logged.
 type Loader func(*http.Request) (Result, error)
 
-// Result is what a Loader decided for one render.
+// LoadError is a Loader's error that chooses the response's status: 500, 502, 503 or 504
+// (any other answers 503, as a plain error does).
+type LoadError struct {
+	Status int
+	Err    error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Result is what a Loader decided for one render. Its Status, Redirect, NotFound and
+// Header hold even when the render fails or is late: the client-side-render document then
+// has the status (404 and the not-found page for NotFound), and a redirect needs no render.
 type Result struct {
 	// Props are the page's props: marshalled to JSON once (it must give a JSON object), or
 	// passed as they are when a json.RawMessage. The page receives them as ctx.props in its
@@ -251,9 +319,14 @@ type PageOptions struct {
 	Variants []string
 	// RenderTimeout and HardTimeout override the Server's.
 	RenderTimeout, HardTimeout time.Duration
+	// Lang overrides Options.Lang for this page's documents.
+	Lang string
+	// Head is trusted markup added to this page's documents' head, after Options.Head.
+	Head string
 	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
 	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
-	// by several handlers with different options.
+	// by several handlers with different options. Path values do not depend on it: they
+	// come from the pattern the handler is mounted at.
 	Route string
 }
 
@@ -293,17 +366,23 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 	if err := config.ValidateRoute(r, s.e); err != nil {
 		panic("ssr: page " + name + ": " + err.Error())
 	}
-	var load server.Loader
+	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name)}
+	if o.Route != "" {
+		po.UsedBy += " for route " + o.Route
+	}
 	if o.Load != nil {
-		load = func(r *http.Request) (*server.Loaded, error) {
+		po.Load = func(r *http.Request) (*server.Loaded, error) {
 			res, err := o.Load(r)
+			if le, ok := errors.AsType[*LoadError](err); ok {
+				return nil, &server.LoadFailure{Status: le.Status, Err: err}
+			}
 			if err != nil {
 				return nil, err
 			}
 			return res.loaded()
 		}
 	}
-	return s.site.Page(r, load)
+	return s.site.Page(r, po)
 }
 
 func (res Result) loaded() (*server.Loaded, error) {
@@ -331,11 +410,22 @@ func marshalProps(props any) ([]byte, error) {
 	return b, nil
 }
 
-// Render answers r with page rendered with props, uncached, within RenderTimeout: for one
-// page inside a handler of the shop's own. props are marshalled as Result.Props are.
-func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, props any) {
-	b, err := marshalProps(props)
-	s.site.Render(w, r, page, b, err)
+// ErrFallback is what Render's error wraps when the page was not rendered on the server
+// and the response is the client-side-render document (X-SSR-Fallback names why).
+var ErrFallback = errors.New("the page was not rendered on the server")
+
+// Render answers r with page as res decides, uncached, within RenderTimeout: for one page
+// inside a handler of the shop's own. res is what a Loader would return: its Props,
+// Status (the response's status: do not call w.WriteHeader before Render), Header,
+// Redirect and NotFound hold as they do for a Page. The response has been written when
+// Render returns; the error (wrapping ErrFallback) says that it is the client-side-render
+// document, and why, for the handler's logs and metrics.
+func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, res Result) error {
+	loaded, err := res.loaded()
+	if reason := s.site.Render(w, r, page, loaded, err); reason != "" {
+		return fmt.Errorf("ssr: page %q: %w (%s)", page, ErrFallback, reason)
+	}
+	return nil
 }
 
 // NotFound returns the handler for paths nothing else serves: the app's not-found page
@@ -351,9 +441,13 @@ func (s *Server) Assets() http.Handler { return s.site.Assets() }
 // redirect to a cleaned path) counted in edge_requests_total. Pages count their own.
 func (s *Server) ServeMux(mux *http.ServeMux) http.Handler { return s.site.ServeMux(mux) }
 
-// PurgePath removes the stored documents of path (a path and query as the pages received
-// them, e.g. "/products/7"), every variant, and keeps renders of it already running from
-// being stored. With a shared cache, the store and every replica's cache too. It returns
+// PurgePath removes the stored documents of path, every variant (header and cookie
+// Variants), and keeps renders of it already running from being stored. path is a path
+// and query as the page's cache key holds it: "/products/7" is the page without a query
+// only; "/products/7?color=red" is another document (only the query parameters the page
+// keeps, Cache.Query, sorted). To remove every query of a path, use
+// PurgePrefix("/products/7?") beside PurgePath("/products/7"), or tag the page
+// (Result.Tags) and use PurgeTag. With a shared cache, the store and every replica's cache too. It returns
 // how many documents it removed.
 func (s *Server) PurgePath(path string) int { return s.site.PurgePath(path) }
 

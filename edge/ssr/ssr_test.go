@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -19,7 +18,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
@@ -30,12 +32,26 @@ type fakeRenderer struct {
 	calls atomic.Int64
 	delay time.Duration
 	down  atomic.Bool
+	// pages are the bundle's page names; nil: ListPages is unimplemented.
+	pages []string
+	// unknown: every page is unknown (NOT_FOUND), as for a bundle without it.
+	unknown bool
+}
+
+func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssrv1.ListPagesResponse, error) {
+	if f.pages == nil {
+		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
+	}
+	return &ssrv1.ListPagesResponse{Pages: f.pages}, nil
 }
 
 func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	f.calls.Add(1)
 	if f.down.Load() {
 		return nil, errors.New("renderer trouble")
+	}
+	if f.unknown {
+		return nil, status.Error(codes.NotFound, "no page "+req.Page)
 	}
 	time.Sleep(f.delay)
 	props := req.PropsJson
@@ -48,11 +64,17 @@ func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*s
 type fixture struct {
 	srv      *Server
 	renderer *fakeRenderer
-	logs     *strings.Builder
+	logs     *logtest.Buffer
 }
 
 // newFixture starts a fake renderer on a temp unix socket and a Server in front of it.
 func newFixture(t *testing.T, o Options) *fixture {
+	t.Helper()
+	return newFixtureOn(t, o, &fakeRenderer{})
+}
+
+// newFixtureOn is newFixture with a fake renderer set up by the test.
+func newFixtureOn(t *testing.T, o Options, fake *fakeRenderer) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "r.sock")
@@ -60,7 +82,6 @@ func newFixture(t *testing.T, o Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := &fakeRenderer{}
 	g := grpc.NewServer()
 	ssrv1.RegisterRenderServiceServer(g, fake)
 	go g.Serve(lis)
@@ -70,30 +91,18 @@ func newFixture(t *testing.T, o Options) *fixture {
 	os.MkdirAll(filepath.Join(assets, "assets"), 0o755)
 	os.WriteFile(filepath.Join(assets, "manifest.json"), []byte(`{"buildId":"b1","scripts":["/assets/c.js"]}`), 0o644)
 	os.WriteFile(filepath.Join(assets, "assets", "c.js"), []byte("1"), 0o644)
-	var logs strings.Builder
-	var mu sync.Mutex
+	logs := &logtest.Buffer{}
 	o.Renderer, o.AssetsDir = "unix://"+sock, assets
 	if o.RenderTimeout == 0 {
 		o.RenderTimeout, o.HardTimeout = 10*time.Second, 20*time.Second // no slow runner turns a test into a timeout
 	}
-	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))
+	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	srv, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	return &fixture{srv: srv, renderer: fake, logs: &logs}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
+	return &fixture{srv: srv, renderer: fake, logs: logs}
 }
 
 func serve(h http.Handler, target string, header ...string) *httptest.ResponseRecorder {
@@ -209,7 +218,7 @@ func TestLoaderFailures(t *testing.T) {
 		{"props not an object", func(*http.Request) (Result, error) { return Result{Props: []int{1, 2}}, nil }, "props must be a JSON object"},
 		{"props over MaxPropsMB", func(*http.Request) (Result, error) {
 			return Result{Props: map[string]string{"blob": strings.Repeat("x", 1<<20+1)}}, nil
-		}, "over edge.max_props_mb"},
+		}, "Options.MaxPropsMB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -327,7 +336,9 @@ func TestMaxAgeShortensTheTTL(t *testing.T) {
 func TestRenderInsideAHandler(t *testing.T) {
 	f := newFixture(t, Options{})
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.srv.Render(w, r, "product", product{ID: 1, Name: "Mug"})
+		if err := f.srv.Render(w, r, "product", Result{Props: product{ID: 1, Name: "Mug"}}); err != nil {
+			t.Errorf("a rendered page: got %v, want no error", err)
+		}
 	})
 	for range 2 {
 		rec := serve(h, "/products/1")
@@ -338,11 +349,15 @@ func TestRenderInsideAHandler(t *testing.T) {
 	if n := f.renderer.calls.Load(); n != 2 {
 		t.Errorf("got %d renders for two direct renders, want 2 (uncached)", n)
 	}
+	var err error
 	rec := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.srv.Render(w, r, "product", func() {})
+		err = f.srv.Render(w, r, "product", Result{Props: func() {}})
 	}), "/products/1")
 	if rec.Code != 503 || rec.Header().Get("X-SSR-Fallback") != "load-error" {
 		t.Errorf("props that are not JSON: got %d %q", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+	}
+	if !errors.Is(err, ErrFallback) || !strings.Contains(err.Error(), "load-error") {
+		t.Errorf("props that are not JSON: got error %v, want ErrFallback naming load-error", err)
 	}
 }
 

@@ -76,6 +76,7 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  * @property {string} field property of Config
  * @property {string | number} fallback the embedded default (runs the demo)
  * @property {(value: unknown) => string | number} check returns the value or throws a problem string
+ * @property {string} [shown] the default as --help words it, when the value alone does not say
  */
 
 /** @type {Record<string, KeySpec>} */
@@ -83,7 +84,7 @@ const KEYS = {
   grpc_address: { field: 'grpcAddress', fallback: 'unix:///tmp/sidecar-ssr/renderer.sock', check: grpcAddress },
   http_listen: { field: 'httpListen', fallback: ':9101', check: hostPort },
   bundle: { field: 'bundle', fallback: 'app/dist/server/server.js', check: nonEmptyString },
-  threads: { field: 'threads', fallback: 0, check: integerAtLeast(0) },
+  threads: { field: 'threads', fallback: 0, shown: '0 (the cores available + 1)', check: integerAtLeast(0) },
   // Below a few MB V8 cannot even create the worker's isolate and aborts the
   // whole process (2 MB did on Node 26); 4 MB fails cleanly as a worker OOM.
   max_old_generation_mb: { field: 'maxOldGenerationMb', fallback: 128, check: integerAtLeast(4) },
@@ -127,12 +128,13 @@ const ENV_PREFIX = 'SSR_RENDERER_';
 
 /**
  * Parses and validates the config text (the whole shared file), then applies
- * `SSR_RENDERER_<KEY>` overrides from env. Throws ConfigError naming the key.
+ * `SSR_RENDERER_<KEY>` overrides from env, then the command line's flags.
+ * Throws ConfigError naming the key (the flag, for a value a flag gave).
  * @param {string | undefined} text YAML; undefined or empty means embedded defaults.
- * @param {{env?: Record<string, string | undefined>, cwd?: string}} [options]
+ * @param {{env?: Record<string, string | undefined>, flags?: FlagSetting[], cwd?: string}} [options]
  * @returns {Config}
  */
-export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
+export function parseConfig(text, { env = {}, flags = [], cwd = process.cwd() } = {}) {
   const section = rendererSection(text);
 
   /** @type {Record<string, unknown>} */
@@ -148,6 +150,12 @@ export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
     if (!Object.hasOwn(KEYS, key)) throw new ConfigError(name, `names no key (renderer.${key} does not exist)`);
     raw[key] = value;
   }
+  /** @type {Record<string, string>} */
+  const flagOf = {};
+  for (const { flag, key, value } of flags) {
+    raw[key] = value;
+    flagOf[key] = `--${flag}`;
+  }
 
   /** @type {Record<string, string | number>} */
   const out = {};
@@ -156,7 +164,7 @@ export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
       out[spec.field] = spec.check(raw[key]);
     } catch (problem) {
       if (typeof problem !== 'string') throw problem;
-      throw new ConfigError(`renderer.${key}`, `${problem} (got ${JSON.stringify(raw[key]) ?? String(raw[key])})`);
+      throw new ConfigError(flagOf[key] ?? `renderer.${key}`, `${problem} (got ${JSON.stringify(raw[key]) ?? String(raw[key])})`);
     }
   }
   const config = /** @type {Config} */ (/** @type {unknown} */ (out));
@@ -180,19 +188,81 @@ export function parseConfig(text, { env = {}, cwd = process.cwd() } = {}) {
 }
 
 /**
+ * The flags that set a key, beside --config, --help and --version; a bad value
+ * names the flag.
+ * @type {Record<string, {key: string, arg: string, help: string, value: (arg: string, cwd: string) => string}>}
+ */
+const FLAGS = {
+  bundle: {
+    key: 'bundle', arg: 'FILE', help: 'the server bundle to render (sidecar-ssr-build writes dist/server/server.js)',
+    value: (arg) => arg,
+  },
+  socket: {
+    key: 'grpc_address', arg: 'PATH', help: 'serve gRPC on this unix socket (grpc_address: unix://PATH)',
+    // unix:// takes an absolute path; a relative one means from the working directory.
+    value: (arg, cwd) => `unix://${arg === '' ? '' : resolve(cwd, arg)}`,
+  },
+  'http-listen': {
+    key: 'http_listen', arg: 'HOST:PORT', help: '/healthz, /readyz and /metrics (port 0: any free port, logged)',
+    value: (arg) => arg,
+  },
+};
+
+/**
+ * @typedef {object} FlagSetting a key given on the command line
+ * @property {string} flag without its dashes, e.g. `socket`
+ * @property {string} key the renderer: key it sets, e.g. `grpc_address`
+ * @property {string} value
+ */
+
+/**
+ * @typedef {object} CommandLine
+ * @property {boolean} help
+ * @property {boolean} version
+ * @property {string | undefined} config the --config file
+ * @property {FlagSetting[]} flags
+ */
+
+/**
+ * The command line, parsed; an unknown flag or a missing value is a
+ * ConfigError naming it.
+ * @param {string[]} argv
+ * @param {string} [cwd] what a relative --socket is relative to
+ * @returns {CommandLine}
+ */
+export function parseCommandLine(argv, cwd = process.cwd()) {
+  /** @type {Record<string, {type: 'string' | 'boolean'}>} */
+  const options = { config: { type: 'string' }, help: { type: 'boolean' }, version: { type: 'boolean' } };
+  for (const flag of Object.keys(FLAGS)) options[flag] = { type: 'string' };
+  let values;
+  try {
+    ({ values } = parseArgs({ args: argv, options, strict: true }));
+  } catch (err) {
+    const { code, message } = /** @type {Error & {code?: string}} */ (err);
+    // parseArgs's own message goes on about positional arguments.
+    const unknown = code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' ? /'([^']*)'/.exec(message)?.[1] : undefined;
+    throw new ConfigError('arguments', `${unknown ? `unknown option ${unknown}` : message} (--help lists the options)`);
+  }
+  /** @type {(name: string) => string | undefined} */
+  const string = (name) => /** @type {string | undefined} */ (values[name]);
+  /** @type {FlagSetting[]} */
+  const flags = [];
+  for (const [flag, spec] of Object.entries(FLAGS)) {
+    const arg = string(flag);
+    if (arg !== undefined) flags.push({ flag, key: spec.key, value: spec.value(arg, cwd) });
+  }
+  return { help: values.help === true, version: values.version === true, config: string('config'), flags };
+}
+
+/**
  * Reads the file named by `--config PATH` or `SSR_CONFIG` (neither: embedded
- * defaults) and parses it with parseConfig.
+ * defaults) and parses it with parseConfig, the command line's flags applied last.
  * @param {{argv?: string[], env?: Record<string, string | undefined>, cwd?: string}} [options]
  * @returns {Config}
  */
 export function loadConfig({ argv = [], env = {}, cwd = process.cwd() } = {}) {
-  let args;
-  try {
-    args = parseArgs({ args: argv, options: { config: { type: 'string' } }, strict: true });
-  } catch (err) {
-    throw new ConfigError('arguments', /** @type {Error} */ (err).message);
-  }
-  const path = args.values.config ?? env.SSR_CONFIG;
+  const command = parseCommandLine(argv, cwd);
+  const path = command.config ?? env.SSR_CONFIG;
   let text;
   if (path) {
     try {
@@ -201,7 +271,48 @@ export function loadConfig({ argv = [], env = {}, cwd = process.cwd() } = {}) {
       throw new ConfigError(path, `cannot read: ${/** @type {Error} */ (err).message}`);
     }
   }
-  return parseConfig(text, { env, cwd });
+  return parseConfig(text, { env, flags: command.flags, cwd });
+}
+
+/**
+ * What --help prints: the options, then every key with its default, from the
+ * tables the parser uses.
+ * @param {string} command how the renderer was started, e.g. `sidecar-ssr-renderer`
+ * @returns {string}
+ */
+export function usage(command) {
+  /** @type {Array<[string, string]>} */
+  const options = [
+    ...Object.entries(FLAGS).map(([flag, spec]) => /** @type {[string, string]} */ (
+      [`--${flag} ${spec.arg}`, `${spec.help}; default ${KEYS[spec.key].fallback}`])),
+    ['--config FILE', 'the shared YAML file; its renderer: section is read (also SSR_CONFIG)'],
+    ['--help', 'this text'],
+    ['--version', "the renderer's version"],
+  ];
+  const width = Math.max(...options.map(([name]) => name.length), `${ENV_PREFIX}<KEY>=VALUE`.length) + 2;
+  const keyWidth = Math.max(...Object.keys(KEYS).map((key) => key.length)) + 2;
+  return [
+    `Usage: ${command} [options]`,
+    '',
+    'Renders the pages of a server bundle in worker threads for the sidecar-ssr edge,',
+    'which calls it over gRPC on a unix socket.',
+    '',
+    'Options:',
+    ...options.map(([name, help]) => `  ${name.padEnd(width)}${help}`),
+    '',
+    'A flag overrides the environment, which overrides the file, which overrides the defaults.',
+    '',
+    'Environment:',
+    `  ${'SSR_CONFIG=FILE'.padEnd(width)}as --config`,
+    `  ${`${ENV_PREFIX}<KEY>=VALUE`.padEnd(width)}any key below, upper-cased, e.g. ${ENV_PREFIX}THREADS=4`,
+    '',
+    'Keys of the renderer: section, with their defaults:',
+    ...Object.entries(KEYS).map(([key, spec]) => `  ${key.padEnd(keyWidth)}${spec.shown ?? (spec.fallback === '' ? '(empty: off)' : spec.fallback)}`),
+    '',
+    'Example:',
+    `  ${command} --bundle dist/server/server.js --socket /tmp/sidecar-ssr/renderer.sock --http-listen 127.0.0.1:9101`,
+    '',
+  ].join('\n');
 }
 
 /**

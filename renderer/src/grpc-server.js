@@ -108,6 +108,7 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
   });
   server.addService(loadRenderService(), {
     Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }),
+    ListPages: listPagesHandler(pool),
   });
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [RENDER_SERVICE]: 'NOT_SERVING' });
@@ -165,6 +166,21 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
         resolve(true);
       });
     }),
+  };
+}
+
+/**
+ * @param {RenderPool} pool
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[]}>}
+ */
+function listPagesHandler(pool) {
+  return (_call, callback) => {
+    const pages = pool.pages();
+    if (pages.length === 0) {
+      callback({ code: grpc.status.UNAVAILABLE, details: 'no worker has loaded the bundle yet' });
+      return;
+    }
+    callback(null, { pages });
   };
 }
 

@@ -5,12 +5,13 @@ import { existsSync } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
-import NODE_FLAGS from '../node-flags.json' with { type: 'json' };
-import { ConfigError, loadConfig, unixSocketPath } from './config.js';
+import PACKAGE from '../package.json' with { type: 'json' };
+import { ConfigError, loadConfig, parseCommandLine, unixSocketPath, usage } from './config.js';
 import { startGrpcServer } from './grpc-server.js';
 import { build as buildDebug } from './debug-server.js';
 import { build as buildHttp, listen as listenHttp } from './http-server.js';
 import { Metrics } from './metrics.js';
+import { missingNodeFlags } from './node-flags.js';
 import { RenderPool } from './pool.js';
 import { Quarantine } from './quarantine.js';
 import { Tracing } from './tracing.js';
@@ -24,6 +25,9 @@ import { Tracing } from './tracing.js';
  * drain_timeout when more is left).
  */
 const FLUSH_GRACE_MS = 250;
+
+/** As --help names the command: the package's bin has the package's name. */
+const COMMAND = PACKAGE.name;
 
 /**
  * @typedef {object} Renderer
@@ -54,7 +58,8 @@ const FLUSH_GRACE_MS = 250;
  */
 export async function start(config, { logger = createLogger(config.logLevel), onFatal, signal } = {}) {
   if (!existsSync(config.bundle)) {
-    throw new ConfigError('renderer.bundle', `no such file: ${config.bundle} (build the app, or point renderer.bundle at a server bundle)`);
+    throw new ConfigError('renderer.bundle', `no such file: ${config.bundle} (build the pages with sidecar-ssr-build, `
+      + 'then name the server bundle with --bundle FILE, SSR_RENDERER_BUNDLE or renderer.bundle)');
   }
   const pool = new RenderPool({ ...config, logger, onFatal });
   const quarantine = new Quarantine({
@@ -150,37 +155,27 @@ function createLogger(level) {
 }
 
 /**
- * The process: exit 1 with a message when config or start fails, exit 0
- * after SIGTERM/SIGINT, a reload of the bundle on SIGHUP.
+ * The process: --help and --version print and return; exit 1 with a message
+ * when config or start fails, exit 0 after SIGTERM/SIGINT, a reload of the
+ * bundle on SIGHUP.
  * @param {string[]} argv
  * @param {Record<string, string | undefined>} env
  */
 export async function main(argv, env) {
   let config;
   try {
+    const command = parseCommandLine(argv);
+    if (command.help || command.version) {
+      process.stdout.write(command.help ? usage(COMMAND) : `${COMMAND} ${PACKAGE.version}\n`);
+      return;
+    }
     config = loadConfig({ argv, env });
   } catch (err) {
     process.stderr.write(`${err instanceof ConfigError ? err.message : err}\n`);
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
-  // Every launcher passes these to node (renderer/node-flags.json): V8 reads
-  // them when it creates the main thread's isolate, too early for this file.
-  // - --max-semi-space-size=1: V8 starts a full GC once the old generation has
-  //   less room left than the young generation's size; with default
-  //   semi-spaces that was every few dozen renders. The pool clears it before
-  //   starting workers, whose young generation comes from config.
-  // - --heap-growing-percent=100: this thread's old generation (~17 MB live)
-  //   gathers the hop's promoted garbage at ~1 MB/s under load, and V8's own
-  //   growing factor put the next full GC ~2 MB above what is live: every ~2 s.
-  //   Twice the live size makes it every ~15 s. Process-wide: a worker's heap
-  //   still stops at its configured cap.
-  // - --single-threaded-gc: GC work stays on the thread whose heap it is. V8's
-  //   helper threads' concurrent marking took every core at once from the
-  //   workers and the edge, in bursts of slow requests: the stack's tail.
-  // bench/README.md, "Where the tail comes from", has the measurements.
-  const given = [...process.execArgv, ...(env.NODE_OPTIONS ?? '').split(/\s+/)];
-  const missing = NODE_FLAGS.filter((flag) => !given.includes(flag));
+  const missing = missingNodeFlags(process.execArgv, env.NODE_OPTIONS);
   if (missing.length > 0) {
     logger.warn({ missing }, `node was started without ${missing.join(' ')} (renderer/node-flags.json): `
       + 'expect full GCs of the main thread every few seconds and slow requests in bursts (bench/README.md)');

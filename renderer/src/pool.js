@@ -426,6 +426,11 @@ export class RenderPool {
     return this.#pages.has(page);
   }
 
+  /** The bundle's page names (empty until a worker has loaded it). */
+  pages() {
+    return [...this.#pages];
+  }
+
   /**
    * Resolves once every worker is warm; rejects when a worker cannot load the
    * bundle or a warm-up render fails (the start must fail).

@@ -4,7 +4,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, loadConfig, parseConfig } from '../src/config.js';
+import { ConfigError, loadConfig, parseCommandLine, parseConfig, usage } from '../src/config.js';
 import { tempDir } from './helpers.js';
 
 test('no file: the embedded defaults that run the demo', () => {
@@ -220,4 +220,59 @@ test('loadConfig reads --config, else SSR_CONFIG, else nothing', (t) => {
   assert.equal(loadConfig({ argv: [], env: { SSR_CONFIG: other, SSR_RENDERER_THREADS: '1' } }).threads, 1);
   assert.throws(() => loadConfig({ argv: ['--config', join(dir, 'missing.yaml')], env: {} }), /cannot read/);
   assert.throws(() => loadConfig({ argv: ['--threads', '2'], env: {} }), /^ConfigError: config: arguments: /);
+});
+
+test('--bundle, --socket and --http-listen override the environment, which overrides the file', (t) => {
+  const dir = tempDir(t);
+  const file = join(dir, 'ssr.yaml');
+  writeFileSync(file, 'renderer: {bundle: file.js, grpc_address: "unix:///file.sock", http_listen: ":1"}\n');
+  const env = { SSR_RENDERER_BUNDLE: 'env.js', SSR_RENDERER_GRPC_ADDRESS: 'unix:///env.sock', SSR_RENDERER_HTTP_LISTEN: ':2' };
+  const pick = (/** @type {import('../src/config.js').Config} */ c) => [c.bundle, c.grpcAddress, c.httpListen];
+
+  assert.deepEqual(pick(loadConfig({ argv: ['--config', file], env: {}, cwd: '/x' })), ['/x/file.js', 'unix:///file.sock', ':1']);
+  assert.deepEqual(pick(loadConfig({ argv: ['--config', file], env, cwd: '/x' })), ['/x/env.js', 'unix:///env.sock', ':2']);
+  assert.deepEqual(
+    pick(loadConfig({ argv: ['--config', file, '--bundle', 'dist/server/server.js', '--socket', '/run/ssr/r.sock', '--http-listen', '127.0.0.1:0'], env, cwd: '/x' })),
+    ['/x/dist/server/server.js', 'unix:///run/ssr/r.sock', '127.0.0.1:0'],
+  );
+  assert.deepEqual(pick(loadConfig({ argv: ['--bundle=b.js', '--socket=r.sock'], env: {}, cwd: '/x' })).slice(0, 2), ['/x/b.js', 'unix:///x/r.sock'],
+    'a relative socket path is relative to the working directory');
+});
+
+test('the command line: --help, --version; errors name the flag and point at --help', async (t) => {
+  assert.deepEqual(parseCommandLine(['--help']), { help: true, version: false, config: undefined, flags: [] });
+  assert.deepEqual(parseCommandLine(['--version', '--config', 'c.yaml']), { help: false, version: true, config: 'c.yaml', flags: [] });
+  assert.deepEqual(parseCommandLine(['--socket', 'r.sock'], '/x').flags, [{ flag: 'socket', key: 'grpc_address', value: 'unix:///x/r.sock' }]);
+
+  const cases = [
+    { name: 'unknown flag', argv: ['--bundel', 'x.js'], key: 'arguments', message: 'config: arguments: unknown option --bundel (--help lists the options)' },
+    { name: 'missing value', argv: ['--bundle'], key: 'arguments', message: /^config: arguments: Option '--bundle <value>' argument missing \(--help lists the options\)$/ },
+    { name: 'positional argument', argv: ['server.js'], key: 'arguments', message: /^config: arguments: Unexpected argument 'server\.js'.* \(--help lists the options\)$/ },
+    { name: 'bad listen address', argv: ['--http-listen', '9101'], key: '--http-listen', message: /^config: --http-listen: must be host:port .*\(got "9101"\)$/ },
+    { name: 'empty socket path', argv: ['--socket', ''], key: '--socket', message: /^config: --socket: must name a socket path/ },
+    { name: 'empty bundle', argv: ['--bundle', ''], key: '--bundle', message: 'config: --bundle: must be a non-empty string (got "")' },
+  ];
+  for (const c of cases) {
+    await t.test(c.name, () => {
+      assert.throws(() => loadConfig({ argv: c.argv, env: {} }), (err) => {
+        assert.ok(err instanceof ConfigError);
+        assert.equal(err.key, c.key);
+        if (typeof c.message === 'string') assert.equal(err.message, c.message);
+        else assert.match(err.message, c.message);
+        return true;
+      });
+    });
+  }
+});
+
+test('--help names every option, both variables, and each key with its default', () => {
+  const text = usage('sidecar-ssr-renderer');
+  for (const option of ['--bundle FILE', '--socket PATH', '--http-listen HOST:PORT', '--config FILE', '--help', '--version', 'SSR_CONFIG=FILE', 'SSR_RENDERER_<KEY>=VALUE']) {
+    assert.ok(text.includes(option), option);
+  }
+  assert.match(text, /--bundle FILE .*default app\/dist\/server\/server\.js$/m);
+  assert.match(text, /--socket PATH .*default unix:\/\/\/tmp\/sidecar-ssr\/renderer\.sock$/m);
+  assert.match(text, /^ {2}drain_timeout +10s$/m);
+  assert.match(text, /^ {2}threads +0 \(the cores available \+ 1\)$/m);
+  assert.match(text, /^Example:\n {2}sidecar-ssr-renderer --bundle /m);
 });

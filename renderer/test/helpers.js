@@ -161,14 +161,18 @@ export function check(client, service) {
 const MAIN = fileURLToPath(new URL('../src/main.js', import.meta.url));
 
 /**
- * Runs src/main.js as a child process; its JSON log lines are parsed as they come.
+ * Runs src/main.js (or `command`) as a child process; its JSON log lines are
+ * parsed as they come.
  * @param {string[]} args
  * @param {Record<string, string>} env added to a minimal environment
+ * @param {{command?: string[], cwd?: string}} [options] `command`: what runs
+ *   instead of this node with src/main.js, e.g. an installed bin
  */
-export function runRenderer(args, env = {}) {
-  const child = spawn(process.execPath, [MAIN, ...args], {
+export function runRenderer(args, env = {}, { command = [process.execPath, MAIN], cwd } = {}) {
+  const child = spawn(command[0], [...command.slice(1), ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd,
   });
   /** @type {Array<Record<string, any>>} */
   const lines = [];

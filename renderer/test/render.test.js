@@ -83,3 +83,12 @@ test('renders pages over gRPC', async (t) => {
     assert.ok(timing.externalBytes > 0);
   });
 });
+
+test('ListPages names the pages of the loaded bundle', async (t) => {
+  const { client } = await startRenderer(t);
+  const reply = await new Promise((resolve, reject) => {
+    /** @type {any} */ (client).ListPages({}, (/** @type {Error | null} */ error, /** @type {any} */ value) => (error ? reject(error) : resolve(value)));
+  });
+  const pages = /** @type {{pages: string[]}} */ (reply).pages;
+  for (const page of ['home', 'product', 'not-found']) assert.ok(pages.includes(page), `${page} in ${pages}`);
+});

@@ -18,7 +18,8 @@ test('a missing bundle is a config error naming renderer.bundle', async (t) => {
   const missing = join(tempDir(t), 'server.js');
   await assert.rejects(startRenderer(t, { bundle: missing }), {
     name: 'ConfigError',
-    message: `config: renderer.bundle: no such file: ${missing} (build the app, or point renderer.bundle at a server bundle)`,
+    message: `config: renderer.bundle: no such file: ${missing} (build the pages with sidecar-ssr-build, `
+      + 'then name the server bundle with --bundle FILE, SSR_RENDERER_BUNDLE or renderer.bundle)',
   });
 });
 

@@ -4,6 +4,7 @@ package document
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -55,7 +56,6 @@ const manifestCheckInterval = time.Second
 // follows that file: once a new build has replaced it (make dev), documents link the new
 // build's files within about manifestCheckInterval. It is safe for concurrent use.
 type Shell struct {
-	top   string // doctype through the viewport meta: precedes the page's head tags
 	build atomic.Pointer[build]
 
 	path      string       // the manifest's file; empty: the build never changes
@@ -67,11 +67,7 @@ type Shell struct {
 
 // NewShell prepares the parts of the document that do not change between pages.
 func NewShell(m *Manifest) *Shell {
-	s := &Shell{
-		top: "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
-			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
-		path: m.path,
-	}
+	s := &Shell{path: m.path}
 	s.nextCheck.Store(time.Now().Add(manifestCheckInterval).UnixNano())
 	s.setBuild(m)
 	return s
@@ -80,8 +76,9 @@ func NewShell(m *Manifest) *Shell {
 // build is what a Shell takes from one manifest.
 type build struct {
 	id string
-	// assets are the stylesheet and script tags, then the end of head and the root's opening.
-	assets string
+	// styles are the stylesheet tags; scripts the scripts' src values, escaped.
+	styles  string
+	scripts []string
 	// preload is the Link header that preloads the scripts (module scripts, as the document
 	// loads them) and styles.
 	preload string
@@ -104,15 +101,15 @@ func (s *Shell) setBuild(m *Manifest) {
 	for _, href := range m.Styles {
 		links = append(links, "<"+href+">; rel=preload; as=style")
 	}
-	var assets strings.Builder
+	var styles strings.Builder
 	for _, href := range m.Styles {
-		fmt.Fprintf(&assets, "<link rel=\"stylesheet\" href=\"%s\">\n", html.EscapeString(href))
+		fmt.Fprintf(&styles, "<link rel=\"stylesheet\" href=\"%s\">\n", html.EscapeString(href))
 	}
-	for _, src := range m.Scripts {
-		fmt.Fprintf(&assets, "<script type=\"module\" src=\"%s\"></script>\n", html.EscapeString(src))
+	scripts := make([]string, len(m.Scripts))
+	for i, src := range m.Scripts {
+		scripts[i] = html.EscapeString(src)
 	}
-	assets.WriteString("</head>\n<body>\n<div id=\"root\">")
-	s.build.Store(&build{id: m.BuildID, assets: assets.String(), preload: strings.Join(links, ", ")})
+	s.build.Store(&build{id: m.BuildID, styles: styles.String(), scripts: scripts, preload: strings.Join(links, ", ")})
 }
 
 // checkManifest has the manifest's file read in the background when a check is due: the
@@ -153,6 +150,10 @@ type Page struct {
 	Name   string
 	URL    string
 	Params map[string]string
+	// Lang is the html element's lang; empty: "en".
+	Lang string
+	// ExtraHead is trusted markup the Go server adds to the head, before the page's own.
+	ExtraHead string
 	// Head is trusted markup from the app's head(); HTML the rendered root.
 	Head string
 	HTML []byte
@@ -160,6 +161,10 @@ type Page struct {
 	// loader computed for a render that failed: the browser renders from them. Nil with no
 	// HTML: the client entry loads its own data.
 	PropsJSON []byte
+	// Nonce, if not empty, is set on every script element (a Content-Security-Policy
+	// nonce). It must be new for each response: a stored document is made without it
+	// (AppendTemplate) and gets each response's own (WithNonce).
+	Nonce string
 }
 
 // dataPrefix is the serialized hydration envelope without its props.
@@ -169,8 +174,13 @@ type dataPrefix struct {
 	Params map[string]string `json:"params"`
 }
 
-const dataOpen = "</div>\n<script id=\"__SSR_DATA__\" type=\"application/json\">"
-const closing = "</script>\n</body>\n</html>\n"
+const (
+	headOpen = "\">\n<head>\n<meta charset=\"utf-8\">\n" +
+		"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+	rootOpen = "</head>\n<body>\n<div id=\"root\">"
+	dataOpen = " id=\"__SSR_DATA__\" type=\"application/json\">"
+	closing  = "</script>\n</body>\n</html>\n"
+)
 
 // Append appends the document for p to dst and returns the extended slice.
 //
@@ -178,15 +188,69 @@ const closing = "</script>\n</body>\n</html>\n"
 // so no value can end the script element (</script>), open a comment (<!--) or break a
 // JavaScript parser that reads the JSON as a literal.
 func (s *Shell) Append(dst []byte, p Page) []byte {
-	s.checkManifest()
-	dst = append(dst, s.top...)
-	if p.Head != "" {
-		dst = append(dst, p.Head...)
-		dst = append(dst, '\n')
+	dst, _ = s.appendDocument(dst, p, false)
+	return dst
+}
+
+// AppendTemplate appends the document for p without a nonce and returns, as offsets from
+// the document's start, where each script element's nonce goes, for WithNonce.
+func (s *Shell) AppendTemplate(dst []byte, p Page) ([]byte, []int) {
+	p.Nonce = ""
+	return s.appendDocument(dst, p, true)
+}
+
+// WithNonce appends doc, made by AppendTemplate with slots, to dst with nonce on every
+// script element. Only the shell's own elements get it, never markup of the page's that
+// looks like one.
+func WithNonce(dst, doc []byte, slots []int, nonce string) []byte {
+	if nonce == "" {
+		return append(dst, doc...)
 	}
-	dst = append(dst, s.build.Load().assets...)
+	attr := nonceAttr(nonce)
+	last := 0
+	for _, at := range slots {
+		dst = append(dst, doc[last:at]...)
+		dst = append(dst, attr...)
+		last = at
+	}
+	return append(dst, doc[last:]...)
+}
+
+func nonceAttr(nonce string) string { return " nonce=\"" + html.EscapeString(nonce) + "\"" }
+
+func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
+	s.checkManifest()
+	start := len(dst)
+	var at []int
+	script := func(dst []byte) []byte {
+		dst = append(dst, "<script"...)
+		if slots {
+			at = append(at, len(dst)-start)
+		}
+		if p.Nonce != "" {
+			dst = append(dst, nonceAttr(p.Nonce)...)
+		}
+		return dst
+	}
+	b := s.build.Load()
+	dst = append(dst, "<!doctype html>\n<html lang=\""...)
+	dst = append(dst, html.EscapeString(cmp.Or(p.Lang, "en"))...)
+	dst = append(dst, headOpen...)
+	for _, head := range []string{p.ExtraHead, p.Head} {
+		if head != "" {
+			dst = append(dst, head...)
+			dst = append(dst, '\n')
+		}
+	}
+	dst = append(dst, b.styles...)
+	for _, src := range b.scripts {
+		dst = append(script(dst), " type=\"module\" src=\""...)
+		dst = append(dst, src...)
+		dst = append(dst, "\"></script>\n"...)
+	}
+	dst = append(dst, rootOpen...)
 	dst = append(dst, p.HTML...)
-	dst = append(dst, dataOpen...)
+	dst = append(script(append(dst, "</div>\n"...)), dataOpen...)
 
 	// json.Marshal already escapes <, >, &, U+2028 and U+2029 in strings.
 	prefix, err := json.Marshal(dataPrefix{Page: p.Name, URL: p.URL, Params: nonNil(p.Params)})
@@ -201,7 +265,7 @@ func (s *Shell) Append(dst []byte, p Page) []byte {
 		dst = appendHTMLEscape(dst, p.PropsJSON)
 		dst = append(dst, '}')
 	}
-	return append(dst, closing...)
+	return append(dst, closing...), at
 }
 
 // appendHTMLEscape appends src to dst escaped exactly as json.HTMLEscape does. json.HTMLEscape

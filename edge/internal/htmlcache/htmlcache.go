@@ -23,6 +23,10 @@ type Entry struct {
 	// Bodies holds the document per content coding: "" (identity), "gzip", "br".
 	Bodies map[string][]byte
 	ETag   string
+	// NonceAt are the offsets in the identity body where each script's nonce goes
+	// (document.WithNonce): set when every response gets a nonce of its own, and then the
+	// body is kept in identity only.
+	NonceAt []int
 	// Pass marks hit-for-miss: the last render of this key was not storable, so requests
 	// for it render on their own instead of queueing behind one another. A marker never
 	// replaces a usable stored document (Set).

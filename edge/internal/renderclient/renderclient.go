@@ -34,9 +34,13 @@ type Options struct {
 	// MaxReconnectDelay caps the reconnect backoff. If zero, defaults to 1s: the renderer is a
 	// local socket, and grpc-go's 120s default would keep serving fallbacks long after it is back.
 	MaxReconnectDelay time.Duration
-	// Log receives refused connections (a unix socket served by another user). If nil,
+	// Log receives the renderer's socket becoming unreachable (or served by another user,
+	// which is refused) and reachable again: one line each, not one per dial. If nil,
 	// defaults to slog.Default().
 	Log *slog.Logger
+	// OnDialFailure is called on every failed dial of a unix socket, for a metric. If nil,
+	// failed dials are only logged, as Log says.
+	OnDialFailure func()
 }
 
 // Client renders pages on the renderer.
@@ -44,6 +48,7 @@ type Client struct {
 	conn    *grpc.ClientConn
 	rpc     ssrv1.RenderServiceClient
 	circuit *circuit.Breaker
+	socket  string // the unix socket's path; empty for a TCP target
 }
 
 // New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
@@ -74,11 +79,10 @@ func New(target string, opts Options) (*Client, error) {
 		grpc.WithReadBufferSize(256 << 10),
 	}
 	if path, ok := unixPath(target); ok {
+		dials := &connLog{log: opts.Log, socket: path, onFailure: opts.OnDialFailure}
 		dialOpts = append(dialOpts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 			conn, err := dialOwnUser(ctx, path)
-			if err != nil {
-				opts.Log.Warn("cannot connect to the renderer", "socket", path, "err", err)
-			}
+			dials.dialed(err)
 			return conn, err
 		}))
 	}
@@ -86,7 +90,8 @@ func New(target string, opts Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: &circuit.Breaker{OpenFor: opts.MaxReconnectDelay}}, nil
+	socket, _ := unixPath(target)
+	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: &circuit.Breaker{OpenFor: opts.MaxReconnectDelay}, socket: socket}, nil
 }
 
 // codec is grpc-go's proto codec with its own buffers for unmarshaling. A response arrives

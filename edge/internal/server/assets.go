@@ -17,7 +17,11 @@ import (
 // build lacks comes from the store, where every edge puts its build's files when it starts:
 // during a rollout, a page of build N loads build N's files from an edge of build N+1.
 type assets struct {
-	root   *os.Root // confines every open to the directory, symlinks included
+	// dir is opened again for each request, through an os.Root that confines the open to it,
+	// symlinks included: a client build removes the directory and writes a new one, and a
+	// Root held from the start would go on reading the deleted one while the document links
+	// the new build's files. It costs one more open per file, which CDNs keep for a year.
+	dir    string
 	shared *sharedTier
 }
 
@@ -30,16 +34,20 @@ func newAssets(dir string, shared *sharedTier) (*assets, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &assets{root: root, shared: shared}
-	if shared != nil {
-		go a.publish()
+	a := &assets{dir: dir, shared: shared}
+	if shared == nil {
+		root.Close()
+		return a, nil
 	}
+	go a.publish(root)
 	return a, nil
 }
 
-// publish puts every file of this build in the store, for the edges of the next builds.
-func (a *assets) publish() {
-	files := a.root.FS()
+// publish puts every file of this build (the one in root) in the store, for the edges of
+// the next builds, and closes root.
+func (a *assets) publish(root *os.Root) {
+	defer root.Close()
+	files := root.FS()
 	err := fs.WalkDir(files, ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -59,7 +67,7 @@ func (a *assets) publish() {
 
 func (a *assets) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(r.URL.Path, "/assets/")
-	f, err := a.root.Open(name)
+	f, err := os.OpenInRoot(a.dir, name)
 	if err != nil {
 		a.serveFromStore(w, r, name)
 		return

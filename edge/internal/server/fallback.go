@@ -1,9 +1,13 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 
@@ -95,25 +99,73 @@ func reasonFor(err error) string {
 }
 
 // fallback answers with the client-side-render shell: the browser renders the page itself,
-// with props when a Go loader computed them (else the app gets its data its own way).
-func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, props []byte) {
+// with props when a Go loader computed them (else the app gets its data its own way). What
+// the loader decided (decision, nil when it did not run or is not done) holds as it would
+// have with the render: its redirect, its not-found page, its status, its headers.
+func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, decision *Loaded) {
 	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())
 	}
-	p.log.Warn("serving client-side-render fallback", attrs...)
-	status := http.StatusOK
+	level := slog.LevelWarn
+	if reason == ReasonUnknownPage {
+		level = slog.LevelError // a page name the bundle lacks: the deploy is broken
+	}
+	p.log.Log(r.Context(), level, "serving client-side-render fallback", attrs...)
+	status, doc := http.StatusOK, document.Page{Name: req.Page, URL: req.Url, Params: req.Params}
 	switch {
 	case p.unmatched:
 		status = http.StatusNotFound
 	case reason == ReasonLoadError:
 		// The shop's own data is missing: the browser could not do better than the server.
-		status = http.StatusServiceUnavailable
+		status = loadStatus(err)
+		if p.errorPage != "" {
+			doc.Name, doc.PropsJSON = p.errorPage, fmt.Appendf(nil, `{"status":%d}`, status)
+		}
+	case reason == ReasonUnknownPage:
+		status = http.StatusInternalServerError
 	}
 	h := w.Header()
+	if decision != nil {
+		for k, vs := range decision.Header {
+			if k = http.CanonicalHeaderKey(k); !blockedHeaders[k] {
+				h[k] = vs
+			}
+		}
+		doc.PropsJSON = decision.Props
+		switch {
+		case decision.Redirect != "":
+			// Complete without the renderer: not a fallback.
+			h.Set("Location", decision.Redirect)
+			h.Set("Cache-Status", cacheStatus)
+			h.Add("Vary", p.vary)
+			w.WriteHeader(cmp.Or(decision.RedirectStatus, http.StatusFound))
+			return
+		case decision.NotFound:
+			status, doc.Name = http.StatusNotFound, p.notFoundPage
+		case decision.Status != 0:
+			status = decision.Status
+		}
+	}
 	h.Set("X-SSR-Fallback", reason)
 	h.Set("Cache-Control", "no-store")
-	h.Set("Cache-Status", cacheStatus+"; detail="+reason)
+	h.Set("Cache-Status", withDetail(cacheStatus, reason))
 	h.Add("Vary", p.vary)
-	p.respondDocument(w, r, status, document.Page{Name: req.Page, URL: req.Url, Params: req.Params, PropsJSON: props})
+	doc.Nonce = p.nonceFor(r)
+	p.respondDocument(w, r, status, p.dress(doc))
+}
+
+// withDetail sets the detail parameter of a Cache-Status member (RFC 9211 allows one: a
+// structured-field parser keeps the last): the fallback's reason replaces why the request
+// went forward.
+func withDetail(cacheStatus, detail string) string {
+	if i := strings.Index(cacheStatus, "; detail="); i >= 0 {
+		rest := cacheStatus[i+len("; detail="):]
+		end := strings.Index(rest, ";")
+		if end < 0 {
+			end = len(rest)
+		}
+		cacheStatus = cacheStatus[:i] + rest[end:]
+	}
+	return cacheStatus + "; detail=" + detail
 }

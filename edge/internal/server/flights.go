@@ -31,10 +31,10 @@ type flight struct {
 	// origin is the span of the request that started the flight, which the render's spans
 	// belong to: the requests that join it link their wait to it. Invalid with tracing off.
 	origin trace.SpanContext
-	// loaded holds the props a Go loader computed, once it has: a request whose render
-	// fails or is late still gets them in its client-side-render document. Nil while
-	// loading, for pages without a loader, and when the loader's result is private.
-	loaded atomic.Pointer[[]byte]
+	// loaded is what a Go loader decided, once it has: a request whose render fails or is
+	// late still gets its status, redirect, not-found page and props (see page.decision).
+	// Nil while loading and for pages without a loader.
+	loaded atomic.Pointer[Loaded]
 }
 
 // landed is the done channel of a flight that had landed before the request came.

@@ -39,11 +39,45 @@ type Loaded struct {
 	Tags []string
 }
 
+// private: a decision that sets a cookie or is marked private or no-store belongs to the
+// request whose loader made it, in a fallback as in a render.
+func (l *Loaded) private() bool {
+	if l.NoStore || l.Header.Get("Set-Cookie") != "" {
+		return true
+	}
+	for _, v := range l.Header.Values("Cache-Control") {
+		v = strings.ToLower(v)
+		if strings.Contains(v, "private") || strings.Contains(v, "no-store") {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadFailure is a loader's error that names the status to answer with (500, 502, 503...);
+// any other error answers 503.
+type LoadFailure struct {
+	Status int
+	Err    error
+}
+
+func (e *LoadFailure) Error() string { return e.Err.Error() }
+func (e *LoadFailure) Unwrap() error { return e.Err }
+
 // errLoad wraps a loader's failure: its own error, a panic, or props that cannot be sent.
 type errLoad struct{ err error }
 
 func (e *errLoad) Error() string { return "props loader: " + e.err.Error() }
 func (e *errLoad) Unwrap() error { return e.err }
+
+// loadStatus is the status of a response whose loader failed with err.
+func loadStatus(err error) int {
+	var f *LoadFailure
+	if errors.As(err, &f) && f.Status >= 500 && f.Status <= 599 {
+		return f.Status
+	}
+	return http.StatusServiceUnavailable
+}
 
 // produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard deadline: the soft deadline of the requests waiting for it covers both.
@@ -68,6 +102,9 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	if err != nil {
 		return nil, &errLoad{err}
 	}
+	// Made before the render: a render that fails or is late still answers with the
+	// loader's status, redirect, not-found page and props.
+	fl.loaded.Store(loaded)
 	if loaded.Redirect != "" {
 		status := loaded.RedirectStatus
 		if status == 0 {
@@ -75,9 +112,6 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 		}
 		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
 			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
-	}
-	if loaded.Header.Get("Set-Cookie") == "" && !loaded.NoStore {
-		fl.loaded.Store(&loaded.Props)
 	}
 	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
 	if loaded.NotFound {
@@ -125,7 +159,7 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded,
 		loaded.Props = []byte("{}")
 	}
 	if len(loaded.Props) > p.maxPropsBytes {
-		return nil, fmt.Errorf("page %q: props of %d bytes are over edge.max_props_mb (%d bytes)", req.Page, len(loaded.Props), p.maxPropsBytes)
+		return nil, fmt.Errorf("page %q: props of %d bytes are over the limit of %d bytes (Options.MaxPropsMB in Go, edge.max_props_mb in the config file)", req.Page, len(loaded.Props), p.maxPropsBytes)
 	}
 	if !json.Valid(loaded.Props) || !strings.HasPrefix(strings.TrimLeft(string(loaded.Props[:min(len(loaded.Props), 64)]), " \t\r\n"), "{") {
 		return nil, fmt.Errorf("page %q: props must be a JSON object", req.Page)

@@ -22,6 +22,7 @@ type Metrics struct {
 	privateRenders  *prometheus.CounterVec
 	sharedCalls     *prometheus.HistogramVec
 	evictions       prometheus.Counter
+	dialFailures    prometheus.Counter
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -71,8 +72,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_cache_evictions_total",
 			Help: "Entries evicted to stay within cache_max_mb, or dropped past every staleness window.",
 		}),
+		dialFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_renderer_dial_failures_total",
+			Help: "Failed connection attempts to the renderer's unix socket (nobody listening, or a listener of another user, refused); about one a second while it is down, traffic or not. The log has a line only when they start and when they stop.",
+		}),
 	}
-	reg.MustRegister(m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions)
+	reg.MustRegister(m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 
@@ -85,6 +90,10 @@ func (m *Metrics) watch(c *htmlcache.Cache) {
 			func() float64 { _, b := c.Stats(); return float64(b) }),
 	)
 }
+
+// RendererDialFailed counts one failed connection attempt to the renderer: it is
+// renderclient.Options.OnDialFailure.
+func (m *Metrics) RendererDialFailed() { m.dialFailures.Inc() }
 
 func (m *Metrics) cacheResult(route, result string) {
 	m.cacheRequests.WithLabelValues(route, result).Inc()

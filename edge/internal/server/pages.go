@@ -4,6 +4,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -45,6 +47,12 @@ type deps struct {
 	earlyHints bool
 	// tracer: nil when tracing is off.
 	tracer trace.Tracer
+	// nonce gives each response's script nonce; nil: scripts carry none.
+	nonce func(*http.Request) string
+	// errorPage is the app's page for a failed loader; empty: the page's own document.
+	errorPage string
+	// names are the page names in use, checked against the renderer's bundle.
+	names *pageNames
 }
 
 // page serves one route.
@@ -67,10 +75,14 @@ type page struct {
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
 	// cache entry, and answers 404 whatever the page says.
 	unmatched bool
+	// lang and head are the document's lang and the Go server's head markup.
+	lang, head string
 	deps
 }
 
-var wildcard = regexp.MustCompile(`\{([^}.$]+)(?:\.\.\.)?\}`)
+// wildcard matches a path value in a pattern: ServeMux's {name} and {name...}, and chi's
+// {name:regexp}, whose path value is named without the regexp.
+var wildcard = regexp.MustCompile(`\{([^}:.$]+)(?::[^}]*)?(?:\.\.\.)?\}`)
 
 func newPage(r config.Route, e config.Edge, d deps) *page {
 	soft, hard := r.EffectiveTimeouts(e)
@@ -80,10 +92,34 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		notFoundTTL: e.CacheNotFoundTTL, passTTL: e.CachePassTTL, vary: varyHeader(r), deps: d,
 		notFoundPage: e.NotFoundPage, maxPropsBytes: e.MaxPropsBytes(),
 	}
-	for _, m := range wildcard.FindAllStringSubmatch(r.Pattern, -1) {
-		p.params = append(p.params, m[1])
-	}
+	p.params = wildcards(r.Pattern)
 	return p
+}
+
+func wildcards(pattern string) []string {
+	var names []string
+	for _, m := range wildcard.FindAllStringSubmatch(pattern, -1) {
+		names = append(names, m[1])
+	}
+	return names
+}
+
+// mountedPatterns caches the wildcard names of each pattern a page was reached through: the
+// routes a router registered, a small fixed set.
+var mountedPatterns sync.Map // pattern → []string
+
+// mountedWildcards names the path values of the pattern r was routed by (net/http's
+// ServeMux, chi 5.2 and later), which the page's configured route need not repeat: the
+// public package's default route is the page name.
+func mountedWildcards(r *http.Request) []string {
+	if r.Pattern == "" {
+		return nil
+	}
+	if names, ok := mountedPatterns.Load(r.Pattern); ok {
+		return names.([]string)
+	}
+	names, _ := mountedPatterns.LoadOrStore(r.Pattern, wildcards(r.Pattern))
+	return names.([]string)
 }
 
 // varyHeader names the request headers a route's responses depend on: the coding, the
@@ -119,6 +155,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := p.keys.key(p.shell.BuildID(), req.Url, req.Variants)
+	if r.Pattern != "" && r.Pattern != p.route {
+		// The params come from the pattern the handler is mounted at: one handler mounted
+		// at two patterns can name the same path's wildcards differently.
+		key += "\x00pattern=" + r.Pattern
+	}
 	_, lookup := p.span(r.Context(), "cache lookup")
 	entry, state := p.cache.Get(key)
 	if lookup.IsRecording() {
@@ -202,7 +243,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			failure, reason = fl.err, reasonFor(fl.err)
 		case fl.private && !own:
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
-			ctx, withdraw := context.WithCancel(context.WithoutCancel(r.Context()))
+			ctx, withdraw := context.WithCancel(sharedContext(r.Context())) // a storable result is stored
 			defer withdraw()
 			fl, own, status = p.renderAlone(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
 		case stale != nil && p.status(fl.resp) >= 500:
@@ -226,11 +267,17 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		p.serveEntry(w, r, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
 		return
 	}
-	var props []byte
-	if loaded := fl.loaded.Load(); loaded != nil {
-		props = *loaded
+	p.fallback(w, r, req, reason, failure, status, p.decision(fl, own))
+}
+
+// decision is what the flight's loader decided, for a request that falls back: nil before
+// the loader is done, and for a request that joined a flight whose decision is private.
+func (p *page) decision(fl *flight, own bool) *Loaded {
+	l := fl.loaded.Load()
+	if l == nil || (!own && l.private()) {
+		return nil
 	}
-	p.fallback(w, r, req, reason, failure, status, props)
+	return l
 }
 
 // bypass says why a request must not use the cache, or "".
@@ -263,6 +310,17 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	return resp, err
 }
 
+// sharedContext is the context of a render that may be shared or stored: the request's id
+// and trace span, none of the other values the caller's middleware put in ctx (the cache
+// key does not hold them), and no end with the request.
+func sharedContext(ctx context.Context) context.Context {
+	shared := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
+	if id := RequestID(ctx); id != "" {
+		shared = context.WithValue(shared, requestIDKey{}, id)
+	}
+	return shared
+}
+
 // join joins the flight for key, or starts one that fills the cache; the request that
 // starts it is the origin the others' waits link to.
 func (p *page) join(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
@@ -277,7 +335,7 @@ func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func(
 		lr := p.loaderRequest(r, req)
 		// The request's id and span, not its end: the render outlives the soft deadline to
 		// fill the cache.
-		ctx := context.WithoutCancel(r.Context())
+		ctx := sharedContext(r.Context())
 		return func(fl *flight) { p.renderInto(ctx, fl, key, lr, req) }
 	}
 }
@@ -350,15 +408,25 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderRe
 		return e
 	}
 	bp := buffers.Get().(*[]byte)
-	doc := p.shell.Append((*bp)[:0], p.documentPage(req, resp))
+	var doc []byte
+	if p.nonce != nil {
+		doc, e.NonceAt = p.shell.AppendTemplate((*bp)[:0], p.documentPage(req, resp))
+	} else {
+		doc = p.shell.Append((*bp)[:0], p.documentPage(req, resp))
+	}
 	defer func() { *bp = doc[:0]; buffers.Put(bp) }()
 	// Checked before compressing: a document that cannot be stored is not worth encoding.
 	if !p.cache.Fits(len(doc)) {
-		p.log.Warn("page too large to cache: requests for it render side by side for edge.cache_pass_ttl",
-			"page", req.Page, "url", req.Url, "bytes", len(doc), "key", "edge.cache_max_entry_mb")
+		p.log.Warn("page too large to cache: requests for it render side by side for CachePassTTL (edge.cache_pass_ttl)",
+			"page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "CacheMaxEntryMB (edge.cache_max_entry_mb)")
 		return nil
 	}
-	e.Bodies = encodeAll(doc)
+	if e.NonceAt != nil {
+		// Each response gets its own nonce, so it is compressed as it is sent.
+		e.Bodies = map[string][]byte{"": bytes.Clone(doc)}
+	} else {
+		e.Bodies = encodeAll(doc)
+	}
 	e.ETag = etag(e.Bodies[""])
 	return e
 }
@@ -400,10 +468,17 @@ func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
 		return req
 	}
 	req.Url = p.keys.renderURL(r.URL)
-	if len(p.params) > 0 {
-		req.Params = make(map[string]string, len(p.params))
-		for _, name := range p.params {
-			req.Params[name] = r.PathValue(name)
+	// The configured route's names as well: they are how path values reach the page through
+	// a router that leaves r.Pattern empty (the shop sets them: docs/go.md, "Other routers"),
+	// or one a ServeMux hands a subtree to. Every value comes from the path, which the cache
+	// key holds.
+	mounted := mountedWildcards(r)
+	if n := len(mounted) + len(p.params); n > 0 {
+		req.Params = make(map[string]string, n)
+		for _, names := range [2][]string{mounted, p.params} {
+			for _, name := range names {
+				req.Params[name] = r.PathValue(name)
+			}
 		}
 	}
 	req.Variants = p.keys.variantValues(r)
@@ -466,10 +541,24 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	if props == nil {
 		props = []byte("{}")
 	}
-	return document.Page{
+	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props,
+	})
+}
+
+// dress adds what the Go server sets on every document of the page: its lang and head.
+func (p *page) dress(doc document.Page) document.Page {
+	doc.Lang, doc.ExtraHead = p.lang, p.head
+	return doc
+}
+
+// nonceFor is r's script nonce, or "".
+func (p *page) nonceFor(r *http.Request) string {
+	if p.nonce == nil {
+		return ""
 	}
+	return p.nonce(r)
 }
 
 // serveAlone renders for this request alone (bypass, hit-for-miss) within the soft deadline.
@@ -478,7 +567,11 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 // finishes it if it is running. Under overload the workers then render pages somebody still
 // waits for, not pages whose requesters already got the shell.
 func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
-	ctx, withdraw := context.WithCancel(context.WithoutCancel(r.Context()))
+	base := context.WithoutCancel(r.Context())
+	if key != "" { // a hit-for-miss render whose result may be stored
+		base = sharedContext(base)
+	}
+	ctx, withdraw := context.WithCancel(base)
 	defer withdraw()
 	p.await(w, r, req, key, p.renderAlone(ctx, key, lr, req), true, cacheStatus, nil)
 }
@@ -502,5 +595,7 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		w.WriteHeader(status)
 		return
 	}
-	p.respondDocument(w, r, status, p.documentPage(req, resp))
+	doc := p.documentPage(req, resp)
+	doc.Nonce = p.nonceFor(r)
+	p.respondDocument(w, r, status, doc)
 }

@@ -32,6 +32,10 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 		w.WriteHeader(e.Status)
 		return
 	}
+	if e.NonceAt != nil {
+		p.respondWithNonce(w, r, e)
+		return
+	}
 	offered := storedCodings
 	if len(e.Bodies) == 1 { // too small to be worth compressing
 		offered = nil
@@ -59,6 +63,21 @@ func (p *page) respondDocument(w http.ResponseWriter, r *http.Request, status in
 	bp := buffers.Get().(*[]byte)
 	body := p.shell.Append((*bp)[:0], doc)
 	defer func() { *bp = body[:0]; buffers.Put(bp) }()
+	p.respondBody(w, r, status, body)
+}
+
+// respondWithNonce answers from a stored document made without nonces, with this
+// response's own. No ETag: a 304 would keep the body of an earlier nonce, which this
+// response's Content-Security-Policy does not allow.
+func (p *page) respondWithNonce(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry) {
+	bp := buffers.Get().(*[]byte)
+	body := document.WithNonce((*bp)[:0], e.Bodies[""], e.NonceAt, p.nonceFor(r))
+	defer func() { *bp = body[:0]; buffers.Put(bp) }()
+	p.respondBody(w, r, e.Status, body)
+}
+
+// respondBody writes body, compressed in the coding the client prefers among liveCodings.
+func (p *page) respondBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
 	coding := ""
 	if len(body) >= minCompressBytes {
 		coding = negotiate(r.Header.Get("Accept-Encoding"), liveCodings)

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +37,15 @@ type Options struct {
 	Log     *slog.Logger
 	// Tracer receives the spans of requests and render calls; nil: tracing off.
 	Tracer trace.Tracer
+	// Pages names the renderer bundle's pages, to find page names it lacks; nil: no check.
+	Pages PageLister
+	// Lang is every document's lang (empty: "en"); Head trusted markup in every head.
+	Lang, Head string
+	// Nonce gives each response's script nonce (Content-Security-Policy); nil: none.
+	Nonce func(*http.Request) string
+	// ErrorPage is the app's page for a Go loader's failure, rendered by the browser with
+	// props {"status": N}; empty: the failing page's own document, without props.
+	ErrorPage string
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
@@ -43,6 +54,9 @@ type Site struct {
 	e      config.Edge
 	d      deps
 	assets http.Handler
+	pages  PageLister
+	lang   string
+	head   string
 
 	mu     sync.Mutex
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
@@ -57,6 +71,10 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
+		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log),
+	}
+	if o.ErrorPage != "" {
+		d.names.use(o.ErrorPage, "the error page")
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
@@ -70,11 +88,38 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		// Every replica's purges, this one's included, applied to this replica's cache.
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
-	return &Site{e: e, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop}, nil
+	s := &Site{
+		e: e, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop,
+		pages: o.Pages, lang: o.Lang, head: o.Head,
+	}
+	if o.Pages != nil {
+		// As soon as the renderer answers, the names in use so far, and each one after,
+		// are checked against its bundle (logged, and refused by Check).
+		go s.Check(ctx)
+	}
+	return s, nil
 }
 
-// Close stops listening for other replicas' purges.
+// Close stops listening for other replicas' purges and for the renderer's page names.
 func (s *Site) Close() { s.stop() }
+
+// Check waits for the renderer's page names (until ctx ends) and returns an error naming
+// every page name in use that its bundle lacks.
+func (s *Site) Check(ctx context.Context) error {
+	if s.pages == nil {
+		return nil
+	}
+	pages, err := s.pages.ListPages(ctx)
+	if err != nil {
+		return fmt.Errorf("asking the renderer for its pages: %w", err)
+	}
+	s.d.names.learn(pages)
+	return s.d.names.missing()
+}
+
+// Missing returns an error naming the page names in use that the renderer's bundle lacks,
+// as far as known (nil before the renderer answered).
+func (s *Site) Missing() error { return s.d.names.missing() }
 
 // PurgeKey removes the document stored under key, in this replica's cache and, with a
 // shared cache, in the store and every replica's cache.
@@ -124,21 +169,44 @@ func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
 	return 0
 }
 
-// Page serves one route: its page, cache policy, variants and deadlines; load computes the
-// props in Go (nil: the page's own load() does).
-func (s *Site) Page(r config.Route, load Loader) http.Handler {
-	p := newPage(r, s.e, s.d)
-	p.loader = load
+// PageOptions are what a page adds to its route.
+type PageOptions struct {
+	// Load computes the props in Go; nil: the page's own load() does.
+	Load Loader
+	// Lang is the document's lang; empty: the site's. Head is trusted markup after the
+	// site's.
+	Lang, Head string
+	// UsedBy says where the page is used, in the error naming a page the bundle lacks;
+	// empty: "route <pattern>".
+	UsedBy string
+}
+
+// Page serves one route: its page, cache policy, variants and deadlines.
+func (s *Site) Page(r config.Route, o PageOptions) http.Handler {
+	p := s.newPage(r, cmp.Or(o.UsedBy, "route "+r.Pattern))
+	p.loader = o.Load
+	p.lang = cmp.Or(o.Lang, p.lang)
+	if o.Head != "" {
+		p.head = strings.TrimPrefix(p.head+"\n"+o.Head, "\n")
+	}
 	return s.wrap(p.route, p)
+}
+
+// newPage is a page of the site's, its name checked against the renderer's bundle.
+func (s *Site) newPage(r config.Route, usedBy string) *page {
+	p := newPage(r, s.e, s.d)
+	p.lang, p.head = s.lang, s.head
+	s.d.names.use(r.Page, usedBy)
+	return p
 }
 
 // NotFound serves every path no route matches: the app's not-found page, status 404, one
 // cache entry for all of them. It may be served stale for an hour while the renderer is
 // down, since a not-found page rarely changes.
 func (s *Site) NotFound() http.Handler {
-	p := newPage(config.Route{Pattern: config.NotFoundPattern, Page: s.e.NotFoundPage, Cache: config.RouteCache{
+	p := s.newPage(config.Route{Pattern: config.NotFoundPattern, Page: s.e.NotFoundPage, Cache: config.RouteCache{
 		TTL: s.e.CacheNotFoundTTL, StaleWhileRevalidate: s.e.CacheNotFoundTTL, StaleIfError: time.Hour,
-	}}, s.e, s.d)
+	}}, "the not-found page")
 	p.unmatched = true
 	return s.wrap(p.route, p)
 }
@@ -146,19 +214,21 @@ func (s *Site) NotFound() http.Handler {
 // Assets serves the client build's files under /assets/.
 func (s *Site) Assets() http.Handler { return s.assets }
 
-// Render answers r with page rendered with propsJSON, uncached, within the soft deadline,
-// with the fallbacks of any page.
-func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, propsJSON []byte, err error) {
+// Render answers r with page rendered as decided (or err, a loader's failure), uncached,
+// within the soft deadline, with the fallbacks of any page. It returns the fallback's
+// reason, or "" when the page was rendered.
+func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, decided *Loaded, err error) string {
 	s.mu.Lock()
 	p, ok := s.direct[page]
 	if !ok {
-		p = newPage(config.Route{Pattern: "render " + page, Page: page}, s.e, s.d)
+		p = s.newPage(config.Route{Pattern: "render " + page, Page: page}, "Render")
 		s.direct[page] = p
 	}
 	s.mu.Unlock()
 	one := *p
-	one.loader = func(*http.Request) (*Loaded, error) { return &Loaded{Props: propsJSON}, err }
+	one.loader = func(*http.Request) (*Loaded, error) { return decided, err }
 	s.wrap(one.route, &one).ServeHTTP(w, r)
+	return w.Header().Get("X-SSR-Fallback")
 }
 
 // wrap gives a page handler what every response needs on any router: a request id, a logged
@@ -189,6 +259,9 @@ func NewCache(e config.Edge, m *Metrics) *htmlcache.Cache {
 type AdminOptions struct {
 	// Draining turns readiness false once set.
 	Draining *atomic.Bool
+	// Ready, if not nil, is asked by readiness too: an error makes it false, with the
+	// error's text.
+	Ready func() error
 	// Gatherer is served at /metrics.
 	Gatherer prometheus.Gatherer
 	// Token, when set, admits callers with "Authorization: Bearer <Token>" to the debug and
@@ -219,6 +292,12 @@ func Admin(o AdminOptions) http.Handler {
 		if o.Draining.Load() {
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 			return
+		}
+		if o.Ready != nil {
+			if err := o.Ready(); err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
 		}
 		w.Write([]byte("ready\n"))
 	})

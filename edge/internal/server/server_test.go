@@ -42,7 +42,7 @@ func newHandler(e config.Edge, o Options) (http.Handler, error) {
 	mux := http.NewServeMux()
 	mux.Handle(assetsPattern, s.Assets())
 	for _, r := range e.Routes {
-		mux.Handle(r.Pattern, s.Page(r, nil))
+		mux.Handle(r.Pattern, s.Page(r, PageOptions{}))
 	}
 	mux.Handle(config.NotFoundPattern, s.NotFound())
 	return s.ServeMux(mux), nil
@@ -302,7 +302,8 @@ func TestFallbacks(t *testing.T) {
 		{"page threw", "/", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), ReasonRenderError, 200},
 		{"queue full", "/", failWith(codes.ResourceExhausted, "RENDER_ERR_QUEUE_FULL", "queue full"), ReasonOverloaded, 200},
 		{"page larger than max_page_mb", "/", huge, ReasonTooLarge, 200},
-		{"unknown page", "/", failWith(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND", "no page"), ReasonUnknownPage, 200},
+		// A page name the bundle lacks is a broken deploy, never a 200.
+		{"unknown page", "/", failWith(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND", "no page"), ReasonUnknownPage, 500},
 		{"renderer draining", "/", failWith(codes.Unavailable, "RENDER_ERR_DRAINING", "draining"), ReasonUnavailable, 200},
 		{"render deadline", "/", failWith(codes.DeadlineExceeded, "RENDER_ERR_DEADLINE", "too slow"), ReasonDeadline, 200},
 		{"key quarantined by the renderer", "/", failWith(codes.FailedPrecondition, "RENDER_ERR_QUARANTINED", "killed 2 workers"), ReasonQuarantined, 200},

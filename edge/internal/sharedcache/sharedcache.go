@@ -113,6 +113,7 @@ type wireEntry struct {
 	Status                                  int
 	Header                                  http.Header
 	Bodies                                  map[string][]byte
+	NonceAt                                 []int
 	Stored                                  time.Time
 	TTL, StaleWhileRevalidate, StaleIfError time.Duration
 }
@@ -142,7 +143,7 @@ func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
 	}
 	return &htmlcache.Entry{
 		Key: w.Key, Path: w.Path, Tags: w.Tags, ETag: w.ETag, Status: w.Status, Header: w.Header, Bodies: w.Bodies,
-		Stored: w.Stored, TTL: w.TTL, StaleWhileRevalidate: w.StaleWhileRevalidate, StaleIfError: w.StaleIfError,
+		NonceAt: w.NonceAt, Stored: w.Stored, TTL: w.TTL, StaleWhileRevalidate: w.StaleWhileRevalidate, StaleIfError: w.StaleIfError,
 	}, nil
 }
 
@@ -155,7 +156,7 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 	var b bytes.Buffer
 	err := gob.NewEncoder(&b).Encode(wireEntry{
 		Key: e.Key, Path: e.Path, Tags: e.Tags, ETag: e.ETag, Status: e.Status, Header: e.Header, Bodies: e.Bodies,
-		Stored: e.Stored, TTL: e.TTL, StaleWhileRevalidate: e.StaleWhileRevalidate, StaleIfError: e.StaleIfError,
+		NonceAt: e.NonceAt, Stored: e.Stored, TTL: e.TTL, StaleWhileRevalidate: e.StaleWhileRevalidate, StaleIfError: e.StaleIfError,
 	})
 	if err != nil {
 		return fmt.Errorf("sharedcache: %s: %w", e.Key, err)

@@ -3,6 +3,7 @@ package redistest
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,8 +48,11 @@ func StartStoppable(t testing.TB, args ...string) (address string, stop func()) 
 		})
 	}
 	t.Cleanup(stop)
+	// A connection, not the socket file: redis binds the file before it listens on it, and
+	// a client in between is refused (a replica's first lock failed so).
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(socket); err == nil {
+		if conn, err := net.Dial("unix", socket); err == nil {
+			conn.Close()
 			return "unix://" + socket, stop
 		}
 	}

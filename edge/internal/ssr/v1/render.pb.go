@@ -25,6 +25,87 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListPagesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPagesRequest) Reset() {
+	*x = ListPagesRequest{}
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPagesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPagesRequest) ProtoMessage() {}
+
+func (x *ListPagesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPagesRequest.ProtoReflect.Descriptor instead.
+func (*ListPagesRequest) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+}
+
+type ListPagesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every page name the server bundle's `pages` export holds.
+	Pages         []string `protobuf:"bytes,1,rep,name=pages,proto3" json:"pages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPagesResponse) Reset() {
+	*x = ListPagesResponse{}
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPagesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPagesResponse) ProtoMessage() {}
+
+func (x *ListPagesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPagesResponse.ProtoReflect.Descriptor instead.
+func (*ListPagesResponse) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListPagesResponse) GetPages() []string {
+	if x != nil {
+		return x.Pages
+	}
+	return nil
+}
+
 type RenderRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Page name as exported by the app's server bundle (e.g. "home").
@@ -43,7 +124,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -55,7 +136,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -68,7 +149,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RenderRequest) GetPage() string {
@@ -130,7 +211,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -142,7 +223,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -155,7 +236,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RenderResponse) GetHtml() []byte {
@@ -224,7 +305,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -236,7 +317,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -249,7 +330,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Header) GetName() string {
@@ -281,7 +362,7 @@ type CacheHint struct {
 
 func (x *CacheHint) Reset() {
 	*x = CacheHint{}
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -293,7 +374,7 @@ func (x *CacheHint) String() string {
 func (*CacheHint) ProtoMessage() {}
 
 func (x *CacheHint) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -306,7 +387,7 @@ func (x *CacheHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheHint.ProtoReflect.Descriptor instead.
 func (*CacheHint) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CacheHint) GetMaxAgeSeconds() uint32 {
@@ -358,7 +439,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +451,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +464,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Timing) GetQueueUs() uint64 {
@@ -453,7 +534,10 @@ var File_ssr_v1_render_proto protoreflect.FileDescriptor
 
 const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
-	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\xc8\x02\n" +
+	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\x12\n" +
+	"\x10ListPagesRequest\")\n" +
+	"\x11ListPagesResponse\x12\x14\n" +
+	"\x05pages\x18\x01 \x03(\tR\x05pages\"\xc8\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
@@ -494,9 +578,10 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x0eexternal_bytes\x18\a \x01(\x04R\rexternalBytes\x12\x1b\n" +
 	"\tworker_us\x18\b \x01(\x04R\bworkerUs\x12\x1f\n" +
 	"\vrenderer_us\x18\t \x01(\x04R\n" +
-	"rendererUs2H\n" +
+	"rendererUs2\x8a\x01\n" +
 	"\rRenderService\x127\n" +
-	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponseB?Z=github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1;ssrv1b\x06proto3"
+	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12@\n" +
+	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseB?Z=github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1;ssrv1b\x06proto3"
 
 var (
 	file_ssr_v1_render_proto_rawDescOnce sync.Once
@@ -510,26 +595,30 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 	return file_ssr_v1_render_proto_rawDescData
 }
 
-var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ssr_v1_render_proto_goTypes = []any{
-	(*RenderRequest)(nil),  // 0: ssr.v1.RenderRequest
-	(*RenderResponse)(nil), // 1: ssr.v1.RenderResponse
-	(*Header)(nil),         // 2: ssr.v1.Header
-	(*CacheHint)(nil),      // 3: ssr.v1.CacheHint
-	(*Timing)(nil),         // 4: ssr.v1.Timing
-	nil,                    // 5: ssr.v1.RenderRequest.ParamsEntry
-	nil,                    // 6: ssr.v1.RenderRequest.VariantsEntry
+	(*ListPagesRequest)(nil),  // 0: ssr.v1.ListPagesRequest
+	(*ListPagesResponse)(nil), // 1: ssr.v1.ListPagesResponse
+	(*RenderRequest)(nil),     // 2: ssr.v1.RenderRequest
+	(*RenderResponse)(nil),    // 3: ssr.v1.RenderResponse
+	(*Header)(nil),            // 4: ssr.v1.Header
+	(*CacheHint)(nil),         // 5: ssr.v1.CacheHint
+	(*Timing)(nil),            // 6: ssr.v1.Timing
+	nil,                       // 7: ssr.v1.RenderRequest.ParamsEntry
+	nil,                       // 8: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	5, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	6, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	2, // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	3, // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	4, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	0, // 5: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	1, // 6: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	6, // [6:7] is the sub-list for method output_type
-	5, // [5:6] is the sub-list for method input_type
+	7, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	8, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	4, // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	5, // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	6, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	2, // 5: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	0, // 6: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	3, // 7: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	1, // 8: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
 	5, // [5:5] is the sub-list for extension extendee
 	0, // [0:5] is the sub-list for field type_name
@@ -546,7 +635,7 @@ func file_ssr_v1_render_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

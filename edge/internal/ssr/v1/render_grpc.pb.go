@@ -23,7 +23,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RenderService_Render_FullMethodName = "/ssr.v1.RenderService/Render"
+	RenderService_Render_FullMethodName    = "/ssr.v1.RenderService/Render"
+	RenderService_ListPages_FullMethodName = "/ssr.v1.RenderService/ListPages"
 )
 
 // RenderServiceClient is the client API for RenderService service.
@@ -48,6 +49,11 @@ type RenderServiceClient interface {
 	//	CANCELLED           the caller went away
 	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
 	Render(ctx context.Context, in *RenderRequest, opts ...grpc.CallOption) (*RenderResponse, error)
+	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
+	// the bundle lacks (a typo) at start instead of on every request.
+	//
+	//	UNAVAILABLE  no worker has loaded the bundle yet
+	ListPages(ctx context.Context, in *ListPagesRequest, opts ...grpc.CallOption) (*ListPagesResponse, error)
 }
 
 type renderServiceClient struct {
@@ -62,6 +68,16 @@ func (c *renderServiceClient) Render(ctx context.Context, in *RenderRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(RenderResponse)
 	err := c.cc.Invoke(ctx, RenderService_Render_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *renderServiceClient) ListPages(ctx context.Context, in *ListPagesRequest, opts ...grpc.CallOption) (*ListPagesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPagesResponse)
+	err := c.cc.Invoke(ctx, RenderService_ListPages_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +106,11 @@ type RenderServiceServer interface {
 	//	CANCELLED           the caller went away
 	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
 	Render(context.Context, *RenderRequest) (*RenderResponse, error)
+	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
+	// the bundle lacks (a typo) at start instead of on every request.
+	//
+	//	UNAVAILABLE  no worker has loaded the bundle yet
+	ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error)
 	mustEmbedUnimplementedRenderServiceServer()
 }
 
@@ -102,6 +123,9 @@ type UnimplementedRenderServiceServer struct{}
 
 func (UnimplementedRenderServiceServer) Render(context.Context, *RenderRequest) (*RenderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Render not implemented")
+}
+func (UnimplementedRenderServiceServer) ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPages not implemented")
 }
 func (UnimplementedRenderServiceServer) mustEmbedUnimplementedRenderServiceServer() {}
 func (UnimplementedRenderServiceServer) testEmbeddedByValue()                       {}
@@ -142,6 +166,24 @@ func _RenderService_Render_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RenderService_ListPages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPagesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RenderServiceServer).ListPages(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RenderService_ListPages_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RenderServiceServer).ListPages(ctx, req.(*ListPagesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RenderService_ServiceDesc is the grpc.ServiceDesc for RenderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -152,6 +194,10 @@ var RenderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Render",
 			Handler:    _RenderService_Render_Handler,
+		},
+		{
+			MethodName: "ListPages",
+			Handler:    _RenderService_ListPages_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,467 @@
+// Adoption, end to end: what a Go team does to use sidecar-ssr from ITS OWN repository, with
+// only the docs (docs/go.md, docs/app-contract.md). In a temporary directory outside this
+// tree it makes:
+//
+//   - a Go module example.com/myshop (testdata/myshop/main.go.txt as main.go) that requires
+//     the public package github.com/sidecar-ssr/sidecar-ssr/edge/ssr (a replace to this
+//     checkout's edge/) and modernc.org/sqlite, with its own SQLite table of orders, its own
+//     mux, a strict nonce-based Content-Security-Policy middleware, and `pages.Check` before
+//     it serves;
+//   - a React app (testdata/myshop/package.json and src/) that installs the renderer from the
+//     tarball `npm pack` makes of renderer/, plus react and react-dom, builds with the
+//     shipped `sidecar-ssr-build` and runs the shipped `sidecar-ssr-renderer`.
+//
+// It proves: path values reach the page without PageOptions.Route (a); every script of the
+// document carries the response's CSP nonce, cached pages included (b); the page hydrates
+// in Chromium under that CSP with no console or page error, and a click works (c); a
+// rebuild that empties the client directory is linked by new pages within ~3 s and every
+// linked asset answers (d); a page name the bundle lacks stops the Go server at start,
+// naming it (f); the loader's NotFound is a 404 with the renderer up and down, and pages
+// still answer with the renderer down (e).
+//
+//   make test-adopt                                    # installs what it needs (Chromium)
+//   renderer/node_modules/.bin/node --test adopt/      # from the repository root
+//
+// Needs: renderer/node_modules (the pinned Node 26), app/node_modules (playwright-core), Go,
+// /usr/bin/chromium, and the npm registry and Go module proxy (or their caches).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import {
+  assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, parseDocument, settle,
+} from '../app/test/browser.js';
+
+const repoDir = path.resolve(import.meta.dirname, '..');
+const testdata = path.join(import.meta.dirname, 'testdata', 'myshop');
+/** The pinned Node 26: its directory goes first on the PATH of every npm, npx and bin call. */
+const NODE = path.join(repoDir, 'renderer', 'node_modules', '.bin', 'node');
+const NODE_PATH_ENV = { PATH: `${path.dirname(NODE)}${path.delimiter}${process.env.PATH}` };
+
+// Deadlines, each generous for a shared 2-core machine.
+const INSTALL_MS = 120_000; // npm pack + npm install, go mod tidy, each build
+const GO_BUILD_MS = 150_000; // the first build of modernc.org/sqlite is about a minute
+const START_MS = 30_000; // a process's start (the renderer's warm-up: READY_MS)
+const READY_MS = 60_000;
+const STEP_MS = 10_000; // one wait in the browser
+const RELOAD_MS = 3_000; // the Go side re-reads the manifest about every second
+
+// ---------------------------------------------------------------------------------------
+// Processes: each in its own process group, its output kept; all killed at the end.
+
+/** @type {Set<import('node:child_process').ChildProcess>} */
+const children = new Set();
+function killGroup(child, signal) {
+  try {
+    process.kill(-child.pid, signal);
+  } catch {
+    // already gone
+  }
+}
+process.once('exit', () => {
+  for (const child of children) killGroup(child, 'SIGKILL');
+});
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const child of children) killGroup(child, 'SIGKILL');
+    process.exit(128 + os.constants.signals[signal]);
+  });
+}
+
+/**
+ * Starts `file args` in its own process group, keeping stdout and stderr.
+ * @returns {{name: string, child: import('node:child_process').ChildProcess, stdout: string,
+ *   stderr: string, output: string, exited: {code: number|null, signal: string|null}|null,
+ *   exit: Promise<{code: number|null, signal: string|null}>, waiters: Set<() => void>}}
+ */
+function startProcess(name, file, args, { cwd, env = {} } = {}) {
+  const child = spawn(file, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  children.add(child);
+  const proc = { name, child, stdout: '', stderr: '', output: '', exited: null, waiters: new Set() };
+  for (const stream of ['stdout', 'stderr']) {
+    child[stream].on('data', (chunk) => {
+      proc[stream] += chunk;
+      proc.output += chunk;
+      for (const check of proc.waiters) check();
+    });
+  }
+  proc.exit = new Promise((resolve) => {
+    child.once('error', (error) => {
+      proc.output += `\n(spawn failed: ${error.message})\n`;
+    });
+    child.once('close', (code, signal) => {
+      proc.exited = { code, signal };
+      children.delete(child);
+      for (const check of proc.waiters) check();
+      resolve(proc.exited);
+    });
+  });
+  return proc;
+}
+
+/** The last lines of a process's output, for failure messages. */
+function tail(proc, lines = 25) {
+  if (!proc) return '';
+  const last = proc.output.trimEnd().split('\n').slice(-lines).join('\n');
+  return `--- last ${lines} lines of ${proc.name}${proc.exited ? ` (exited ${JSON.stringify(proc.exited)})` : ''}:\n${last}\n`;
+}
+
+/** Resolves with the first match of `pattern` in the output; rejects on exit or after ms. */
+function waitOutput(proc, pattern, ms) {
+  return new Promise((resolve, reject) => {
+    const done = (fn, value) => {
+      proc.waiters.delete(check);
+      clearTimeout(timer);
+      fn(value);
+    };
+    const check = () => {
+      const match = proc.output.match(pattern);
+      if (match) done(resolve, match);
+      else if (proc.exited) done(reject, new Error(`${proc.name} exited before printing ${pattern}\n${tail(proc)}`));
+    };
+    const timer = setTimeout(() => done(reject, new Error(`${proc.name} printed no ${pattern} within ${ms} ms\n${tail(proc)}`)), ms);
+    proc.waiters.add(check);
+    check();
+  });
+}
+
+/** Resolves with the exit once the process has exited; rejects after ms. */
+async function waitExit(proc, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${proc.name} did not exit within ${ms} ms\n${tail(proc)}`)), ms);
+  });
+  try {
+    return await Promise.race([proc.exit, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Runs a command to its end; rejects with its output when it fails or takes over ms. */
+async function run(name, file, args, { cwd, env, ms }) {
+  const started = Date.now();
+  const proc = startProcess(name, file, args, { cwd, env });
+  let exited;
+  try {
+    exited = await waitExit(proc, ms);
+  } catch (error) {
+    killGroup(proc.child, 'SIGKILL');
+    throw error;
+  }
+  if (exited.code !== 0) throw new Error(`${name} failed (${JSON.stringify(exited)})\n${tail(proc, 40)}`);
+  process.stderr.write(`# ${name}: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return proc;
+}
+
+/** Stops a process with signal, then SIGKILLs its group if it is still there after ms. */
+async function stopProcess(proc, signal = 'SIGTERM', ms = 10_000) {
+  if (!proc || proc.exited) return;
+  proc.child.kill(signal);
+  try {
+    await waitExit(proc, ms);
+  } catch {
+    killGroup(proc.child, 'SIGKILL');
+    await proc.exit;
+  }
+}
+
+/** Polls fn until it returns a truthy value; rejects with what() after ms. */
+async function poll(fn, ms, what) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`${what()} within ${ms} ms${last ? ` (last error: ${last.message})` : ''}`);
+    await delay(100);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Documents.
+
+/** The nonce of a `script-src 'nonce-…'` policy. */
+function cspNonce(response) {
+  const csp = response.headers.get('content-security-policy');
+  assert.ok(csp, 'the response has no Content-Security-Policy header');
+  const match = csp.match(/script-src[^;]*'nonce-([^']+)'/);
+  assert.ok(match, `no script-src nonce in ${csp}`);
+  return match[1];
+}
+
+/** The /assets/ URLs a document links: <script src> and <link href>. */
+function linkedAssets(html) {
+  const urls = [];
+  for (const [, url] of html.matchAll(/<script\b[^>]*\bsrc="(\/assets\/[^"]+)"/g)) urls.push(url);
+  for (const [, url] of html.matchAll(/<link\b[^>]*\bhref="(\/assets\/[^"]+)"/g)) urls.push(url);
+  return urls;
+}
+
+// ---------------------------------------------------------------------------------------
+
+/** Why the test cannot run (a message saying what to do), or null. */
+function missingPrerequisite() {
+  if (!existsSync(CHROMIUM)) return `${CHROMIUM} is missing: run \`make test-adopt\`, which installs Chromium`;
+  if (!existsSync(NODE)) return 'renderer/node_modules is missing: run `make test-adopt` (npm ci in renderer/)';
+  if (!existsSync(path.join(repoDir, 'app', 'node_modules', 'playwright-core'))) {
+    return 'app/node_modules/playwright-core is missing: run `make test-adopt` (npm ci in app/)';
+  }
+  const pkg = JSON.parse(readFileSync(path.join(repoDir, 'renderer', 'package.json'), 'utf8'));
+  for (const bin of ['sidecar-ssr-renderer', 'sidecar-ssr-build']) {
+    if (!pkg.bin?.[bin]) return `renderer/package.json has no bin ${bin}`;
+  }
+  return null;
+}
+
+test('prerequisites: Chromium, the pinned Node, playwright-core, the renderer package\'s bins', () => {
+  const missing = missingPrerequisite();
+  if (missing) assert.fail(missing);
+});
+
+describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_000 }, () => {
+  let tmpDir;
+  let appDir;
+  let socket;
+  /** @type {ReturnType<typeof startProcess>} */
+  let renderer;
+  /** @type {ReturnType<typeof startProcess>} */
+  let server;
+  let baseURL;
+  let manifest; // the first build's
+  let browserLaunch;
+  let browser;
+
+  /** Runs a step; a failure carries the last lines of the renderer and the Go server. */
+  const withLogs = (fn) => async (...args) => {
+    try {
+      return await fn(...args);
+    } catch (error) {
+      const logs = [renderer, server].map((p) => tail(p)).join('');
+      if (error && typeof error === 'object' && logs) error.message += `\n${logs}`;
+      throw error;
+    }
+  };
+
+  before(withLogs(async () => {
+    const missing = missingPrerequisite();
+    if (missing) throw new Error(missing);
+    const started = Date.now();
+    tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-ssr-adopt-'));
+    appDir = path.join(tmpDir, 'myshop');
+    socket = path.join(tmpDir, 'r.sock');
+    mkdirSync(appDir);
+    cpSync(path.join(testdata, 'package.json'), path.join(appDir, 'package.json'));
+    cpSync(path.join(testdata, 'src'), path.join(appDir, 'src'), { recursive: true });
+    cpSync(path.join(testdata, 'main.go.txt'), path.join(appDir, 'main.go'));
+
+    // The user's go.mod: the edge module through a replace to this checkout, and the
+    // sqlite driver at the version the demo shop uses.
+    const shopMod = readFileSync(path.join(repoDir, 'shop', 'go.mod'), 'utf8');
+    const goLine = shopMod.match(/^go \S+$/m)?.[0];
+    const sqlite = shopMod.match(/^\s*(modernc\.org\/sqlite v\S+)/m)?.[1];
+    assert.ok(goLine && sqlite, 'shop/go.mod has no go line or no modernc.org/sqlite requirement');
+    writeFileSync(path.join(appDir, 'go.mod'), [
+      'module example.com/myshop',
+      '',
+      goLine,
+      '',
+      // The React app lives beside the Go code; its node_modules is not Go's business.
+      'ignore ./node_modules',
+      '',
+      'require (',
+      '\tgithub.com/sidecar-ssr/sidecar-ssr/edge v0.0.0',
+      `\t${sqlite}`,
+      ')',
+      '',
+      `replace github.com/sidecar-ssr/sidecar-ssr/edge => ${path.join(repoDir, 'edge')}`,
+      '',
+    ].join('\n'));
+
+    const { chromium } = createRequire(path.join(repoDir, 'app', 'package.json'))('playwright-core');
+    browserLaunch = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+    const env = NODE_PATH_ENV;
+    await Promise.all([
+      (async () => {
+        const packDir = path.join(tmpDir, 'pack');
+        mkdirSync(packDir);
+        await run('npm pack (renderer/)', 'npm', ['pack', '--pack-destination', packDir], { cwd: path.join(repoDir, 'renderer'), env, ms: INSTALL_MS });
+        const tarballs = readdirSync(packDir).filter((f) => f.endsWith('.tgz'));
+        assert.equal(tarballs.length, 1, `npm pack made ${tarballs.join(', ') || 'no tarball'}`);
+        await run('npm install', 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', path.join(packDir, tarballs[0]), 'react@19.3.1', 'react-dom@19.3.1'], { cwd: appDir, env, ms: INSTALL_MS });
+        await run('sidecar-ssr-build', 'npx', ['--no', '--', 'sidecar-ssr-build', '--pages', 'src/pages.jsx', '--outdir', 'dist'], { cwd: appDir, env, ms: INSTALL_MS });
+        manifest = JSON.parse(readFileSync(path.join(appDir, 'dist', 'client', 'manifest.json'), 'utf8'));
+      })(),
+      (async () => {
+        await run('go mod tidy', 'go', ['mod', 'tidy'], { cwd: appDir, ms: INSTALL_MS });
+        await run('go build', 'go', ['build', '-o', 'myshop', '.'], { cwd: appDir, ms: GO_BUILD_MS });
+      })(),
+    ]);
+
+    renderer = startProcess('renderer', path.join(appDir, 'node_modules', '.bin', 'sidecar-ssr-renderer'), [
+      '--bundle', 'dist/server/server.js', '--socket', socket, '--http-listen', '127.0.0.1:0',
+    ], { cwd: appDir, env });
+    // pino: {"listener":"http","address":"127.0.0.1:PORT",...,"msg":"listening"}
+    const [, line] = await waitOutput(renderer, /^(\{.*"listener":"http".*\})\n/m, START_MS);
+    const httpAddress = JSON.parse(line).address;
+    assert.ok(httpAddress, `no address in ${line}`);
+    await poll(async () => (await fetch(`http://${httpAddress}/readyz`)).status === 200, READY_MS, () => `the renderer's /readyz did not answer 200`);
+
+    server = startProcess('myshop', path.join(appDir, 'myshop'), [], { cwd: appDir, env: { MYSHOP_RENDERER_SOCKET: socket } });
+    baseURL = `http://${(await waitOutput(server, /listening on (\S+)/, START_MS))[1]}`;
+    browser = await browserLaunch;
+    process.stderr.write(`# stack up: ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  }), { timeout: 240_000 });
+
+  after(async () => {
+    const launched = await browserLaunch?.catch(() => null);
+    await launched?.close().catch(() => {});
+    await Promise.all([server, renderer].map((p) => stopProcess(p)));
+    for (const child of children) killGroup(child, 'SIGKILL');
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  });
+
+  test('a. /orders/1 is server-rendered, its path value reaching the page without Route', withLogs(async () => {
+    const response = await fetch(`${baseURL}/orders/1`);
+    const html = await response.text();
+    assert.equal(response.status, 200, html.slice(0, 2000));
+    assert.equal(response.headers.get('x-ssr-fallback'), null, 'the page fell back instead of being server-rendered');
+    const { rootHTML, data } = parseDocument(html);
+    assert.notEqual(rootHTML.trim(), '', '#root is empty');
+    assert.match(rootHTML, /teapot/, 'the order\'s item is not in the server markup');
+    assert.equal(data.page, 'order');
+    assert.deepEqual(data.params, { id: '1' }, '__SSR_DATA__ params');
+    assert.deepEqual(data.props, { order: { id: 1, item: 'teapot' } }, '__SSR_DATA__ props (the Go loader\'s)');
+  }));
+
+  test('b. every <script> carries the nonce of its own response\'s CSP, cached pages included', withLogs(async () => {
+    const nonces = [];
+    // /orders/1 twice (cache hits after a.), and an unknown order (a 404, rendered now).
+    for (const [url, status] of [['/orders/1', 200], ['/orders/1', 200], ['/orders/997', 404]]) {
+      const response = await fetch(baseURL + url);
+      const html = await response.text();
+      assert.equal(response.status, status, `${url}: ${html.slice(0, 2000)}`);
+      const nonce = cspNonce(response);
+      nonces.push(nonce);
+      const { scripts } = parseDocument(html);
+      assert.ok(scripts.length >= 2, `${url}: expected the client script and __SSR_DATA__, got ${scripts.join(' ')}`);
+      for (const tag of scripts) {
+        assert.ok(tag.includes(` nonce="${nonce}"`), `${url}: ${tag} does not carry nonce="${nonce}" (the CSP header's)`);
+      }
+    }
+    assert.notEqual(nonces[0], nonces[1], 'two responses got the same nonce');
+  }));
+
+  test('c. the page hydrates in Chromium under the strict CSP, with no error, and a click works', withLogs(async () => {
+    const { context, page, response, problems } = await openPage(browser, `${baseURL}/orders/1`, { stepMs: STEP_MS });
+    try {
+      assert.equal(response.status(), 200);
+      assert.equal(response.headers()['x-ssr-fallback'], undefined, 'the page fell back to the client-side render');
+      // Polled with page.evaluate (DevTools' evaluation, which the page's CSP does not
+      // govern), not waitForFunction, whose predicate the strict CSP could refuse to eval.
+      const button = '[data-testid="click"]';
+      await poll(
+        () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${button}'))`),
+        STEP_MS,
+        () => `React never took over the button (not hydrated); the browser reported:\n${problems.join('\n') || '(nothing)'}\n`,
+      );
+      assert.ok(
+        await page.evaluate(`(${OWNED_BY_REACT})(window.__firstRootChild) && window.__firstRootChild === document.getElementById('root').firstElementChild`),
+        'the server-rendered markup was replaced instead of hydrated',
+      );
+      const count = page.locator('[data-testid="count"]');
+      assert.equal(await count.textContent(), '0');
+      for (const want of ['1', '2']) {
+        await page.locator(button).click();
+        await poll(async () => (await count.textContent()) === want, STEP_MS, () => `the counter did not become ${want} after a click`);
+      }
+      await settle(page);
+      assertNoProblems(problems, '/orders/1');
+    } finally {
+      await context.close();
+    }
+  }));
+
+  test('d. a rebuild that empties the client directory is linked by new pages, and every asset it links answers', withLogs(async () => {
+    const cssFile = path.join(appDir, 'src', 'styles.css');
+    writeFileSync(cssFile, readFileSync(cssFile, 'utf8').replace('#1a5fb4', '#c01c28'));
+    rmSync(path.join(appDir, 'dist', 'client'), { recursive: true, force: true });
+    await run('sidecar-ssr-build (rebuild)', 'npx', ['--no', '--', 'sidecar-ssr-build', '--pages', 'src/pages.jsx', '--outdir', 'dist'], { cwd: appDir, env: NODE_PATH_ENV, ms: INSTALL_MS });
+    const rebuilt = JSON.parse(readFileSync(path.join(appDir, 'dist', 'client', 'manifest.json'), 'utf8'));
+    assert.notEqual(rebuilt.buildId, manifest.buildId, 'the rebuild kept the buildId');
+    const want = [...rebuilt.scripts, ...rebuilt.styles];
+    assert.ok(rebuilt.styles.length > 0, 'the build has no stylesheet (src/pages.jsx imports one)');
+
+    const since = Date.now();
+    let html;
+    let last = '';
+    await poll(async () => {
+      const response = await fetch(`${baseURL}/orders/2`);
+      html = await response.text();
+      last = `status ${response.status}, links ${linkedAssets(html).join(' ')}`;
+      return response.status === 200 && want.every((url) => linkedAssets(html).includes(url));
+    }, RELOAD_MS, () => `/orders/2 did not link the new build's ${want.join(' ')} (last: ${last})`);
+    process.stderr.write(`# new build linked after ${Date.now() - since} ms\n`);
+
+    const linked = linkedAssets(html);
+    assert.ok(linked.length >= 2, `expected a script and a stylesheet, got ${linked.join(' ')}`);
+    for (const url of linked) {
+      const response = await fetch(baseURL + url);
+      await response.arrayBuffer();
+      assert.equal(response.status, 200, `${url}, linked by /orders/2, answers ${response.status}`);
+    }
+  }));
+
+  test('f. a page name the bundle lacks stops the Go server at start, naming it', withLogs(async () => {
+    const refused = startProcess('myshop (extra page)', path.join(appDir, 'myshop'), [], {
+      cwd: appDir,
+      env: { MYSHOP_RENDERER_SOCKET: socket, MYSHOP_EXTRA_PAGE: 'does-not-exist' },
+    });
+    try {
+      const exited = await waitExit(refused, 30_000);
+      assert.notEqual(exited.code, 0, `it exited ${JSON.stringify(exited)}\n${tail(refused)}`);
+      assert.match(refused.stderr, /does-not-exist/, `stderr does not name the page\n${tail(refused)}`);
+      assert.doesNotMatch(refused.stdout, /listening on/, 'it served before refusing');
+      process.stderr.write(`# refused at start: ${refused.stderr.trim().split('\n').at(-1)}\n`);
+    } finally {
+      killGroup(refused.child, 'SIGKILL');
+    }
+  }));
+
+  test('e. an unknown order is a 404 with the renderer up and down; orders still answer with it down', withLogs(async () => {
+    let response = await fetch(`${baseURL}/orders/999`);
+    let html = await response.text();
+    assert.equal(response.status, 404, html.slice(0, 2000));
+    assert.equal(response.headers.get('x-ssr-fallback'), null, 'the not-found page fell back with the renderer up');
+    let doc = parseDocument(html);
+    assert.equal(doc.data.page, 'not-found');
+    assert.match(doc.rootHTML, /No such order/, 'the not-found page is not server-rendered');
+
+    await stopProcess(renderer, 'SIGTERM', 30_000);
+    assert.ok(renderer.exited, 'the renderer did not stop');
+
+    response = await fetch(`${baseURL}/orders/998`);
+    html = await response.text();
+    assert.equal(response.status, 404, `/orders/998 with the renderer down: ${response.headers.get('x-ssr-fallback')}\n${html.slice(0, 2000)}`);
+    doc = parseDocument(html);
+    assert.equal(doc.data.page, 'not-found', '/orders/998 with the renderer down: the document is not the not-found page');
+    process.stderr.write(`# /orders/998 with the renderer down: 404, X-SSR-Fallback ${response.headers.get('x-ssr-fallback')}\n`);
+
+    // Not requested since the rebuild: no copy under this build, so the loader runs and the
+    // render cannot. The fallback document carries the loader's props.
+    response = await fetch(`${baseURL}/orders/1?x=1`);
+    html = await response.text();
+    assert.equal(response.status, 200, `/orders/1?x=1 with the renderer down: ${html.slice(0, 2000)}`);
+    doc = parseDocument(html);
+    assert.deepEqual(doc.data.props, { order: { id: 1, item: 'teapot' } }, 'the fallback lacks the loader\'s props');
+    process.stderr.write(`# /orders/1?x=1 with the renderer down: X-SSR-Fallback ${response.headers.get('x-ssr-fallback')}\n`);
+  }));
+});

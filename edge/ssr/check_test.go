@@ -1,0 +1,65 @@
+package ssr
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestUnknownPageName: a page name the renderer's bundle lacks is found at start, by Check
+// and in the log, and its requests never answer 200.
+func TestUnknownPageName(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"home", "product", "not-found"}})
+	mux := http.NewServeMux()
+	mux.Handle("GET /products/{id}", f.srv.Page("product", PageOptions{}))
+	mux.Handle("GET /typo", f.srv.Page("prodcut", PageOptions{}))
+	mux.Handle("GET /", f.srv.NotFound())
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := f.srv.Check(ctx)
+	if err == nil || !strings.Contains(err.Error(), `"prodcut"`) || !strings.Contains(err.Error(), `Page("prodcut")`) {
+		t.Fatalf("Check: got %v, want an error naming the page and where it is used", err)
+	}
+	if strings.Contains(err.Error(), `"product"`) {
+		t.Errorf("Check names a page the bundle has: %v", err)
+	}
+	if !strings.Contains(f.logs.String(), "level=ERROR") || !strings.Contains(f.logs.String(), "page=prodcut") {
+		t.Errorf("the missing page is not logged at ERROR:\n%s", f.logs.String())
+	}
+	// Render's page names are checked as they are first used.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.srv.Render(w, r, "no-such-page", Result{}) })
+	serve(h, "/")
+	if err := f.srv.Check(ctx); err == nil || !strings.Contains(err.Error(), "no-such-page") {
+		t.Errorf("Check after Render of an unknown page: got %v", err)
+	}
+}
+
+// TestUnknownPageNeverAnswers200: the renderer's NOT_FOUND for a page name is a 500.
+func TestUnknownPageNeverAnswers200(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{})
+	f.renderer.unknown = true
+	for _, cached := range []bool{false, true} {
+		o := PageOptions{}
+		if cached {
+			o.Cache.TTL = time.Minute
+		}
+		rec := serve(f.srv.Page("does-not-exist", o), "/")
+		if rec.Code != http.StatusInternalServerError || rec.Header().Get("X-SSR-Fallback") != "unknown-page" {
+			t.Errorf("cached %v: got %d %q, want 500 unknown-page", cached, rec.Code, rec.Header().Get("X-SSR-Fallback"))
+		}
+	}
+}
+
+func TestCheckWithAllPagesKnown(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f.srv.Page("product", PageOptions{})
+	f.srv.NotFound()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Check(ctx); err != nil {
+		t.Errorf("got %v, want nil", err)
+	}
+}

@@ -1,0 +1,127 @@
+// The browser half of the app contract (docs/app-contract.md, "Client build"):
+// an app's client entry calls start() with its pages. Bundled into the app's
+// client build, where react and react-dom resolve to the app's own copies
+// (build/index.js), so the React that hydrates is the one that rendered.
+// Browser code: tsc's check of the renderer (node types, no DOM) leaves it
+// out; the browser test (app/test) runs it.
+import { createElement } from 'react';
+import { createRoot, hydrateRoot } from 'react-dom/client';
+
+/**
+ * @typedef {object} Page
+ * @property {Function} component
+ * @property {(ctx: object) => any} [load]
+ */
+
+/**
+ * @typedef {object} App
+ * @property {Record<string, Page>} pages
+ * @property {string} [notFoundPage] rendered when a load() says notFound
+ * @property {string} [errorPage] rendered, with props {status}, for a page whose props
+ *   did not arrive and that has no load() to get them
+ */
+
+/**
+ * Reads the edge's `__SSR_DATA__` ({page, url, params, props?, status?}) and
+ * brings `#root` to life:
+ * - props and server markup: hydrate it;
+ * - props and an empty root (the render failed, a Go loader's props came): render them;
+ * - no props, and the page has a load(): run it here, as the renderer would;
+ * - no props and no load() (props a Go loader was to give): the error page
+ *   with {status}, else an empty root and a warning. The not-found page
+ *   renders without props, as the renderer renders it.
+ * @param {App} app
+ */
+export function start({ pages, notFoundPage, errorPage }) {
+  const data = readData();
+  const root = /** @type {HTMLElement} */ (document.getElementById('root'));
+  const name = has(pages, data.page) ? data.page : notFoundPage;
+  if (!has(pages, name)) {
+    console.warn(`sidecar-ssr: no page "${data.page}" and no notFoundPage to render instead`);
+    return;
+  }
+  if (data.props && root.hasChildNodes()) {
+    hydrateRoot(root, createElement(pages[name].component, data.props), {
+      onRecoverableError(error, info) {
+        // Hydration mismatches land here; the browser test watches the console.
+        console.error('hydration error:', error, info?.componentStack ?? '');
+      },
+    });
+    return;
+  }
+  clientRender(root, data, pages, name, notFoundPage, errorPage).catch((error) => {
+    console.error('client render failed:', error);
+  });
+}
+
+/**
+ * @param {HTMLElement} root
+ * @param {{url?: string, params?: Record<string, string>, props?: object, status?: number}} data
+ * @param {Record<string, Page>} pages
+ * @param {string} name
+ * @param {string | undefined} notFoundPage
+ * @param {string | undefined} errorPage
+ */
+async function clientRender(root, data, pages, name, notFoundPage, errorPage) {
+  let page = pages[name];
+  let props = data.props;
+  if (!props && page.load) {
+    const result =
+      (await page.load({
+        url: data.url ?? location.pathname + location.search,
+        params: data.params ?? {},
+        query: queryObject(location.search),
+        variants: {},
+        props: {},
+      })) ?? {};
+    if (result.redirect) {
+      location.replace(result.redirect.location);
+      return;
+    }
+    if (result.notFound) {
+      if (!has(pages, notFoundPage)) throw new Error(`load() of "${name}" returned notFound and there is no notFoundPage`);
+      page = pages[notFoundPage];
+      props = {};
+    } else {
+      props = result.props ?? {};
+    }
+  } else if (!props && name === notFoundPage) {
+    props = {};
+  } else if (!props) {
+    if (!has(pages, errorPage)) {
+      console.warn(`sidecar-ssr: page "${name}" came without its props and has no load() to get them: the root stays empty (an errorPage given to start() would show)`);
+      return;
+    }
+    page = pages[errorPage];
+    props = { status: data.status ?? 503 };
+  }
+  createRoot(root).render(createElement(page.component, props));
+}
+
+/**
+ * @param {Record<string, Page>} pages
+ * @param {string | undefined} name
+ * @returns {name is string}
+ */
+function has(pages, name) {
+  return name !== undefined && Object.hasOwn(pages, name);
+}
+
+/** @returns {Record<string, any>} */
+function readData() {
+  const el = document.getElementById('__SSR_DATA__');
+  return el?.textContent ? JSON.parse(el.textContent) : {};
+}
+
+/**
+ * The first value of each query parameter, as the renderer gives it to load().
+ * @param {string} search
+ */
+function queryObject(search) {
+  /** @type {Record<string, string>} */
+  const query = {};
+  for (const [key, value] of new URLSearchParams(search)) {
+    if (!Object.hasOwn(query, key)) query[key] = value;
+  }
+  return query;
+}
