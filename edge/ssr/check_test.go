@@ -63,3 +63,16 @@ func TestCheckWithAllPagesKnown(t *testing.T) {
 		t.Errorf("got %v, want nil", err)
 	}
 }
+
+// TestReadyAfterARefusedPage: a page the renderer refuses (its bundle changed since it
+// answered, or it never did) makes Ready report it.
+func TestReadyAfterARefusedPage(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{unknown: true})
+	if err := f.srv.Ready(); err != nil {
+		t.Fatalf("before any render: got %v, want nil", err)
+	}
+	serve(f.srv.Page("gone", PageOptions{}), "/")
+	if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"gone"`) {
+		t.Errorf("after a refused render: got %v, want an error naming the page", err)
+	}
+}

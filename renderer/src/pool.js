@@ -167,6 +167,8 @@ export class RenderPool {
   #workers = new Map();
   /** @type {Set<string>} page names the bundle exports */
   #pages = new Set();
+  /** @type {string[]} the pages of the worker warmed last: a reload's bundle's, once it is done */
+  #newestPages = [];
   #admission;
   /** @type {number | undefined} */
   #meanMs;
@@ -488,6 +490,7 @@ export class RenderPool {
     if (!reload?.passed || this.#workers.size < this.#threads) return;
     if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
+    this.#pages = new Set(this.#newestPages);
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
     reload.finish();
   }
@@ -748,6 +751,7 @@ export class RenderPool {
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
       if (this.#pages.size === 0) for (const page of message.pages) this.#pages.add(page);
+      this.#newestPages = message.pages;
       if (this.#meanMs === undefined && message.meanRenderMs > 0) this.#meanMs = message.meanRenderMs;
       this.#logger.info({
         workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,

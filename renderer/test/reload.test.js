@@ -111,6 +111,17 @@ test('reload under load: no render fails, and afterwards every render comes from
   assert.equal(app.pool.readiness().ready, true);
 });
 
+test('after a reload, the page names are the new bundle\'s (ListPages, which the edge checks its routes against)', async (t) => {
+  const { app, bundle } = await startOnCopy(t);
+  assert.ok(!app.pool.pages().includes('added'));
+  const withPage = FIXTURE.replace('var pages = {', 'var pages = { added: { component: () => null },');
+  assert.notEqual(withPage, FIXTURE, 'the fixture bundle declares `var pages = {`');
+  publish(bundle, withPage);
+  await app.pool.reload();
+  assert.ok(app.pool.pages().includes('added'), `pages after the reload: ${app.pool.pages()}`);
+  assert.ok(app.pool.knownPage('added'));
+});
+
 test('a reload asked for during a reload replaces it: both settle once the newest file serves', async (t) => {
   const { app, client, bundle } = await startOnCopy(t);
   publish(bundle, version('status page v2'));

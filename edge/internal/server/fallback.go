@@ -124,6 +124,9 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 		}
 	case reason == ReasonUnknownPage:
 		status = http.StatusInternalServerError
+		if p.names != nil {
+			p.names.refused(req.Page) // readiness says so, whatever the bundle was at start
+		}
 	}
 	h := w.Header()
 	if decision != nil {

@@ -27,10 +27,13 @@ type pageNames struct {
 	bundle map[string]bool // guarded by mu
 	// reported are the missing names already logged.
 	reported map[string]bool // guarded by mu
+	// absent are names a render was refused for since bundle was learned (NOT_FOUND): the
+	// renderer may have moved to another bundle since.
+	absent map[string]bool // guarded by mu
 }
 
 func newPageNames(log *slog.Logger) *pageNames {
-	return &pageNames{log: log, used: map[string]string{}, reported: map[string]bool{}}
+	return &pageNames{log: log, used: map[string]string{}, reported: map[string]bool{}, absent: map[string]bool{}}
 }
 
 // use records that where uses page; a name the bundle is known to lack is logged at once.
@@ -52,7 +55,15 @@ func (n *pageNames) learn(pages []string) {
 		n.bundle[p] = true
 	}
 	n.reported = map[string]bool{}
+	n.absent = map[string]bool{}
 	n.reportLocked()
+}
+
+// refused records that the renderer answered a render of page with NOT_FOUND.
+func (n *pageNames) refused(page string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.absent[page] = true
 }
 
 func (n *pageNames) reportLocked() {
@@ -74,7 +85,7 @@ func (n *pageNames) missing() error {
 	defer n.mu.Unlock()
 	var lines []string
 	for page, where := range n.used {
-		if n.bundle != nil && !n.bundle[page] {
+		if n.absent[page] || n.bundle != nil && !n.bundle[page] {
 			lines = append(lines, fmt.Sprintf("%q (%s)", page, where))
 		}
 	}
@@ -82,6 +93,9 @@ func (n *pageNames) missing() error {
 		return nil
 	}
 	slices.Sort(lines)
-	return fmt.Errorf("the renderer's bundle has no page %s; it has %s",
-		strings.Join(lines, ", "), strings.Join(slices.Sorted(maps.Keys(n.bundle)), ", "))
+	err := fmt.Errorf("the renderer's bundle has no page %s", strings.Join(lines, ", "))
+	if n.bundle != nil {
+		err = fmt.Errorf("%w; it has %s", err, strings.Join(slices.Sorted(maps.Keys(n.bundle)), ", "))
+	}
+	return err
 }
