@@ -117,7 +117,7 @@ test-go: redis-server ## Go unit tests with -race (the public package ssr/ inclu
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$${FUZZTIME:-10000x}
 
 # Every fuzz target of the edge (package:target); its corpus is committed under testdata/fuzz.
-FUZZ_TARGETS := ./internal/server:FuzzCacheKey ./internal/server:FuzzAcceptEncoding
+FUZZ_TARGETS := ./internal/server:FuzzCacheKey ./internal/server:FuzzAcceptEncoding ./internal/config:FuzzLoad ./internal/sharedcache:FuzzStoreDecode ./internal/sharedcache:FuzzPurgeMessage ./internal/sharedcache:FuzzGlobEscape
 FUZZTIME ?= 5m
 .PHONY: fuzz
 fuzz: ## Fuzz the edge's request parsing and cache keys, FUZZTIME (5m) per target; a failing input lands in testdata/fuzz

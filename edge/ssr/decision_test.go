@@ -1,6 +1,7 @@
 package ssr
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -58,29 +59,37 @@ func TestLoaderDecisionSurvivesTheFallback(t *testing.T) {
 	}
 }
 
-// TestPrivateDecisionStaysWithItsRequest: a follower that joined a render whose loader set a
-// cookie falls back without that loader's props or headers.
+// TestPrivateDecisionStaysWithItsRequest: a follower that joined a render whose loader's
+// decision is private (a cookie, Cache-Control: private) falls back without that loader's
+// props or headers.
 func TestPrivateDecisionStaysWithItsRequest(t *testing.T) {
-	f := newFixtureOn(t, Options{}, &fakeRenderer{delay: 5 * time.Second})
-	loaded := make(chan struct{})
-	release := make(chan struct{})
-	o := PageOptions{
-		Cache: Cache{TTL: time.Minute},
-		Load: func(*http.Request) (Result, error) {
-			close(loaded)
-			<-release
-			return Result{Props: map[string]string{"user": "alice"}, Header: http.Header{"Set-Cookie": {"s=alice"}}}, nil
-		},
-	}
-	o.RenderTimeout = 300 * time.Millisecond
-	h := f.srv.Page("product", o)
-	done := make(chan struct{})
-	go func() { serve(h, "/products/7"); close(done) }()
-	<-loaded
-	close(release)
-	rec := serve(h, "/products/7") // joins the flight whose loader ran
-	<-done
-	if strings.Contains(rec.Body.String(), "alice") || rec.Header().Get("Set-Cookie") != "" {
-		t.Errorf("a follower got another request's private decision: %v %s", rec.Header(), hydrationData(rec.Body.String()))
+	for _, header := range []http.Header{
+		{"Set-Cookie": {"s=alice"}},
+		{"Cache-Control": {"private, max-age=60"}},
+	} {
+		t.Run(fmt.Sprint(header), func(t *testing.T) {
+			f := newFixtureOn(t, Options{}, &fakeRenderer{delay: 5 * time.Second})
+			loaded := make(chan struct{})
+			release := make(chan struct{})
+			o := PageOptions{
+				Cache: Cache{TTL: time.Minute},
+				Load: func(*http.Request) (Result, error) {
+					close(loaded)
+					<-release
+					return Result{Props: map[string]string{"user": "alice"}, Header: header}, nil
+				},
+			}
+			o.RenderTimeout = 300 * time.Millisecond
+			h := f.srv.Page("product", o)
+			done := make(chan struct{})
+			go func() { serve(h, "/products/7"); close(done) }()
+			<-loaded
+			close(release)
+			rec := serve(h, "/products/7") // joins the flight whose loader ran
+			<-done
+			if strings.Contains(rec.Body.String(), "alice") || rec.Header().Get("Set-Cookie") != "" {
+				t.Errorf("a follower got another request's private decision: %v %s", rec.Header(), hydrationData(rec.Body.String()))
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package ssr_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"log"
 	"net/http"
 	"strconv"
@@ -85,7 +86,12 @@ func ExampleServer_PurgePath() {
 	}
 	http.HandleFunc("POST /admin/products/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// ... update the product in the database ...
-		pages.PurgePath("/products/" + r.PathValue("id"))
-		pages.PurgePath("/")
+		_, errProduct := pages.PurgePath("/products/" + r.PathValue("id"))
+		_, errHome := pages.PurgePath("/")
+		if err := errors.Join(errProduct, errHome); err != nil {
+			// Purged here; the shared cache's store is purged once it answers again, and
+			// meanwhile no replica serves its copies of these pages.
+			log.Print(err)
+		}
 	})
 }

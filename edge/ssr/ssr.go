@@ -14,11 +14,16 @@ package ssr
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,6 +85,10 @@ type Options struct {
 	// replica rendered is then a hit on the others, a cold page is rendered once across them,
 	// and purges reach them all. If empty, each replica has only its own cache.
 	SharedCache string
+	// SharedCacheKey, if not empty, authenticates every value in that store (HMAC-SHA256):
+	// a value something else wrote there is a miss. At least 32 bytes, the same on every
+	// replica.
+	SharedCacheKey []byte
 	// SharedCacheTimeout bounds each call to that store; past it the server goes on without
 	// it. If zero, 25ms.
 	SharedCacheTimeout time.Duration
@@ -103,6 +112,11 @@ type Options struct {
 	// carries gets it, a stored page included (its copy is made without one, and each
 	// response gets its own). If nil, scripts carry no nonce.
 	Nonce func(r *http.Request) string
+	// BuildID identifies this server's own code (its loaders): a stored page records it, and
+	// a page stored by a server of another BuildID (an older deploy, sharing the cache's
+	// store) is not served. If empty, a hash of the running executable, which changes with
+	// any change to the program.
+	BuildID string
 	// ErrorPage is the app's page for a Loader's failure: the response has the status the
 	// loader chose (see LoadError) and a document whose page is ErrorPage with props
 	// {"status": N}, which the browser renders. If empty, the failing page's document
@@ -147,6 +161,10 @@ func New(o Options) (*Server, error) {
 	e.EarlyHints = o.EarlyHints
 	set(&e.SharedCacheAddress, o.SharedCache)
 	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
+	set(&e.SharedCacheKey, string(o.SharedCacheKey))
+	if n := len(e.SharedCacheKey); n > 0 && n < 32 {
+		return nil, fmt.Errorf("ssr: SharedCacheKey must be at least 32 bytes, got %d", n)
+	}
 	if o.CacheIgnoreQuery != nil {
 		e.CacheIgnoreQuery = o.CacheIgnoreQuery
 	}
@@ -170,7 +188,11 @@ func New(o Options) (*Server, error) {
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer("github.com/sidecar-ssr/sidecar-ssr/edge/ssr")
 	}
-	doc := server.Options{Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage}
+	build := o.BuildID
+	if build == "" {
+		build = executableHash()
+	}
+	doc := server.Options{Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage, ServerBuild: build}
 	return newServer(e, address, reg, log, tracer, doc)
 }
 
@@ -188,7 +210,10 @@ func newServer(e config.Edge, address string, reg prometheus.Registerer, log *sl
 	}
 	var shared *sharedcache.Store
 	if e.SharedCacheAddress != "" {
-		if shared, err = sharedcache.New(sharedcache.Options{Address: e.SharedCacheAddress, Timeout: e.SharedCacheTimeout, LockTTL: e.HardTimeout}); err != nil {
+		if shared, err = sharedcache.New(sharedcache.Options{
+			Address: e.SharedCacheAddress, Timeout: e.SharedCacheTimeout, LockTTL: e.HardTimeout,
+			HMACKey: []byte(e.SharedCacheKey), Log: log,
+		}); err != nil {
 			renderer.Close()
 			return nil, fmt.Errorf("ssr: shared cache: %w", err)
 		}
@@ -206,6 +231,24 @@ func newServer(e config.Edge, address string, reg prometheus.Registerer, log *sl
 	}
 	return &Server{site: site, renderer: renderer, shared: shared, e: e}, nil
 }
+
+// executableHash is a short hash of the running program, or "" when it cannot be read.
+var executableHash = sync.OnceValue(func() string {
+	path, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+})
 
 func set[T comparable](field *T, value T) {
 	var zero T
@@ -447,17 +490,32 @@ func (s *Server) ServeMux(mux *http.ServeMux) http.Handler { return s.site.Serve
 // only; "/products/7?color=red" is another document (only the query parameters the page
 // keeps, Cache.Query, sorted). To remove every query of a path, use
 // PurgePrefix("/products/7?") beside PurgePath("/products/7"), or tag the page
-// (Result.Tags) and use PurgeTag. With a shared cache, the store and every replica's cache too. It returns
-// how many documents it removed.
-func (s *Server) PurgePath(path string) int { return s.site.PurgePath(path) }
+// (Result.Tags) and use PurgeTag. It returns how many documents it removed.
+//
+// With a shared cache, the store and every replica's cache too. The error then says that
+// the store's part failed (it was slow, unreachable): this replica's cache is purged all the
+// same, every replica that heard of the purge refuses the store's copies it names, and the
+// store is purged in the background once it answers (for up to 10 minutes).
+func (s *Server) PurgePath(path string) (int, error) { return purged(s.site.PurgePath(path)) }
 
-// PurgePrefix is PurgePath for every path that starts with prefix (not empty).
-func (s *Server) PurgePrefix(prefix string) int { return s.site.PurgePrefix(prefix) }
+// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
+// nothing.
+func (s *Server) PurgePrefix(prefix string) (int, error) {
+	return purged(s.site.PurgePrefix(prefix))
+}
 
 // PurgeKey removes the document stored under one cache key, as the admin endpoint's
-// /cache/purge?key= names it, and reports whether there was one.
-func (s *Server) PurgeKey(key string) bool { return s.site.PurgeKey(key) }
+// /cache/purge?key= names it, and reports whether there was one; the error is PurgePath's.
+func (s *Server) PurgeKey(key string) (bool, error) { return purged(s.site.PurgeKey(key)) }
 
 // PurgeTag removes every stored document tagged tag (Result.Tags, or load()'s cache.tags),
 // like PurgePath. It returns how many documents it removed.
-func (s *Server) PurgeTag(tag string) int { return s.site.PurgeTag(tag) }
+func (s *Server) PurgeTag(tag string) (int, error) { return purged(s.site.PurgeTag(tag)) }
+
+// purged is a purge's result as the package returns it.
+func purged[T any](n T, err error) (T, error) {
+	if err != nil {
+		return n, fmt.Errorf("ssr: purged here, not in the shared cache: %w", err)
+	}
+	return n, nil
+}

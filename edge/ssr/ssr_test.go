@@ -34,6 +34,8 @@ type fakeRenderer struct {
 	down  atomic.Bool
 	// pages are the bundle's page names; nil: ListPages is unimplemented.
 	pages []string
+	// bundle is the bundle's id ListPages answers.
+	bundle atomic.Pointer[string]
 	// unknown: every page is unknown (NOT_FOUND), as for a bundle without it.
 	unknown bool
 }
@@ -42,7 +44,11 @@ func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssr
 	if f.pages == nil {
 		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
 	}
-	return &ssrv1.ListPagesResponse{Pages: f.pages}, nil
+	resp := &ssrv1.ListPagesResponse{Pages: f.pages}
+	if b := f.bundle.Load(); b != nil {
+		resp.BundleId = *b
+	}
+	return resp, nil
 }
 
 func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
@@ -381,14 +387,14 @@ func TestPurge(t *testing.T) {
 	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
 	serve(h, "/products/1")
 	serve(h, "/products/2")
-	if n := f.srv.PurgePath("/products/1"); n != 1 {
-		t.Errorf("PurgePath removed %d, want 1", n)
+	if n, err := f.srv.PurgePath("/products/1"); n != 1 || err != nil {
+		t.Errorf("PurgePath removed %d (%v), want 1", n, err)
 	}
-	if n := f.srv.PurgePrefix("/products/"); n != 1 {
-		t.Errorf("PurgePrefix removed %d, want 1", n)
+	if n, err := f.srv.PurgePrefix("/products/"); n != 1 || err != nil {
+		t.Errorf("PurgePrefix removed %d (%v), want 1", n, err)
 	}
-	if n := f.srv.PurgePrefix(""); n != 0 {
-		t.Errorf("an empty prefix purged %d", n)
+	if n, err := f.srv.PurgePrefix(""); n != 0 || err != nil {
+		t.Errorf("an empty prefix purged %d (%v)", n, err)
 	}
 }
 

@@ -20,6 +20,8 @@ export const codes = Object.freeze({
 
 /** @typedef {typeof codes[keyof typeof codes]} ErrorCode */
 
+/** @typedef {'queued' | 'waiting' | 'pinned'} DeadlineWhere */
+
 /**
  * A failed render, as it crosses the worker boundary: structured clone keeps
  * only plain data, so workers send this instead of throwing.
@@ -41,12 +43,23 @@ export class RenderError extends Error {
   startedAt;
 
   /**
-   * Set by the pool when the render cost its worker its life (the worker ran
-   * out of memory, died, or was terminated to stop the render at its
-   * deadline): what the quarantine counts. A render aborted while it still
-   * waited for a worker killed nothing.
+   * Set by the pool when the render is what a poison pill does: its worker
+   * ran out of memory, died, or was pinned by it at its deadline (its event
+   * loop did not answer, loop-probe.js). What the quarantine counts. A render
+   * late because it waited (for a worker, or in an awaited load()) is not,
+   * even when its worker was terminated to stop it.
    */
-  killedWorker = false;
+  poisonPill = false;
+
+  /**
+   * Where a render stopped by its deadline was when it passed: `queued` (no
+   * worker had taken it), `waiting` (on a worker whose event loop answered:
+   * the render awaited, or finished within the grace), `pinned` (on a worker
+   * that did not answer: the render held the CPU). Undefined for other
+   * failures.
+   * @type {DeadlineWhere | undefined}
+   */
+  deadline;
 
   /**
    * @param {string} message
@@ -166,18 +179,22 @@ export function abortFailure(signal, cause) {
  * Why a render the pool had accepted failed without an answer from the page,
  * and how its worker ended: a task posted to a worker and not answered cost
  * that worker its life (Piscina terminates the worker of an aborted task it
- * already posted; one still queued is only dropped).
+ * already posted; one still queued is only dropped). Of those, a poison pill
+ * is one that ran its worker out of memory, crashed it, or pinned it at the
+ * deadline; a render stopped while its worker's loop was free only was late.
  * @param {unknown} err what the pool's run rejected with
  * @param {AbortSignal} signal the render's deadline
- * @param {{onWorker: boolean, closing: boolean}} where the task had been
- *   posted to a worker; the pool is shutting down
+ * @param {{onWorker: boolean, closing: boolean, pinned?: boolean}} where the
+ *   task had been posted to a worker; the pool is shutting down; the signal
+ *   found it on a worker whose event loop did not answer
  * @returns {{failure: RenderError, exit: 'deadline' | 'oom' | 'error' | null}}
  *   exit: why its worker died (null: no worker did, or it does not count)
  */
-export function poolFailure(err, signal, { onWorker, closing }) {
+export function poolFailure(err, signal, { onWorker, closing, pinned = false }) {
   if (signal.aborted) {
     const failure = abortFailure(signal, err);
-    if (onWorker) failure.killedWorker = true;
+    if (failure instanceof DeadlineError) failure.deadline = !onWorker ? 'queued' : pinned ? 'pinned' : 'waiting';
+    failure.poisonPill = onWorker && pinned;
     return { failure, exit: onWorker ? 'deadline' : null };
   }
   const error = err instanceof Error ? err : new InternalError(String(err));
@@ -186,6 +203,6 @@ export function poolFailure(err, signal, { onWorker, closing }) {
   const failure = oom
     ? new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error })
     : new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
-  failure.killedWorker = onWorker;
+  failure.poisonPill = onWorker;
   return { failure, exit: onWorker ? (oom ? 'oom' : 'error') : null };
 }

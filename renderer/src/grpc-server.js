@@ -171,7 +171,7 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
 
 /**
  * @param {RenderPool} pool
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[]}>}
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[], bundleId: string}>}
  */
 function listPagesHandler(pool) {
   return (_call, callback) => {
@@ -180,7 +180,7 @@ function listPagesHandler(pool) {
       callback({ code: grpc.status.UNAVAILABLE, details: 'no worker has loaded the bundle yet' });
       return;
     }
-    callback(null, { pages });
+    callback(null, { pages, bundleId: pool.bundleId() });
   };
 }
 
@@ -212,8 +212,10 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, t
     const withdrawn = new AbortController();
     const deadline = Number(call.getDeadline());
     const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
-    // Past the deadline the worker is terminated (Piscina does that on abort):
-    // an endless loop cannot be stopped any other way.
+    // Past the deadline a render on a worker is stopped by terminating the
+    // worker (Piscina does that on abort): an endless loop cannot be stopped
+    // any other way. The pool first asks the worker's event loop whether it is
+    // free, which tells a pinned worker from a render awaiting load().
     const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
       ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
       : `render did not finish within default_deadline (${remainingMs} ms)`);
@@ -255,9 +257,12 @@ function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, t
       });
     } catch (err) {
       const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-      // Also when the caller had withdrawn it: a render already running when
-      // its caller left goes on, and this is where its end is known.
-      if (error.killedWorker && quarantine?.enabled) {
+      // Only what a poison pill does counts (errors.js poolFailure): an OOM,
+      // a crash, a worker pinned at the deadline; never a render that was late
+      // because it waited. Also when the caller had withdrawn it: a render
+      // already running when its caller left goes on, and this is where its
+      // end is known.
+      if (error.poisonPill && quarantine?.enabled) {
         const entered = quarantine.recordDeath(keyOf());
         if (entered) {
           logger.error({
@@ -332,7 +337,9 @@ function toServiceError(error) {
  * @param {string} requestId
  */
 function logFailure(logger, error, page, requestId) {
-  const fields = { code: error.code, page, requestId, err: error };
+  // deadline: where a render stopped by its deadline was (queued, waiting,
+  // pinned); only pinned says the request is a poison pill.
+  const fields = { code: error.code, page, requestId, ...(error.deadline && { deadline: error.deadline }), err: error };
   if (warnCodes.has(error.code)) logger.warn(fields, 'render failed');
   else logger.error(fields, 'render failed');
 }

@@ -112,8 +112,15 @@ export class Metrics {
 
   #exits = new Counter({
     name: 'renderer_worker_exits_total',
-    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (render aborted at its deadline), error. A caller that goes away never costs a worker: its render is dropped while queued, finished once running.',
+    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated to stop a render at its deadline, pinned or waiting: see renderer_deadline_aborts_total), error. A caller that goes away never costs a worker: its render is dropped while queued, finished once running.',
     labelNames: /** @type {const} */ (['reason']),
+    registers: [this.registry],
+  });
+
+  #deadlineAborts = new Counter({
+    name: 'renderer_deadline_aborts_total',
+    help: 'Renders stopped by their deadline, by where they were: queued (no worker had taken it), waiting (on a worker whose event loop answered: the render awaited load() or I/O; late, not a poison pill), pinned (on a worker that did not answer: the render held the CPU; counts toward renderer.quarantine_after).',
+    labelNames: /** @type {const} */ (['where']),
     registers: [this.registry],
   });
 
@@ -149,6 +156,7 @@ export class Metrics {
     },
     retired: (reason) => this.#retirements.inc({ reason }),
     exited: (reason) => this.#exits.inc({ reason }),
+    deadline: (where) => this.#deadlineAborts.inc({ where }),
   };
 
   /**
@@ -190,6 +198,7 @@ export class Metrics {
     poolGauge('renderer_workers_accepting', 'Warm workers taking tasks: not retiring, not held near their heap cap. A worker at max_renders takes tasks until its spare is warm; one retiring for heap or external memory stops at once.', (s) => s.accepting);
     for (const reason of ['max_renders', 'heap', 'external', 'reload']) this.#retirements.inc({ reason }, 0);
     for (const reason of ['oom', 'deadline', 'error']) this.#exits.inc({ reason }, 0);
+    for (const where of ['queued', 'waiting', 'pinned']) this.#deadlineAborts.inc({ where }, 0);
     this.#loopDelay.enable();
     const loopDelay = this.#loopDelay;
     new Gauge({

@@ -16,20 +16,23 @@
 //   no longer replace its workers (fatal).
 // Growing the pool by one and knowing which worker took a task rest on
 // Piscina's source, not its API: piscina-seams.js.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { Admission } from './admission.js';
 import { ConfigError } from './config.js';
-import { DrainingError, fromDescriptor, poolFailure } from './errors.js';
+import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, poolFailure } from './errors.js';
 import { SnapshotError, requestHeapSnapshot } from './heap-snapshot.js';
+import { probe } from './loop-probe.js';
 import { startOneMore, tokenOf, withToken } from './piscina-seams.js';
 import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from './recycling.js';
 import { ReloadSession, WORKER_MODULE } from './reload.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
-/** @import { RenderError } from './errors.js' */
+/** @import { DeadlineWhere } from './errors.js' */
 /** @import { Token } from './piscina-seams.js' */
 /** @import { RecycleLimits, RetireReason } from './recycling.js' */
 /** @import { RenderTask } from './render-page.js' */
@@ -99,6 +102,9 @@ import { ReloadSession, WORKER_MODULE } from './reload.js';
  *   or reload
  * @property {(reason: string) => void} [exited] a worker died: oom, deadline
  *   (its render aborted), or error
+ * @property {(where: DeadlineWhere) => void} [deadline] a render was stopped
+ *   by its deadline: queued, waiting (on a worker whose event loop was free)
+ *   or pinned (on a worker that did not answer)
  */
 
 /**
@@ -120,6 +126,8 @@ import { ReloadSession, WORKER_MODULE } from './reload.js';
  * @property {number} id threadId
  * @property {Worker} worker
  * @property {MessagePort} control
+ * @property {Int32Array} pong the word it answers probes in (loop-probe.js)
+ * @property {number} probed the last probe sent to it
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
  * @property {Token | null} task the task posted to it and not yet settled
@@ -167,6 +175,8 @@ export class RenderPool {
   #workers = new Map();
   /** @type {Set<string>} page names the bundle exports */
   #pages = new Set();
+  /** a hash of the bundle file the workers run ('' until one is warm) */
+  #bundleId = '';
   /** @type {string[]} the pages of the worker warmed last: a reload's bundle's, once it is done */
   #newestPages = [];
   #admission;
@@ -282,8 +292,12 @@ export class RenderPool {
    * @param {PoolTask} task
    * @param {object} limits
    * @param {AbortSignal} limits.signal the deadline's: aborts the render
-   *   wherever it is (its reason, a RenderError, becomes the rejection); on a
-   *   worker that costs the worker its life, the only way to stop a loop
+   *   wherever it is (its reason, a RenderError, becomes the rejection, its
+   *   `deadline` saying where it was). On a worker, that worker's event loop
+   *   is asked first whether it is free (loop-probe.js), then the worker is
+   *   terminated, the only way to stop a loop; only a worker that did not
+   *   answer makes the rejection a poison pill. A render that finishes while
+   *   its worker is asked keeps its worker, and still fails with the reason.
    * @param {AbortSignal} [limits.withdraw] aborts the render only while it
    *   waits for a worker: a caller that went away frees its place in the
    *   queue, and a render already running finishes (milliseconds) rather than
@@ -293,32 +307,100 @@ export class RenderPool {
    */
   async run(task, { signal, withdraw, deadline = Infinity }) {
     if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
-    for (const s of [signal, withdraw]) if (s?.aborted) throw this.#taskFailure(undefined, s, {});
+    for (const s of [signal, withdraw]) if (s?.aborted) throw this.#taskFailure(undefined, s, {}, false);
     this.#admission.admit(deadline);
     this.#inFlight++;
     try {
-      await this.#admission.turn(signal, withdraw);
-      /** @type {Token} */
-      const token = {};
-      const began = performance.now();
-      let outcome;
-      try {
-        outcome = await this.#piscina.run(withToken(task, token), { signal });
-      } catch (err) {
-        throw this.#taskFailure(err, signal, token);
-      } finally {
-        this.#settle(token);
-      }
-      this.#afterTask(outcome.report, performance.now() - began);
-      if (!outcome.ok) {
-        const error = fromDescriptor(outcome.error);
-        error.startedAt = outcome.startedAt;
-        throw error;
-      }
-      return outcome;
+      return await this.#runAdmitted(task, signal, withdraw);
+    } catch (err) {
+      if (err instanceof RenderError && err.deadline) this.#observer.deadline?.(err.deadline);
+      throw err;
     } finally {
       if (--this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
     }
+  }
+
+  /**
+   * run() once admitted: waits for its turn, then renders on a worker.
+   * @param {PoolTask} task
+   * @param {AbortSignal} signal
+   * @param {AbortSignal | undefined} withdraw
+   * @returns {Promise<RenderSuccess>}
+   */
+  async #runAdmitted(task, signal, withdraw) {
+    try {
+      await this.#admission.turn(signal, withdraw);
+    } catch (err) {
+      if (err instanceof DeadlineError) err.deadline = 'queued';
+      throw err;
+    }
+    /** @type {Token} */
+    const token = {};
+    const began = performance.now();
+    // Piscina's own abort: at once for a task still queued in Piscina, after
+    // its worker was asked whether it is pinned for one on a worker (aborting
+    // that terminates the worker, which could then answer nothing).
+    const stop = new AbortController();
+    let done = false;
+    /** @type {Promise<boolean> | undefined} whether the deadline found it pinning its worker */
+    let pinned;
+    const onDeadline = () => {
+      pinned = this.#stopAtDeadline(token, () => {
+        if (!done) stop.abort(signal.reason);
+      });
+    };
+    if (signal.aborted) onDeadline();
+    else signal.addEventListener('abort', onDeadline, { once: true });
+    const settled = () => {
+      done = true;
+      signal.removeEventListener('abort', onDeadline);
+      this.#settle(token);
+    };
+    let outcome;
+    try {
+      outcome = await this.#piscina.run(withToken(task, token), { signal: stop.signal });
+    } catch (err) {
+      settled();
+      // (A worker that died under the render while it was asked answers nothing: pinned.)
+      throw this.#taskFailure(err, signal, token, signal.aborted && (await pinned) === true);
+    }
+    settled();
+    this.#afterTask(outcome.report, performance.now() - began);
+    if (signal.aborted) {
+      // Finished after its deadline, while its worker was asked: the worker
+      // lives, the caller has gone.
+      const late = abortFailure(signal);
+      if (late instanceof DeadlineError) late.deadline = 'waiting';
+      throw late;
+    }
+    if (!outcome.ok) {
+      const error = fromDescriptor(outcome.error);
+      error.startedAt = outcome.startedAt;
+      throw error;
+    }
+    return outcome;
+  }
+
+  /**
+   * The deadline passed: a task still queued in Piscina is dropped at once;
+   * one on a worker is stopped (its worker terminated) once the worker's event
+   * loop answered, or failed to within the grace. Resolves with whether it
+   * failed to: the render pinned its worker.
+   * @param {Token} token
+   * @param {() => void} stop aborts the task in Piscina, unless it settled
+   * @returns {Promise<boolean>}
+   */
+  async #stopAtDeadline(token, stop) {
+    if (token.workerId === undefined) {
+      // At once, before Piscina could hand it to a worker.
+      stop();
+      return false;
+    }
+    const state = this.#workers.get(token.workerId);
+    // Gone already: it died under the render (Piscina fails the task itself).
+    const answered = state ? await probe(state) : false;
+    stop();
+    return !answered;
   }
 
   /**
@@ -433,6 +515,11 @@ export class RenderPool {
     return [...this.#pages];
   }
 
+  /** A hash of the bundle file the workers run ('' until one has loaded it). */
+  bundleId() {
+    return this.#bundleId;
+  }
+
   /**
    * Resolves once every worker is warm; rejects when a worker cannot load the
    * bundle or a warm-up render fails (the start must fail).
@@ -491,6 +578,7 @@ export class RenderPool {
     if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
     this.#pages = new Set(this.#newestPages);
+    this.#bundleId = bundleId(this.#bundle);
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
     reload.finish();
   }
@@ -732,6 +820,8 @@ export class RenderPool {
         id: message.threadId,
         worker,
         control: message.control,
+        pong: message.pong,
+        probed: Atomics.load(message.pong, 0),
         state: 'ready',
         retireReason: null,
         task: null,
@@ -750,7 +840,10 @@ export class RenderPool {
       this.#workers.set(state.id, state);
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
-      if (this.#pages.size === 0) for (const page of message.pages) this.#pages.add(page);
+      if (this.#pages.size === 0) {
+        for (const page of message.pages) this.#pages.add(page);
+        this.#bundleId = bundleId(this.#bundle);
+      }
       this.#newestPages = message.pages;
       if (this.#meanMs === undefined && message.meanRenderMs > 0) this.#meanMs = message.meanRenderMs;
       this.#logger.info({
@@ -806,11 +899,25 @@ export class RenderPool {
    * @param {unknown} err
    * @param {AbortSignal} signal
    * @param {Token} token
+   * @param {boolean} pinned the signal found it on a worker that did not answer
    * @returns {RenderError}
    */
-  #taskFailure(err, signal, token) {
-    const { failure, exit } = poolFailure(err, signal, { onWorker: token.workerId !== undefined, closing: this.#closing });
+  #taskFailure(err, signal, token, pinned) {
+    const { failure, exit } = poolFailure(err, signal, { onWorker: token.workerId !== undefined, closing: this.#closing, pinned });
     if (exit) this.#observer.exited?.(exit);
     return failure;
+  }
+}
+
+/**
+ * A short hash of the bundle file, read again when the workers have loaded it: the edge
+ * keys its cache on it. '' when it cannot be read (it is then moved or being replaced).
+ * @param {string} path
+ */
+function bundleId(path) {
+  try {
+    return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
+  } catch {
+    return '';
   }
 }

@@ -9,6 +9,7 @@ import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_th
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from './errors.js';
 import { answerHeapSnapshots } from './heap-snapshot.js';
+import { answerProbes, sharedWord } from './loop-probe.js';
 import { renderPage } from './render-page.js';
 import { RetentionSampler } from './retention.js';
 import { encodeRenderResponse } from './wire.js';
@@ -23,9 +24,10 @@ import { encodeRenderResponse } from './wire.js';
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
  * `pages` are the names the bundle exports (metrics label only those);
  * `control` is this worker's own port for requests between tasks (heap
- * snapshots): Piscina owns parentPort.
+ * snapshots) and during them (is its event loop free? loop-probe.js): Piscina
+ * owns parentPort. `pong` is the word it answers probes in.
  * @typedef {{type: 'worker-warm', threadId: number, pages: string[], warmupMs: number,
- *     warmupRenders: number, meanRenderMs: number, control: MessagePort, report: WorkerReport}
+ *     warmupRenders: number, meanRenderMs: number, control: MessagePort, pong: Int32Array, report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
  */
@@ -107,9 +109,11 @@ const bundle = await loadBundle(options.bundle);
 const warm = await warmUp(bundle, options.warmupRounds);
 const control = new MessageChannel();
 answerHeapSnapshots(control.port1, threadId);
+const pong = sharedWord();
+answerProbes(control.port1, pong);
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, report: report(), ...warm,
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, pong, report: report(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
 

@@ -1,5 +1,6 @@
-// How a render the pool accepted fails without an answer from its page, and
-// which worker death it counts (renderer_worker_exits_total{reason}).
+// How a render the pool accepted fails without an answer from its page,
+// which worker death it counts (renderer_worker_exits_total{reason}), and
+// whether it is a poison pill (what the quarantine counts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import {
@@ -19,19 +20,24 @@ function aborted(reason) {
 test('poolFailure', () => {
   const live = new AbortController().signal;
   const deadline = () => new DeadlineError('render deadline passed');
-  for (const [name, err, signal, where, Class, killed, wantExit] of /** @type {const} */ ([
-    ['deadline while queued', undefined, aborted(deadline()), { onWorker: false, closing: false }, DeadlineError, false, null],
-    ['deadline on a worker: it dies', new Error('aborted'), aborted(deadline()), { onWorker: true, closing: false }, DeadlineError, true, 'deadline'],
-    ['caller gone while queued', undefined, aborted(), { onWorker: false, closing: false }, CancelledError, false, null],
-    ['out of memory', oom, live, { onWorker: true, closing: false }, WorkerOutOfMemoryError, true, 'oom'],
-    ['worker crashed', crash, live, { onWorker: true, closing: false }, WorkerDiedError, true, 'error'],
-    ['a non-Error rejection', 'boom', live, { onWorker: true, closing: false }, WorkerDiedError, true, 'error'],
-    ['shutting down', crash, live, { onWorker: true, closing: true }, DrainingError, false, null],
-    ['deadline wins over shutting down', crash, aborted(deadline()), { onWorker: true, closing: true }, DeadlineError, true, 'deadline'],
+  const [queued, onWorker, pinnedWorker] = [
+    { onWorker: false, closing: false }, { onWorker: true, closing: false }, { onWorker: true, closing: false, pinned: true },
+  ];
+  for (const [name, err, signal, where, Class, poisonPill, wantExit, wantDeadline] of /** @type {const} */ ([
+    ['deadline while queued', undefined, aborted(deadline()), queued, DeadlineError, false, null, 'queued'],
+    ['deadline on a worker that answered: it dies, the render was only late', new Error('aborted'), aborted(deadline()), onWorker, DeadlineError, false, 'deadline', 'waiting'],
+    ['deadline on a pinned worker: it dies, a poison pill', new Error('aborted'), aborted(deadline()), pinnedWorker, DeadlineError, true, 'deadline', 'pinned'],
+    ['caller gone while queued', undefined, aborted(), queued, CancelledError, false, null, undefined],
+    ['out of memory', oom, live, onWorker, WorkerOutOfMemoryError, true, 'oom', undefined],
+    ['worker crashed', crash, live, onWorker, WorkerDiedError, true, 'error', undefined],
+    ['a non-Error rejection', 'boom', live, onWorker, WorkerDiedError, true, 'error', undefined],
+    ['shutting down', crash, live, { onWorker: true, closing: true }, DrainingError, false, null, undefined],
+    ['deadline wins over shutting down', crash, aborted(deadline()), { onWorker: true, closing: true, pinned: true }, DeadlineError, true, 'deadline', 'pinned'],
   ])) {
     const { failure, exit } = poolFailure(err, signal, where);
     assert.ok(failure instanceof Class, `${name}: ${failure.constructor.name}`);
-    assert.equal(failure.killedWorker, killed, name);
+    assert.equal(failure.poisonPill, poisonPill, name);
     assert.equal(exit, wantExit, name);
+    assert.equal(failure.deadline, wantDeadline, name);
   }
 });

@@ -1,6 +1,7 @@
 // An endless loop costs one worker, never the process: its call fails with
 // DEADLINE_EXCEEDED at the deadline, renders on the other worker meanwhile
-// succeed, and the pool is back to full strength (warm) after.
+// succeed, its worker (pinned) is terminated, and the pool is back to full
+// strength (warm) after.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
@@ -21,10 +22,13 @@ test('loop page: deadline, the other worker serves, the pool recovers', async (t
   assert.ok(homes.length >= 10, `${homes.length} renders meanwhile`);
   for (const reply of homes) assert.equal(reply.error, undefined, String(reply.error?.message));
 
+  // The looping worker is terminated once it failed to answer (loop-probe.js),
+  // a moment after the deadline.
+  await waitFor(async () => /renderer_worker_exits_total\{reason="deadline"\} 1\n/.test(await metricsText(app.httpAddress)));
   await waitFor(() => app.pool.readiness().ready);
   const stats = app.pool.stats();
   assert.equal(stats.workers, 2);
   assert.equal(stats.accepting, 2);
   const metrics = await metricsText(app.httpAddress);
-  assert.match(metrics, /renderer_worker_exits_total\{reason="deadline"\} 1\n/);
+  assert.match(metrics, /renderer_deadline_aborts_total\{where="pinned"\} 1\n/);
 });

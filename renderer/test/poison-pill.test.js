@@ -2,7 +2,8 @@
 // quarantine_after deaths: from then on it is refused at once, with
 // FAILED_PRECONDITION + RENDER_ERR_QUARANTINED, and costs no worker; other
 // requests render on. A render whose caller went away while it ran still
-// counts when it kills its worker.
+// counts when it kills its worker. A loop pins its worker (its event loop does
+// not answer at the deadline), whether or not its render awaited before.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
@@ -81,6 +82,9 @@ test('poison pill: quarantined after two worker deaths, refused at once, other p
     assert.match(text, /^renderer_quarantined_keys 1$/m);
     assert.match(text, /^renderer_renders_total\{page="loops",outcome="RENDER_ERR_QUARANTINED"\} 1$/m);
     assert.match(text, /^renderer_worker_exits_total\{reason="deadline"\} 2$/m);
+    // Both workers were pinned at the deadline: their event loops never answered.
+    assert.match(text, /^renderer_deadline_aborts_total\{where="pinned"\} 2$/m);
+    assert.match(text, /^renderer_deadline_aborts_total\{where="waiting"\} 0$/m);
   });
 
   await t.test('a render withdrawn by its caller while it ran counts when it kills its worker', async () => {
@@ -97,5 +101,14 @@ test('poison pill: quarantined after two worker deaths, refused at once, other p
     await killOne(request, 4);
     assert.equal(app.quarantine.size, 2);
     await assertRefused(request, /url "\/loops\?withdrawn"\) killed 2 workers/);
+  });
+
+  await t.test('a render that awaited first, then loops, pins its worker all the same', async () => {
+    const request = { page: 'loops-after-await', url: '/loops-after-await' };
+    await killOne(request, 5);
+    await killOne(request, 6);
+    assert.equal(app.quarantine.size, 3);
+    await assertRefused(request, /url "\/loops-after-await"\) killed 2 workers/);
+    assert.ok(logs.some((l) => l.msg === 'render failed' && l.page === 'loops-after-await' && l.deadline === 'pinned'));
   });
 });

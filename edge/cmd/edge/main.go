@@ -81,7 +81,8 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		MaxRendersInFlight: e.MaxRendersInFlight, NotFoundPage: e.NotFoundPage,
 		CacheMaxMB: e.CacheMaxMB, CacheMaxEntryMB: e.CacheMaxEntryMB, CacheNotFoundTTL: e.CacheNotFoundTTL,
 		CacheTTLJitter: jitter(e.CacheTTLJitter), CachePassTTL: e.CachePassTTL, CacheIgnoreQuery: e.CacheIgnoreQuery,
-		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout, EarlyHints: e.EarlyHints,
+		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout, SharedCacheKey: []byte(e.SharedCacheKey),
+		EarlyHints: e.EarlyHints,
 		Registerer: registry, Logger: log, TracerProvider: tracerProvider,
 	})
 	if err != nil {

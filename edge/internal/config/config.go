@@ -93,6 +93,10 @@ type Edge struct {
 	SharedCacheAddress string `yaml:"shared_cache_address"`
 	// SharedCacheTimeout bounds every call to that store; past it the edge goes on without.
 	SharedCacheTimeout time.Duration `yaml:"shared_cache_timeout"`
+	// SharedCacheKey, if set, authenticates every value in that store (HMAC-SHA256): a value
+	// that something else wrote there is a miss. At least 32 bytes, the same on every
+	// replica; from a Secret.
+	SharedCacheKey string `yaml:"shared_cache_key"`
 	// OTLPEndpoint is the OpenTelemetry collector that receives the edge's spans, over
 	// OTLP/gRPC: http://host:port, or https:// for TLS. Empty: tracing off.
 	OTLPEndpoint string `yaml:"otlp_endpoint"`
@@ -161,6 +165,22 @@ type file struct {
 // Load builds the configuration from the defaults, the file at path (if not empty) and the
 // environment. Any error names the offending key.
 func Load(path string, environ []string) (*Config, error) {
+	cfg, err := defaults()
+	if err != nil {
+		return nil, err
+	}
+	if path == "" {
+		return finish(cfg, environ)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	return parse(cfg, data, path, environ)
+}
+
+// defaults is the configuration of the embedded defaults.
+func defaults() (*Config, error) {
 	var f file
 	if err := decodeStrict(defaultsYAML, &f); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
@@ -169,23 +189,28 @@ func Load(path string, environ []string) (*Config, error) {
 	if err := f.Renderer.Decode(&cfg.Renderer); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
 	}
-	if path != "" {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return nil, fmt.Errorf("config: %w", err)
-		}
-		f = file{Edge: cfg.Edge}
-		if err := decodeStrict(data, &f); err != nil {
-			return nil, fmt.Errorf("config: %s: %w", path, err)
-		}
-		cfg.Edge = f.Edge
-		if !f.Renderer.IsZero() {
-			// Only the shared keys matter here: unknown renderer keys are the renderer's to reject.
-			if err := f.Renderer.Decode(&cfg.Renderer); err != nil {
-				return nil, fmt.Errorf("config: %s: renderer: %w", path, err)
-			}
+	return cfg, nil
+}
+
+// parse overlays the file's data (read from path) on cfg, then the environment, and
+// validates the result.
+func parse(cfg *Config, data []byte, path string, environ []string) (*Config, error) {
+	f := file{Edge: cfg.Edge}
+	if err := decodeStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	cfg.Edge = f.Edge
+	if !f.Renderer.IsZero() {
+		// Only the shared keys matter here: unknown renderer keys are the renderer's to reject.
+		if err := f.Renderer.Decode(&cfg.Renderer); err != nil {
+			return nil, fmt.Errorf("config: %s: renderer: %w", path, err)
 		}
 	}
+	return finish(cfg, environ)
+}
+
+// finish applies the environment's overrides to cfg and validates it.
+func finish(cfg *Config, environ []string) (*Config, error) {
 	if err := applyEnv(cfg, environ); err != nil {
 		return nil, err
 	}
@@ -332,6 +357,9 @@ func (c *Config) validate() error {
 	}
 	if e.SharedCacheTimeout <= 0 {
 		bad("edge.shared_cache_timeout", "must be positive, got %s", e.SharedCacheTimeout)
+	}
+	if n := len(e.SharedCacheKey); n > 0 && n < 32 {
+		bad("edge.shared_cache_key", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
 	}
 	if e.MaxRendersInFlight < 1 {
 		bad("edge.max_renders_in_flight", "must be at least 1, got %d", e.MaxRendersInFlight)

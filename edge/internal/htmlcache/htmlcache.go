@@ -23,6 +23,9 @@ type Entry struct {
 	// Bodies holds the document per content coding: "" (identity), "gzip", "br".
 	Bodies map[string][]byte
 	ETag   string
+	// ServerBuild and Bundle identify the code that rendered it: the Go server's build and
+	// the renderer's server bundle (empty: not known when it was stored).
+	ServerBuild, Bundle string
 	// NonceAt are the offsets in the identity body where each script's nonce goes
 	// (document.WithNonce): set when every response gets a nonce of its own, and then the
 	// body is kept in identity only.
@@ -105,31 +108,57 @@ type Options struct {
 	// OnEvict, if set, is called (with the cache's lock held) for each entry evicted to make
 	// room or found expired; not for purges or replacements.
 	OnEvict func(*Entry)
+	// PurgeMemory is how long a purge is remembered, on the real clock (not Now): a render
+	// that began before a purge and ends within this time is not stored if the purge matches
+	// it; one that ends later is not stored at all. Set it above the longest a render may run
+	// (RememberPurgesFor raises it). If zero, defaults to 1 minute.
+	PurgeMemory time.Duration
 }
 
 // Generation counts purges. A render notes the generation when it begins, and its result
 // is not stored if a purge since then matched it: a purge covers renders already running.
 type Generation uint64
 
-// purgesKept is how many recent purges are remembered; a render that began before all of
-// them counts as purged (it ran across more purges than the cache keeps track of).
-const purgesKept = 64
+// purgeKind is what a purge names.
+type purgeKind int
 
+const (
+	byKey purgeKind = iota
+	byPath
+	byPrefix
+	byTag
+	byFunc // PurgeIf's: any entry its func accepts
+)
+
+// purge is one purge the cache remembers.
 type purge struct {
 	gen   Generation
-	match func(*Entry) bool
+	at    time.Time // on the real clock
+	kind  purgeKind
+	value string            // the key, path, prefix or tag
+	match func(*Entry) bool // byFunc only
 }
 
 // Cache is safe for concurrent use.
 type Cache struct {
 	opts Options
 
-	mu     sync.Mutex
-	lru    *list.List               // guarded by mu; front = most recently used, values *Entry
-	items  map[string]*list.Element // guarded by mu
-	bytes  int                      // guarded by mu
-	gen    Generation               // guarded by mu: purges so far
-	purges []purge                  // guarded by mu: the last purgesKept purges, oldest first
+	// clock is the real clock purges are remembered by; a test's may be another.
+	clock func() time.Time
+
+	mu    sync.Mutex
+	lru   *list.List               // guarded by mu; front = most recently used, values *Entry
+	items map[string]*list.Element // guarded by mu
+	bytes int                      // guarded by mu
+	gen   Generation               // guarded by mu: purges so far
+	// purges are the purges of the last PurgeMemory, oldest first. latest indexes those by
+	// key, path, prefix and tag: each value's latest generation, so that matching a render
+	// costs the same whatever the number of purges; funcs are PurgeIf's, matched one by one.
+	purges    []purge                       // guarded by mu
+	latest    [byFunc]map[string]Generation // guarded by mu
+	funcs     []purge                       // guarded by mu
+	forgotten Generation                    // guarded by mu: the latest purge no longer remembered
+	memory    time.Duration                 // guarded by mu: PurgeMemory, raised by RememberPurgesFor
 }
 
 // New returns an empty cache.
@@ -143,7 +172,22 @@ func New(opts Options) *Cache {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Cache{opts: opts, lru: list.New(), items: map[string]*list.Element{}}
+	if opts.PurgeMemory == 0 {
+		opts.PurgeMemory = time.Minute
+	}
+	c := &Cache{opts: opts, lru: list.New(), items: map[string]*list.Element{}, clock: time.Now, memory: opts.PurgeMemory}
+	for kind := range c.latest {
+		c.latest[kind] = map[string]Generation{}
+	}
+	return c
+}
+
+// RememberPurgesFor makes the cache remember each purge for d at least (PurgeMemory): a
+// page whose renders may run that long calls it.
+func (c *Cache) RememberPurgesFor(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.memory = max(c.memory, d)
 }
 
 // Now is the cache's clock.
@@ -227,14 +271,34 @@ func (c *Cache) Purged(since Generation, e *Entry) bool {
 }
 
 func (c *Cache) purgedLocked(since Generation, e *Entry) bool {
-	if since == c.gen {
+	switch {
+	case since >= c.gen:
 		return false
+	case since < c.forgotten:
+		return true // began before a purge no longer remembered: it ran longer than PurgeMemory
+	case c.latest[byKey][e.Key] > since, c.latest[byPath][e.Path] > since:
+		return true
 	}
-	if len(c.purges) == 0 || since < c.purges[0].gen-1 {
-		return true // began before the oldest purge remembered
+	for _, tag := range e.Tags {
+		if c.latest[byTag][tag] > since {
+			return true
+		}
 	}
-	for _, p := range c.purges {
-		if p.gen > since && p.match(e) {
+	if prefixes := c.latest[byPrefix]; len(prefixes) > len(e.Path) {
+		for i := 1; i <= len(e.Path); i++ {
+			if prefixes[e.Path[:i]] > since {
+				return true
+			}
+		}
+	} else {
+		for prefix, gen := range prefixes {
+			if gen > since && strings.HasPrefix(e.Path, prefix) {
+				return true
+			}
+		}
+	}
+	for i := len(c.funcs) - 1; i >= 0 && c.funcs[i].gen > since; i-- {
+		if c.funcs[i].match(e) {
 			return true
 		}
 	}
@@ -244,18 +308,25 @@ func (c *Cache) purgedLocked(since Generation, e *Entry) bool {
 // PurgeKey removes the entry stored under key, and keeps renders of it that are running
 // from being stored. It reports whether there was an entry.
 func (c *Cache) PurgeKey(key string) bool {
-	return c.PurgeIf(func(e *Entry) bool { return e.Key == key }) == 1
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.rememberLocked(purge{kind: byKey, value: key})
+	el, ok := c.items[key]
+	if ok {
+		c.removeLocked(el)
+	}
+	return ok
 }
 
 // PurgePath is PurgeKey for every entry rendered for path (a normalized path and query),
 // whatever its variants. It returns how many entries it removed.
 func (c *Cache) PurgePath(path string) int {
-	return c.PurgeIf(func(e *Entry) bool { return e.Path == path })
+	return c.purge(purge{kind: byPath, value: path}, func(e *Entry) bool { return e.Path == path })
 }
 
 // PurgeTag is PurgeKey for every entry tagged tag. It returns how many entries it removed.
 func (c *Cache) PurgeTag(tag string) int {
-	return c.PurgeIf(func(e *Entry) bool { return slices.Contains(e.Tags, tag) })
+	return c.purge(purge{kind: byTag, value: tag}, func(e *Entry) bool { return slices.Contains(e.Tags, tag) })
 }
 
 // PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
@@ -264,19 +335,20 @@ func (c *Cache) PurgePrefix(prefix string) int {
 	if prefix == "" {
 		return 0
 	}
-	return c.PurgeIf(func(e *Entry) bool { return strings.HasPrefix(e.Path, prefix) })
+	return c.purge(purge{kind: byPrefix, value: prefix}, func(e *Entry) bool { return strings.HasPrefix(e.Path, prefix) })
 }
 
 // PurgeIf removes every entry match accepts, and keeps renders running now whose result
 // match accepts from being stored. It returns how many entries it removed.
 func (c *Cache) PurgeIf(match func(*Entry) bool) int {
+	return c.purge(purge{kind: byFunc, match: match}, match)
+}
+
+// purge remembers p, and removes every entry match (p's) accepts.
+func (c *Cache) purge(p purge, match func(*Entry) bool) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.gen++
-	c.purges = append(c.purges, purge{gen: c.gen, match: match})
-	if len(c.purges) > purgesKept {
-		c.purges = slices.Delete(c.purges, 0, len(c.purges)-purgesKept)
-	}
+	c.rememberLocked(p)
 	n := 0
 	for _, el := range c.items {
 		if match(el.Value.(*Entry)) {
@@ -285,6 +357,34 @@ func (c *Cache) PurgeIf(match func(*Entry) bool) int {
 		}
 	}
 	return n
+}
+
+// rememberLocked counts p as the latest purge, and forgets the purges older than the
+// cache's memory. Memory is bounded by time only: any number of purges within it keeps
+// exactly the renders they match from being stored.
+func (c *Cache) rememberLocked(p purge) {
+	c.gen++
+	p.gen, p.at = c.gen, c.clock()
+	forget := 0
+	for forget < len(c.purges) && p.at.Sub(c.purges[forget].at) > c.memory {
+		old := c.purges[forget]
+		if old.kind != byFunc && c.latest[old.kind][old.value] == old.gen {
+			delete(c.latest[old.kind], old.value)
+		}
+		c.forgotten = old.gen
+		c.purges[forget] = purge{} // its value and func are garbage now
+		forget++
+	}
+	c.purges = append(c.purges[forget:], p)
+	for len(c.funcs) > 0 && c.funcs[0].gen <= c.forgotten {
+		c.funcs[0] = purge{}
+		c.funcs = c.funcs[1:]
+	}
+	if p.kind == byFunc {
+		c.funcs = append(c.funcs, p)
+	} else {
+		c.latest[p.kind][p.value] = p.gen
+	}
 }
 
 // Stats reports the number of entries and the bytes they use.

@@ -12,6 +12,13 @@ type clock struct{ t time.Time }
 func (c *clock) now() time.Time          { return c.t }
 func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
 
+// entry is a small entry for key, stored now.
+func (c *clock) entry(key string) *Entry {
+	e := entry(key, 10)
+	e.Stored = c.t
+	return e
+}
+
 func entry(key string, body int) *Entry {
 	return &Entry{Key: key, Path: key, Status: 200, Bodies: map[string][]byte{"": make([]byte, body)},
 		TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second}
@@ -151,11 +158,7 @@ func TestPurgeTag(t *testing.T) {
 func TestPurgeCoversRendersInFlight(t *testing.T) {
 	clk := &clock{t: time.Unix(0, 0)}
 	c := New(Options{Now: clk.now})
-	fill := func(key string) *Entry {
-		e := entry(key, 10)
-		e.Stored = clk.t
-		return e
-	}
+	fill := clk.entry
 	began := c.Generation()
 	c.PurgeKey("/a")
 	if c.Set(fill("/a"), began) {
@@ -171,13 +174,44 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 		t.Errorf("a render of /a that began after the purge was not stored")
 	}
 
-	// Past purgesKept purges the cache no longer knows what a render saw: it refuses it.
-	old := c.Generation()
-	for i := range purgesKept + 1 {
-		c.PurgeKey(fmt.Sprint("/other/", i))
+}
+
+// TestPurgesAreRememberedForPurgeMemory: a purge is forgotten PurgeMemory after it (on the
+// real clock, not Now's), and so is its memory; a render that began before a purge now
+// forgotten is not stored, since what it matched is no longer known.
+func TestPurgesAreRememberedForPurgeMemory(t *testing.T) {
+	wall := &clock{t: time.Unix(0, 0)}
+	c := New(Options{PurgeMemory: 10 * time.Second})
+	c.clock = wall.now
+	fill := func(key string) *Entry {
+		e := entry(key, 10)
+		e.Stored = time.Now()
+		return e
 	}
-	if c.Set(fill("/c"), old) {
-		t.Errorf("a render older than every remembered purge was stored")
+	began := c.Generation()
+	c.PurgePath("/a")
+	wall.advance(9 * time.Second)
+	c.PurgeTag("t")
+	if !c.Purged(began, fill("/a")) || c.Purged(began, fill("/b")) {
+		t.Errorf("within PurgeMemory: the purge of /a is not remembered exactly")
+	}
+	wall.advance(2 * time.Second) // /a's purge is 11 s old, t's 2 s
+	c.PurgePrefix("/p/")
+	if !c.Purged(began, fill("/b")) {
+		t.Errorf("a render that began before a purge now forgotten may be stored")
+	}
+	if since := c.Generation() - 2; c.Purged(since, fill("/b")) || !c.Purged(since, &Entry{Key: "x", Path: "/p/1"}) {
+		t.Errorf("a render that began after the forgotten purge: judged by the purges since, got otherwise")
+	}
+	if len(c.purges) != 2 || len(c.latest[byPath]) != 0 {
+		t.Errorf("remembered %d purges (%d paths), want 2 and none: memory is bounded by time", len(c.purges), len(c.latest[byPath]))
+	}
+
+	c.RememberPurgesFor(time.Minute) // a page whose renders may take that long
+	wall.advance(30 * time.Second)
+	c.PurgeKey("/k")
+	if len(c.purges) != 3 {
+		t.Errorf("after RememberPurgesFor(1m), a purge 32 s old was forgotten")
 	}
 }
 
@@ -230,4 +264,31 @@ func BenchmarkGetHit(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestManyPurgesDuringARender: purges of other documents while a render runs, however many,
+// neither keep its result from being stored nor new requests from joining it; a purge that
+// matches it does.
+func TestManyPurgesDuringARender(t *testing.T) {
+	clk := &clock{t: time.Unix(0, 0)}
+	c := New(Options{Now: clk.now})
+	fill := clk.entry
+	began := c.Generation()
+	for i := range 100 {
+		c.PurgePath(fmt.Sprint("/other/", i))
+		c.PurgeTag(fmt.Sprint("other:", i))
+	}
+	if c.Purged(began, fill("/a")) {
+		t.Errorf("after 200 purges of other documents, a render of /a that began before them may not be joined")
+	}
+	if !c.Set(fill("/a"), began) {
+		t.Errorf("after 200 purges of other documents, a render of /a that began before them was not stored")
+	}
+	c.PurgePath("/b")
+	for i := range 100 {
+		c.PurgePath(fmt.Sprint("/more/", i))
+	}
+	if !c.Purged(began, fill("/b")) || c.Set(fill("/b"), began) {
+		t.Errorf("a render of /b that began before /b was purged (and 100 purges after) was stored")
+	}
 }

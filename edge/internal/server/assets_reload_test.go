@@ -160,25 +160,25 @@ func TestAssetsOfTheBuildBeforeARebuild(t *testing.T) {
 	defer store.Close()
 	shared := &sharedTier{store: store, metrics: NewMetrics(prometheus.NewRegistry()), log: slog.New(slog.DiscardHandler)}
 	dir := filepath.Join(t.TempDir(), "assets")
-	writeAssets(t, dir, "client-1.js")
+	writeAssets(t, dir, "client-AAAAAAA1.js")
 	a, err := newAssets(dir, shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// newAssets publishes in the background.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if body, _ := store.Asset(context.Background(), "client-1.js"); body != nil {
+		if body, _ := store.Asset(context.Background(), "client-AAAAAAA1.js"); body != nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("client-1.js was not published to the store within 10s")
+			t.Fatal("client-AAAAAAA1.js was not published to the store within 10s")
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	writeAssets(t, dir, "client-2.js")
-	for _, name := range []string{"client-1.js", "client-2.js"} {
+	writeAssets(t, dir, "client-AAAAAAA2.js")
+	for _, name := range []string{"client-AAAAAAA1.js", "client-AAAAAAA2.js"} {
 		if rec := getAsset(a, name); rec.Code != 200 || rec.Body.String() != name {
 			t.Errorf("%s after the rebuild: got %d %q, want 200 %q", name, rec.Code, rec.Body.String(), name)
 		}

@@ -424,7 +424,7 @@ func TestPurge(t *testing.T) {
 	for _, p := range []string{"/", "/products/1", "/products/2"} {
 		get(t, s.url+p)
 	}
-	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: s.cache})
+	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: localPurger{s.cache}})
 	purge := func(query string) string {
 		req, _ := http.NewRequest("POST", "/cache/purge?"+query, nil)
 		req.RemoteAddr = "127.0.0.1:9"

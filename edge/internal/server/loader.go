@@ -186,16 +186,20 @@ func (p *page) loaderRequest(r *http.Request, req *ssrv1.RenderRequest) *http.Re
 		lr.URL.RawQuery = u.RawQuery
 		lr.RequestURI = req.Url
 	}
+	// Who sent it and to which host are not in the key: a loader that wrote them into the
+	// page (a canonical URL from Host) would hand one sender's values to every visitor.
+	lr.Host, lr.URL.Host, lr.URL.Scheme, lr.RemoteAddr, lr.TLS = "", "", "", "", nil
 	lr.Header = http.Header{}
 	var cookies []string
 	for _, v := range p.keys.variants {
 		kind, name, _ := strings.Cut(v, ":")
-		if kind == "header" {
-			if values := r.Header.Values(name); len(values) > 0 {
-				lr.Header[http.CanonicalHeaderKey(name)] = values
-			}
-		} else if c, err := r.Cookie(name); err == nil {
-			cookies = append(cookies, c.String())
+		value, ok := req.Variants[v]
+		switch {
+		case kind == "header" && value != "":
+			// As the key holds it: the first header line, trimmed and lower-cased.
+			lr.Header.Set(name, value)
+		case kind == "cookie" && ok:
+			cookies = append(cookies, (&http.Cookie{Name: name, Value: value}).String())
 		}
 	}
 	if len(cookies) > 0 {

@@ -61,7 +61,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 		sharedCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "edge_shared_cache_seconds",
-			Help:    "Calls to the shared cache's store (edge.shared_cache_address) by operation (get, set, lock, purge, put-asset, get-asset) and result (hit, miss, ok, held, error, unavailable: the circuit is open).",
+			Help:    "Calls to the shared cache's store (edge.shared_cache_address) by operation (get, set, lock, purge, put-asset, get-asset) and result (hit, miss, ok, held, error, unavailable: the circuit is open, invalid: a value that fails its checks or its authentication, served as a miss).",
 			Buckets: []float64{.0002, .0005, .001, .002, .005, .01, .025, .05, .1},
 		}, []string{"op", "result"}),
 		privateRenders: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -10,9 +10,10 @@ import (
 	"sync"
 )
 
-// PageLister names the pages of the renderer's bundle; *renderclient.Client is the real one.
+// PageLister names the pages of the renderer's bundle and the bundle's id;
+// *renderclient.Client is the real one.
 type PageLister interface {
-	ListPages(ctx context.Context) ([]string, error)
+	ListPages(ctx context.Context) (pages []string, bundleID string, err error)
 }
 
 // pageNames holds the page names the Go side uses against the renderer's bundle, so that a

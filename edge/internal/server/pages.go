@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -53,6 +54,38 @@ type deps struct {
 	errorPage string
 	// names are the page names in use, checked against the renderer's bundle.
 	names *pageNames
+	// build identifies the code that renders: the Go server's and the renderer bundle's.
+	build *builds
+}
+
+// builds identify the code that renders, besides the client build (which the cache key
+// holds): a stored page records them, and one rendered by other code (the Go server's
+// loaders, the server bundle's load()) is not served: after a deploy, new replicas do not
+// serve the old code's pages from the shared store. They are not in the key, since the
+// bundle's id is known only once the renderer answers: keys would move then.
+type builds struct {
+	server string
+	bundle atomic.Pointer[string] // nil until the renderer answered
+}
+
+func (b *builds) current() (server, bundle string) {
+	if b == nil {
+		return "", ""
+	}
+	if p := b.bundle.Load(); p != nil {
+		bundle = *p
+	}
+	return b.server, bundle
+}
+
+// stamp records on e the code that rendered it.
+func (b *builds) stamp(e *htmlcache.Entry) { e.ServerBuild, e.Bundle = b.current() }
+
+// matches reports whether e was rendered by this code. A bundle id not known on either side
+// (the renderer had not answered yet) does not count against it.
+func (b *builds) matches(e *htmlcache.Entry) bool {
+	server, bundle := b.current()
+	return e.ServerBuild == server && (e.Bundle == "" || bundle == "" || e.Bundle == bundle)
 }
 
 // page serves one route.
@@ -150,6 +183,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reason := p.bypass(r); reason != "" {
+		if reason != "uncacheable-route" {
+			// Rendered for this client (its Authorization, a personalizing cookie): no shared
+			// cache in front may keep it. The page's own Cache-Control, if any, replaces it.
+			w.Header().Set("Cache-Control", "private")
+		}
 		p.metrics.cacheResult(p.route, "bypass")
 		p.serveAlone(w, r, req, "", p.loaderRequest(r, req), "sidecar-ssr; fwd=bypass; detail="+reason)
 		return
@@ -162,6 +200,9 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	_, lookup := p.span(r.Context(), "cache lookup")
 	entry, state := p.cache.Get(key)
+	if entry != nil && !entry.Pass && !p.build.matches(entry) {
+		entry, state = nil, htmlcache.Missing // the renderer moved to another bundle since
+	}
 	if lookup.IsRecording() {
 		lookup.SetAttributes(attribute.String("ssr.cache.state", state.String()), attribute.Bool("ssr.cache.pass", entry != nil && entry.Pass))
 	}
@@ -347,7 +388,8 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 	if p.shared != nil {
 		var e *htmlcache.Entry
 		// A copy purged since this flight began is not kept: render instead.
-		if e, unlock = p.shared.fetch(key, p.hard, p.cache.Now); e != nil && p.cache.Set(e, fl.gen) {
+		// A copy rendered by other code (an older deploy's) is not kept either.
+		if e, unlock = p.shared.fetch(key, p.hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.gen) {
 			fl.entry, fl.fromShared = e, true
 			return
 		}
@@ -396,6 +438,7 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderRe
 		Key: key, Path: req.Url, Tags: resp.GetCache().GetTags(), Status: status, Stored: p.cache.Now(),
 		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
 	}
+	p.build.stamp(e)
 	if status == http.StatusNotFound {
 		e.TTL = min(e.TTL, p.notFoundTTL)
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,9 @@ type Options struct {
 	// ErrorPage is the app's page for a Go loader's failure, rendered by the browser with
 	// props {"status": N}; empty: the failing page's own document, without props.
 	ErrorPage string
+	// ServerBuild identifies the Go server's own code (its loaders): part of every cache
+	// key, with the client build's and the renderer bundle's ids.
+	ServerBuild string
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
@@ -71,7 +75,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
-		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log),
+		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: &builds{server: o.ServerBuild},
 	}
 	if o.ErrorPage != "" {
 		d.names.use(o.ErrorPage, "the error page")
@@ -85,7 +89,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	if o.Shared != nil {
-		// Every replica's purges, this one's included, applied to this replica's cache.
+		// The other replicas' purges, applied to this replica's cache (its own are, at once).
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
 	s := &Site{
@@ -93,11 +97,34 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		pages: o.Pages, lang: o.Lang, head: o.Head,
 	}
 	if o.Pages != nil {
-		// As soon as the renderer answers, the names in use so far, and each one after,
-		// are checked against its bundle (logged, and refused by Check).
-		go s.Check(ctx)
+		go s.followBundle(ctx)
 	}
 	return s, nil
+}
+
+// bundleRefresh is how often the site asks the renderer for its bundle's pages and id again
+// once it has them: a reload or a new renderer changes them.
+const bundleRefresh = 15 * time.Second
+
+// followBundle checks the page names in use against the renderer's bundle as soon as it
+// answers (logged, refused by Check, reported by Missing), keys the cache on its bundle id,
+// and asks again every bundleRefresh until ctx ends.
+func (s *Site) followBundle(ctx context.Context) {
+	if s.Check(ctx) != nil && ctx.Err() != nil {
+		return
+	}
+	tick := time.NewTicker(bundleRefresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			call, cancel := context.WithTimeout(ctx, bundleRefresh/3)
+			s.Check(call)
+			cancel()
+		}
+	}
 }
 
 // Close stops listening for other replicas' purges and for the renderer's page names.
@@ -109,11 +136,12 @@ func (s *Site) Check(ctx context.Context) error {
 	if s.pages == nil {
 		return nil
 	}
-	pages, err := s.pages.ListPages(ctx)
+	pages, bundleID, err := s.pages.ListPages(ctx)
 	if err != nil {
 		return fmt.Errorf("asking the renderer for its pages: %w", err)
 	}
 	s.d.names.learn(pages)
+	s.d.build.bundle.Store(&bundleID)
 	return s.d.names.missing()
 }
 
@@ -122,34 +150,43 @@ func (s *Site) Check(ctx context.Context) error {
 func (s *Site) Missing() error { return s.d.names.missing() }
 
 // PurgeKey removes the document stored under key, in this replica's cache and, with a
-// shared cache, in the store and every replica's cache.
-func (s *Site) PurgeKey(key string) bool {
-	return s.purge(sharedcache.Purge{Kind: "key", Value: key}) > 0
+// shared cache, in the store and every replica's cache. It reports whether there was one.
+// The error says the store's part failed (the purge is then retried in the background, and
+// the store's copies it names are refused meanwhile): this replica's cache is purged anyway.
+func (s *Site) PurgeKey(key string) (bool, error) {
+	n, err := s.purge(sharedcache.Purge{Kind: "key", Value: key})
+	return n > 0, err
 }
 
-// PurgePath is PurgeKey for every variant of a normalized path and query.
-func (s *Site) PurgePath(path string) int {
+// PurgePath is PurgeKey for every variant of a normalized path and query. It returns how
+// many documents it removed.
+func (s *Site) PurgePath(path string) (int, error) {
 	return s.purge(sharedcache.Purge{Kind: "path", Value: path})
 }
 
-// PurgeTag is PurgeKey for every document tagged tag.
-func (s *Site) PurgeTag(tag string) int { return s.purge(sharedcache.Purge{Kind: "tag", Value: tag}) }
+// PurgeTag is PurgePath for every document tagged tag.
+func (s *Site) PurgeTag(tag string) (int, error) {
+	return s.purge(sharedcache.Purge{Kind: "tag", Value: tag})
+}
 
-// PurgePrefix is PurgePath for every path that starts with prefix (not empty).
-func (s *Site) PurgePrefix(prefix string) int {
+// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
+// nothing.
+func (s *Site) PurgePrefix(prefix string) (int, error) {
+	if prefix == "" {
+		return 0, nil
+	}
 	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
 }
 
 // purge applies p here at once, and through the store everywhere else. It counts the
-// documents removed here or from the store, whichever is more.
-func (s *Site) purge(p sharedcache.Purge) int {
+// documents removed here or from the store, whichever is more; the error is the store's.
+func (s *Site) purge(p sharedcache.Purge) (int, error) {
 	n := purgeLocal(s.d.cache, p)
-	if s.d.shared != nil {
-		if m, err := s.d.shared.purge(p); err == nil {
-			n = max(n, m)
-		}
+	if s.d.shared == nil {
+		return n, nil
 	}
-	return n
+	m, err := s.d.shared.purge(p)
+	return max(n, m), err
 }
 
 // purgeLocal applies p to one replica's cache.
@@ -197,8 +234,14 @@ func (s *Site) newPage(r config.Route, usedBy string) *page {
 	p := newPage(r, s.e, s.d)
 	p.lang, p.head = s.lang, s.head
 	s.d.names.use(r.Page, usedBy)
+	// A purge must outlive every render that began before it: a flight may wait on another
+	// replica's render, then render itself, each within the hard deadline.
+	s.d.cache.RememberPurgesFor(2*p.hard + purgeSlack)
 	return p
 }
+
+// purgeSlack is how much longer than its renders may run the cache remembers a purge.
+const purgeSlack = 10 * time.Second
 
 // NotFound serves every path no route matches: the app's not-found page, status 404, one
 // cache entry for all of them. It may be served stale for an hour while the renderer is
@@ -273,12 +316,13 @@ type AdminOptions struct {
 	Cache Purger
 }
 
-// Purger removes stored documents: *htmlcache.Cache, and the public package's Server.
+// Purger removes stored documents: the Site, and the public package's Server. The error
+// says the shared store's part of a purge failed.
 type Purger interface {
-	PurgeKey(key string) bool
-	PurgePath(path string) int
-	PurgePrefix(prefix string) int
-	PurgeTag(tag string) int
+	PurgeKey(key string) (bool, error)
+	PurgePath(path string) (int, error)
+	PurgePrefix(prefix string) (int, error)
+	PurgeTag(tag string) (int, error)
 }
 
 // Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
@@ -315,27 +359,38 @@ func Admin(o AdminOptions) http.Handler {
 
 // purge removes cache entries: ?key= an exact cache key, ?path= every variant of a
 // normalized path and query, ?prefix= every entry whose path starts with it, ?tag= every
-// entry its page tagged so.
+// entry its page tagged so. It answers {"purged":N}; when the shared store's part failed,
+// 502 and {"purged":N,"store":false,"error":"..."}: this replica's cache is purged, the
+// store's copies are refused by every replica that heard of the purge, and the store is
+// purged in the background once it answers.
 func purge(c Purger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		n := 0
+		var n int
+		var err error
 		switch {
 		case q.Has("key"):
-			if c.PurgeKey(q.Get("key")) {
+			var purged bool
+			if purged, err = c.PurgeKey(q.Get("key")); purged {
 				n = 1
 			}
 		case q.Has("path"):
-			n = c.PurgePath(q.Get("path"))
+			n, err = c.PurgePath(q.Get("path"))
 		case q.Has("prefix") && q.Get("prefix") != "":
-			n = c.PurgePrefix(q.Get("prefix"))
+			n, err = c.PurgePrefix(q.Get("prefix"))
 		case q.Get("tag") != "":
-			n = c.PurgeTag(q.Get("tag"))
+			n, err = c.PurgeTag(q.Get("tag"))
 		default:
 			http.Error(w, "purge needs ?key=, ?path=, a non-empty ?prefix= or a non-empty ?tag=", http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if err != nil {
+			msg, _ := json.Marshal(err.Error())
+			w.WriteHeader(http.StatusBadGateway)
+			fmt.Fprintf(w, "{\"purged\":%d,\"store\":false,\"error\":%s}\n", n, msg)
+			return
+		}
 		fmt.Fprintf(w, "{\"purged\":%d}\n", n)
 	}
 }

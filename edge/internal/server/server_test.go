@@ -444,9 +444,9 @@ func TestAdmin(t *testing.T) {
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "probe_total", Help: "x"}))
 	cache := htmlcache.New(htmlcache.Options{})
-	local := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", TrustLoopback: true, Cache: cache})
+	local := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", TrustLoopback: true, Cache: localPurger{cache}})
 	// In a pod: the renderer's app code shares the loopback interface.
-	pod := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: cache})
+	pod := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: localPurger{cache}})
 
 	serveOn := func(h http.Handler, method, path, remote, auth string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(method, path, nil)

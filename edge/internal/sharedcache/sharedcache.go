@@ -9,15 +9,14 @@ package sharedcache
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
-	"encoding/gob"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -27,7 +26,9 @@ import (
 
 // Options configure a Store.
 type Options struct {
-	// Address is a redis:// or rediss:// URL, or unix:///path for a socket.
+	// Address is a redis:// or rediss:// (TLS) URL, redis://user:password@host:port/db, or
+	// unix://user:password@/path for a socket. Errors and logs show it without its password
+	// (Redact).
 	Address string
 	// Timeout bounds every call, dialing included. If zero, defaults to 25 ms: a hit must stay
 	// cheaper than a render.
@@ -38,7 +39,20 @@ type Options struct {
 	// Prefix namespaces the store's keys, so that several sites can share one store. If
 	// empty, defaults to "ssr:".
 	Prefix string
+	// HMACKey, if set, authenticates what the store holds: each document carries, and each
+	// asset has beside it, an HMAC-SHA256 of its bytes and of the key it is stored under,
+	// and a value without a valid one is a miss. Every replica needs the same key, of at
+	// least 32 bytes. If empty, values are not authenticated: whatever can write to the
+	// store can have the edges serve any page or script (docs/operations.md, "Running the
+	// shared store safely").
+	HMACKey []byte
+	// Log receives the first invalid value of each kind (document, asset); the others are
+	// only counted by the caller. If nil, defaults to slog.Default().
+	Log *slog.Logger
 }
+
+// minHMACKey is the shortest HMACKey New takes: SHA-256's output size (RFC 2104 §3).
+const minHMACKey = 32
 
 // ErrUnavailable is returned while the circuit is open: the store failed several calls in a
 // row and is not called again until a probe call succeeds.
@@ -49,6 +63,13 @@ type Store struct {
 	rdb     *redis.Client
 	opts    Options
 	breaker *circuit.Breaker
+	// loggedDoc and loggedAsset are set once an invalid value of the kind was logged.
+	loggedDoc, loggedAsset atomic.Bool
+	// purger is the purges' client (purgeClient), made once; pending are the purges the
+	// store has not confirmed (purge.go).
+	purger     *redis.Client
+	purgerOnce sync.Once
+	pending    pendingPurges
 }
 
 // New returns a Store for opts.Address; it does not connect until the first call.
@@ -62,9 +83,16 @@ func New(opts Options) (*Store, error) {
 	if opts.Prefix == "" {
 		opts.Prefix = "ssr:"
 	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if n := len(opts.HMACKey); n > 0 && n < minHMACKey {
+		return nil, fmt.Errorf("sharedcache: the HMAC key has %d bytes, want at least %d", n, minHMACKey)
+	}
+	opts.HMACKey = bytes.Clone(opts.HMACKey)
 	ro, err := redis.ParseURL(opts.Address)
 	if err != nil {
-		return nil, fmt.Errorf("sharedcache: address %q: %w", opts.Address, err)
+		return nil, addressError(opts.Address, err)
 	}
 	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout, ro.PoolTimeout = opts.Timeout, opts.Timeout, opts.Timeout, opts.Timeout
 	ro.ContextTimeoutEnabled = true
@@ -79,14 +107,11 @@ func New(opts Options) (*Store, error) {
 type debugLog struct{}
 
 func (debugLog) Printf(ctx context.Context, format string, v ...any) {
-	slog.DebugContext(ctx, "shared cache: "+fmt.Sprintf(format, v...))
+	slog.DebugContext(ctx, "shared cache: "+redactURLs(fmt.Sprintf(format, v...)))
 }
 
-// Close closes the store's connections.
-func (s *Store) Close() error { return s.rdb.Close() }
-
-// purgeTimeout bounds a purge: an admin's call, which may scan the store's keys.
-const purgeTimeout = 5 * time.Second
+// Close closes the store's connections, and ends the retries of purges.
+func (s *Store) Close() error { return errors.Join(s.rdb.Close(), s.closePurges()) }
 
 // do runs one call within the timeout and the circuit. A miss (redis.Nil) is an answer, not a
 // failure.
@@ -106,18 +131,6 @@ func (s *Store) within(ctx context.Context, timeout time.Duration, call func(ctx
 	return err
 }
 
-// wireEntry is a stored document as the store holds it.
-type wireEntry struct {
-	Key, Path, ETag                         string
-	Tags                                    []string
-	Status                                  int
-	Header                                  http.Header
-	Bodies                                  map[string][]byte
-	NonceAt                                 []int
-	Stored                                  time.Time
-	TTL, StaleWhileRevalidate, StaleIfError time.Duration
-}
-
 // value reads one value: nil when the store has none.
 func (s *Store) value(ctx context.Context, key string) ([]byte, error) {
 	var b []byte
@@ -131,20 +144,40 @@ func (s *Store) value(ctx context.Context, key string) ([]byte, error) {
 	return b, err
 }
 
-// Get returns the stored document for key, or nil when the store has none.
+// Get returns the stored document for key, or nil when the store has none. A value that is
+// not a valid document for key (decode, check) is an error wrapping ErrInvalid: a miss, which
+// the caller counts; the first of them is logged.
 func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
-	b, err := s.value(ctx, s.opts.Prefix+"doc:"+key)
+	storeKey := s.opts.Prefix + "doc:" + key
+	b, err := s.value(ctx, storeKey)
 	if b == nil || err != nil {
 		return nil, err
 	}
-	var w wireEntry
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&w); err != nil {
-		return nil, fmt.Errorf("sharedcache: %s: undecodable entry: %w", key, err)
+	e, err := decode(b, storeKey, key, s.opts.HMACKey)
+	if err != nil {
+		return nil, s.Reject(key, err)
 	}
-	return &htmlcache.Entry{
-		Key: w.Key, Path: w.Path, Tags: w.Tags, ETag: w.ETag, Status: w.Status, Header: w.Header, Bodies: w.Bodies,
-		NonceAt: w.NonceAt, Stored: w.Stored, TTL: w.TTL, StaleWhileRevalidate: w.StaleWhileRevalidate, StaleIfError: w.StaleIfError,
-	}, nil
+	return e, nil
+}
+
+// Reject makes err, why a document Get returned is not to be used (a check only its caller
+// can make), an error wrapping ErrInvalid, and logs it if it is the first invalid document.
+func (s *Store) Reject(key string, err error) error {
+	if !errors.Is(err, ErrInvalid) {
+		err = fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	err = fmt.Errorf("sharedcache: document %q: %w", key, err)
+	s.logInvalid(&s.loggedDoc, "document", key, err)
+	return err
+}
+
+// logInvalid logs the first invalid value of a kind: a store that holds one likely holds
+// many, and each of them is counted by the caller.
+func (s *Store) logInvalid(logged *atomic.Bool, kind, key string, err error) {
+	if logged.CompareAndSwap(false, true) {
+		s.opts.Log.Warn("shared cache: invalid value in the store, served as a miss (logged once per kind of key; the others are only counted)",
+			"kind", kind, "key", key, "err", err)
+	}
 }
 
 // Set stores e until it can no longer be used even stale. Hit-for-miss markers stay in each
@@ -153,149 +186,85 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 	if e.Pass {
 		return nil
 	}
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(wireEntry{
-		Key: e.Key, Path: e.Path, Tags: e.Tags, ETag: e.ETag, Status: e.Status, Header: e.Header, Bodies: e.Bodies,
-		NonceAt: e.NonceAt, Stored: e.Stored, TTL: e.TTL, StaleWhileRevalidate: e.StaleWhileRevalidate, StaleIfError: e.StaleIfError,
-	})
-	if err != nil {
-		return fmt.Errorf("sharedcache: %s: %w", e.Key, err)
-	}
 	usable := e.TTL + max(e.StaleWhileRevalidate, e.StaleIfError) - time.Since(e.Stored)
 	if usable <= 0 {
 		return nil
 	}
-	// The path's and the tags' indexes let a purge by path, prefix or tag find every
-	// document it names; each lives as long as the longest-lived document in it (EXPIRE NX
-	// sets it once, GT extends it).
-	indexes := []string{s.opts.Prefix + "path:" + e.Path}
-	for _, tag := range e.Tags {
-		indexes = append(indexes, s.opts.Prefix+"tag:"+tag)
+	// What Get would refuse is not written: it would only take the store's memory.
+	if err := check(e, e.Key); err != nil {
+		return fmt.Errorf("sharedcache: %s: not stored: %w", e.Key, err)
 	}
-	return s.do(ctx, func(ctx context.Context) error {
+	storeKey := s.opts.Prefix + "doc:" + e.Key
+	b := encode(nil, storeKey, e, s.opts.HMACKey)
+	// The store's timeout is for a round trip; a large page takes longer to send (8 MiB: 28
+	// ms on a unix socket), and a slow write of one is no sign of a slow store.
+	return s.within(ctx, s.opts.Timeout+transferTime(len(b)), func(ctx context.Context) error {
 		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, s.opts.Prefix+"doc:"+e.Key, b.Bytes(), usable)
-			for _, index := range indexes {
-				p.SAdd(ctx, index, e.Key)
-				p.ExpireNX(ctx, index, usable)
-				p.ExpireGT(ctx, index, usable)
-			}
+			p.Set(ctx, storeKey, b, usable)
+			// The path's and the tags' indexes let a purge by path, prefix or tag find
+			// every document it names (purge.go).
+			s.addIndexes(ctx, p, e, usable)
 			return nil
 		})
 		return err
 	})
 }
 
+// transferTime is what sending n bytes to the store may take beyond a round trip: 64 KiB a
+// millisecond, a quarter of what a unix socket was measured to take.
+func transferTime(n int) time.Duration { return time.Duration(n>>16) * time.Millisecond }
+
 // assetTimeout bounds the upload of one of a build's files.
 const assetTimeout = 30 * time.Second
 
 // PutAsset stores one of the client build's files for ttl. Their names are content hashes:
-// a name means the same bytes in every build, so any build's edge can serve it.
+// a name means the same bytes in every build, so any build's edge can serve it. A file is
+// stored as it is, byte for byte (edges of earlier builds serve it so); with an HMAC key, its
+// MAC is stored beside it, under "assetmac:", in the same transaction.
 func (s *Store) PutAsset(ctx context.Context, name string, body []byte, ttl time.Duration) error {
+	storeKey := s.opts.Prefix + "asset:" + name
 	return s.within(ctx, assetTimeout, func(ctx context.Context) error {
-		return s.rdb.Set(ctx, s.opts.Prefix+"asset:"+name, body, ttl).Err()
+		if s.opts.HMACKey == nil {
+			return s.rdb.Set(ctx, storeKey, body, ttl).Err()
+		}
+		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, storeKey, body, ttl)
+			p.Set(ctx, s.opts.Prefix+"assetmac:"+name, s.assetMAC(storeKey, body), ttl)
+			return nil
+		})
+		return err
 	})
 }
 
-// Asset returns a file some build stored (PutAsset), or nil when none did.
+// Asset returns a file some build stored (PutAsset), or nil when none did. With an HMAC
+// key, a file without a valid MAC beside it is an error wrapping ErrInvalid: a miss, which the
+// caller counts; the first of them is logged.
 func (s *Store) Asset(ctx context.Context, name string) ([]byte, error) {
-	return s.value(ctx, s.opts.Prefix+"asset:"+name)
-}
-
-// Purge is one purge, as the admin endpoint takes it: Kind is "key", "path", "prefix" or
-// "tag".
-type Purge struct {
-	Kind, Value string
-}
-
-// Purge removes the documents p names from the store and tells every replica subscribed
-// (Subscribe) to remove them from its own cache. It returns how many documents it removed.
-func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
-	msg, err := json.Marshal(p)
-	if err != nil {
-		return 0, err
+	storeKey := s.opts.Prefix + "asset:" + name
+	if s.opts.HMACKey == nil {
+		return s.value(ctx, storeKey)
 	}
-	n := 0
-	err = s.within(ctx, purgeTimeout, func(ctx context.Context) error {
-		var docs []string
-		switch p.Kind {
-		case "key":
-			docs = []string{p.Value}
-		case "path", "prefix", "tag":
-			// The index of the path or the tag; a prefix, every path index under it.
-			indexes := []string{s.opts.Prefix + p.Kind + ":" + p.Value}
-			if p.Kind == "prefix" {
-				var err error
-				if indexes, err = s.scan(ctx, s.opts.Prefix+"path:"+globEscape(p.Value)+"*"); err != nil {
-					return err
-				}
-			}
-			for _, index := range indexes {
-				keys, err := s.rdb.SMembers(ctx, index).Result()
-				if err != nil {
-					return err
-				}
-				docs = append(docs, keys...)
-				s.rdb.Del(ctx, index)
-			}
-		default:
-			return fmt.Errorf("sharedcache: purge kind %q (want key, path, prefix or tag)", p.Kind)
-		}
-		for _, key := range docs {
-			removed, err := s.rdb.Del(ctx, s.opts.Prefix+"doc:"+key).Result()
-			if err != nil {
-				return err
-			}
-			n += int(removed)
-		}
-		return s.rdb.Publish(ctx, s.opts.Prefix+"purges", msg).Err()
+	var values []any
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		values, err = s.rdb.MGet(ctx, storeKey, s.opts.Prefix+"assetmac:"+name).Result()
+		return err
 	})
-	return n, err
+	if err != nil || len(values) != 2 || values[0] == nil {
+		return nil, err
+	}
+	body, _ := values[0].(string)
+	sum, _ := values[1].(string)
+	if !hmac.Equal([]byte(sum), s.assetMAC(storeKey, []byte(body))) {
+		err := fmt.Errorf("sharedcache: asset %q: %w", name, invalid("no valid MAC beside it (edge.shared_cache_key)"))
+		s.logInvalid(&s.loggedAsset, "asset", name, err)
+		return nil, err
+	}
+	return []byte(body), nil
 }
 
-// scan lists the keys matching pattern.
-func (s *Store) scan(ctx context.Context, pattern string) ([]string, error) {
-	var keys []string
-	iter := s.rdb.Scan(ctx, 0, pattern, 256).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	return keys, iter.Err()
-}
-
-// globEscape makes s match itself in a Redis glob pattern.
-func globEscape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// Subscribe calls apply with every purge any replica publishes, until ctx is done. The
-// subscription reconnects by itself after the store comes back; purges published while it
-// was away are lost to this replica's own cache, whose entries then live out their TTL.
-func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
-	sub := s.rdb.Subscribe(ctx, s.opts.Prefix+"purges")
-	defer sub.Close()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			var p Purge
-			if json.Unmarshal([]byte(m.Payload), &p) == nil {
-				apply(p)
-			}
-		}
-	}
+// assetMAC is the MAC of an asset's body stored under storeKey.
+func (s *Store) assetMAC(storeKey string, body []byte) []byte {
+	return signature(s.opts.HMACKey, storeKey, nil, body)
 }
 
 // release deletes a lock only if it still holds this holder's token: a lock that expired
@@ -305,12 +274,20 @@ var release = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then ret
 // Lock tries to become the one replica that renders key. It does not wait: acquired false
 // means another replica holds the lock (and will store the result). unlock releases it.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func(), acquired bool, err error) {
+	return s.LockFor(ctx, key, s.opts.LockTTL)
+}
+
+// LockFor is Lock for a render that may take up to ttl (its page's hard deadline and a
+// margin): a holder that crashed loses the lock after ttl or Options.LockTTL, whichever
+// is longer, and a live holder keeps it until it stored its result.
+func (s *Store) LockFor(ctx context.Context, key string, ttl time.Duration) (unlock func(), acquired bool, err error) {
+	ttl = max(ttl, s.opts.LockTTL)
 	var token [12]byte
 	rand.Read(token[:])
 	holder := hex.EncodeToString(token[:])
 	lockKey := s.opts.Prefix + "lock:" + key
 	err = s.do(ctx, func(ctx context.Context) (err error) {
-		acquired, err = s.rdb.SetNX(ctx, lockKey, holder, s.opts.LockTTL).Result()
+		acquired, err = s.rdb.SetNX(ctx, lockKey, holder, ttl).Result()
 		return err
 	})
 	if err != nil || !acquired {

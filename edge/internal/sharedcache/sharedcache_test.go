@@ -112,7 +112,7 @@ func TestAbsentStoreFailsFastThenNotAtAll(t *testing.T) {
 	if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("after 3 failures: got %v, want ErrUnavailable", err)
 	}
-	if err := s.Set(ctx, &htmlcache.Entry{Key: "k", Stored: time.Now(), TTL: time.Minute}); !errors.Is(err, ErrUnavailable) {
+	if err := s.Set(ctx, &htmlcache.Entry{Key: "k", Status: 200, Bodies: map[string][]byte{"": []byte("x")}, Stored: time.Now(), TTL: time.Minute}); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Set with the circuit open: got %v, want ErrUnavailable", err)
 	}
 }
@@ -195,18 +195,39 @@ func TestFullStoreRefusesWritesAndStillReads(t *testing.T) {
 	address, _ := redistest.StartStoppable(t, "--maxmemory", "2mb", "--maxmemory-policy", "noeviction")
 	s := newStore(t, address, time.Second)
 	ctx := context.Background()
-	small := &htmlcache.Entry{Key: "small", Path: "/s", Bodies: map[string][]byte{"": []byte("x")}, Stored: time.Now(), TTL: time.Minute}
+	small := &htmlcache.Entry{Key: "small", Path: "/s", Status: 200, Bodies: map[string][]byte{"": []byte("x")}, Stored: time.Now(), TTL: time.Minute}
 	if err := s.Set(ctx, small); err != nil {
 		t.Fatal(err)
 	}
 	var err error
 	for i := 0; i < 50 && err == nil; i++ {
-		err = s.Set(ctx, &htmlcache.Entry{Key: fmt.Sprint("big", i), Path: "/b", Bodies: map[string][]byte{"": make([]byte, 256<<10)}, Stored: time.Now(), TTL: time.Minute})
+		err = s.Set(ctx, &htmlcache.Entry{Key: fmt.Sprint("big", i), Path: "/b", Status: 200, Bodies: map[string][]byte{"": make([]byte, 256<<10)}, Stored: time.Now(), TTL: time.Minute})
 	}
 	if err == nil { // Redis refuses the transaction (EXECABORT, after its OOM error)
 		t.Fatal("writing 12 MB into a 2 MB store with noeviction: no error")
 	}
 	if got, err := s.Get(ctx, "small"); err != nil || got == nil {
 		t.Errorf("reading from the full store: %v, %v", got, err)
+	}
+}
+
+// TestLargePageHasTimeToBeStored: storing an 8 MiB page (28 ms on a unix socket) is given
+// the time its bytes take on top of the store's 25 ms round trip: it is stored, and counts
+// nothing toward opening the circuit.
+func TestLargePageHasTimeToBeStored(t *testing.T) {
+	s := newStore(t, redistest.Start(t), 25*time.Millisecond)
+	ctx := context.Background()
+	body := bytes.Repeat([]byte("<div class=card>x</div>"), (8<<20)/23)
+	for i := range 3 { // as many as open the circuit when each fails
+		e := &htmlcache.Entry{
+			Key: fmt.Sprintf("b1 GET /{$} /big%d", i), Path: fmt.Sprintf("/big%d", i), Status: 200, ETag: `"big"`,
+			Bodies: map[string][]byte{"": body}, Stored: time.Now(), TTL: time.Minute,
+		}
+		if err := s.Set(ctx, e); err != nil {
+			t.Fatalf("storing %d MiB: %v", len(body)>>20, err)
+		}
+	}
+	if e, err := s.Get(ctx, "nobody"); err != nil || e != nil {
+		t.Errorf("after three large writes: got %v, %v; want a plain miss (the circuit closed)", e, err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // A collector that is not there costs the spans, and at shutdown no more than one export's
@@ -38,5 +40,29 @@ func TestCollectorDown(t *testing.T) {
 	}
 	if took := time.Since(began); took > 3*exportTimeout {
 		t.Errorf("Shutdown took %s with the collector down, want about exportTimeout (%s)", took, exportTimeout)
+	}
+}
+
+// TestCallersCannotForceSampling: a caller's sampled flag, or a trace id chosen to fall
+// under the ratio, does not make this process keep a trace; its own coin does.
+func TestCallersCannotForceSampling(t *testing.T) {
+	tests := []struct {
+		ratio float64
+		want  bool
+	}{{0, false}, {1, true}}
+	for _, tt := range tests {
+		sampler := Sampler(tt.ratio)
+		for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled} {
+			parent := trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID: trace.TraceID{}, SpanID: trace.SpanID{1}, TraceFlags: flags, Remote: true,
+			})
+			parent = parent.WithTraceID(trace.TraceID{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}) // the lowest id: TraceIDRatioBased keeps it at any ratio
+			got := sampler.ShouldSample(sdktrace.SamplingParameters{
+				ParentContext: trace.ContextWithRemoteSpanContext(context.Background(), parent), TraceID: parent.TraceID(), Name: "GET /",
+			}).Decision == sdktrace.RecordAndSample
+			if got != tt.want {
+				t.Errorf("ratio %g, caller's flags %v: sampled %v, want %v", tt.ratio, flags, got, tt.want)
+			}
+		}
 	}
 }

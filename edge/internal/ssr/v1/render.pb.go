@@ -64,7 +64,10 @@ func (*ListPagesRequest) Descriptor() ([]byte, []int) {
 type ListPagesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Every page name the server bundle's `pages` export holds.
-	Pages         []string `protobuf:"bytes,1,rep,name=pages,proto3" json:"pages,omitempty"`
+	Pages []string `protobuf:"bytes,1,rep,name=pages,proto3" json:"pages,omitempty"`
+	// A hash of the server bundle's file: the edge keys its cache on it, so that a page
+	// rendered by another server bundle (other load() code) is never served for this one.
+	BundleId      string `protobuf:"bytes,2,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -104,6 +107,13 @@ func (x *ListPagesResponse) GetPages() []string {
 		return x.Pages
 	}
 	return nil
+}
+
+func (x *ListPagesResponse) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
+	}
+	return ""
 }
 
 type RenderRequest struct {
@@ -535,9 +545,10 @@ var File_ssr_v1_render_proto protoreflect.FileDescriptor
 const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\x12\n" +
-	"\x10ListPagesRequest\")\n" +
+	"\x10ListPagesRequest\"F\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
-	"\x05pages\x18\x01 \x03(\tR\x05pages\"\xc8\x02\n" +
+	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
+	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\"\xc8\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +

@@ -1,0 +1,167 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
+)
+
+// twoEdges starts a renderer and two edges sharing the store at address.
+func twoEdges(t *testing.T, address string) []*edgeProcess {
+	t.Helper()
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket)
+	env := "SSR_EDGE_SHARED_CACHE_ADDRESS=" + address
+	return []*edgeProcess{startEdge(t, socket, env), startEdge(t, socket, env)}
+}
+
+// storeClient is a client of the store of its own, with time to wait on a busy store.
+func storeClient(t *testing.T, address string) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ReadTimeout, o.WriteTimeout = 10*time.Second, 10*time.Second
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// storedDocs returns the keys of the store's documents of path (their cache keys hold it).
+// waitStored waits until edge serves path from its cache and the store holds it.
+func waitStored(t *testing.T, edge *edgeProcess, client *redis.Client, path string) {
+	t.Helper()
+	harness.WaitUntil(t, 10*time.Second, "storing "+path, func() bool {
+		return strings.HasPrefix(cacheStatus(harness.Get(t, edge.url+path)), "sidecar-ssr; hit") && len(storedDocs(t, client, path)) == 1
+	})
+}
+
+func storedDocs(t *testing.T, c *redis.Client, path string) []string {
+	t.Helper()
+	keys, err := c.Keys(context.Background(), "ssr:doc:*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	for _, k := range keys {
+		if strings.HasSuffix(k, " "+path) {
+			docs = append(docs, strings.TrimPrefix(k, "ssr:doc:"))
+		}
+	}
+	return docs
+}
+
+// purge POSTs a purge to an edge's admin port and returns its status and body.
+func purge(t *testing.T, e *edgeProcess, query string) (int, string) {
+	t.Helper()
+	resp, err := http.Post(e.admin+"/cache/purge?"+query, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// age is a response's Age in seconds.
+func age(r harness.Response) int {
+	n, _ := strconv.Atoi(r.Header.Get("Age"))
+	return n
+}
+
+// TestSharedPurgeWhileTheStoreSleeps: a purge on an edge whose store does not answer (busy
+// in DEBUG SLEEP, the edge's circuit open) answers that the store was not purged; neither
+// edge ever serves the purged copy from the store after it, and once the store answers
+// again the purge is applied there.
+func TestSharedPurgeWhileTheStoreSleeps(t *testing.T) {
+	address := redistest.Start(t)
+	edges := twoEdges(t, address)
+	client := storeClient(t, address)
+	const path = "/cached/products/7"
+	waitStored(t, edges[0], client, path)
+	// A copy stored before the purge is older than 30 s on either edge's clock from now on;
+	// a render after it is younger (the test takes seconds).
+	for _, e := range edges {
+		e.advance(t, 30*time.Second)
+	}
+	renderedAfter := time.Now().Add(20 * time.Second)
+
+	go client.Do(context.Background(), "DEBUG", "SLEEP", "3")
+	time.Sleep(100 * time.Millisecond)
+	for i, e := range edges { // three calls that time out open each edge's circuit
+		for j := range 3 {
+			harness.Get(t, e.url+"/cached/products/"+strconv.Itoa(100*(i+1)+j))
+		}
+	}
+	status, body := purge(t, edges[0], "path="+path)
+	if status == http.StatusOK || !strings.Contains(body, `"store":false`) {
+		t.Errorf("a purge while the store sleeps: got %d %s, want an error saying the store was not purged", status, body)
+	}
+
+	// The store wakes: for 3 s, neither edge serves the old copy from it.
+	harness.WaitUntil(t, 10*time.Second, "the store answering again", func() bool { return client.Ping(context.Background()).Err() == nil })
+	for until := time.Now().Add(3 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
+		for i, e := range edges {
+			r := harness.Get(t, e.url+path)
+			if strings.Contains(cacheStatus(r), "detail=shared") && age(r) >= 30 {
+				t.Fatalf("edge %d served the purged copy from the store (Cache-Status %q, Age %d)", i, cacheStatus(r), age(r))
+			}
+		}
+	}
+	store, err := sharedcache.New(sharedcache.Options{Address: address, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for _, key := range storedDocs(t, client, path) {
+		if e, err := store.Get(context.Background(), key); err != nil || e != nil && e.Stored.Before(renderedAfter) {
+			t.Errorf("the store still holds the purged copy (stored %s, %v)", e.Stored, err)
+		}
+	}
+}
+
+// TestSharedPurgeReachesReplicasWhenDeletesFail: a purge whose deletes in the store fail
+// (a corrupt index) still reaches the other edge at once, and neither edge takes the
+// store's copy while the store has not confirmed the purge.
+func TestSharedPurgeReachesReplicasWhenDeletesFail(t *testing.T) {
+	address := redistest.Start(t)
+	edges := twoEdges(t, address)
+	client := storeClient(t, address)
+	const path = "/cached/products/8"
+	waitStored(t, edges[0], client, path)
+	harness.WaitUntil(t, 10*time.Second, "edge 1 serving "+path, func() bool {
+		return strings.HasPrefix(cacheStatus(harness.Get(t, edges[1].url+path)), "sidecar-ssr; hit")
+	})
+	ctx := context.Background()
+	for _, index := range []string{"ssr:path:" + path, "ssr:ix:path:" + path} { // this version's index, and the one before
+		client.Del(ctx, index)
+		client.Set(ctx, index, "not an index", time.Minute)
+	}
+	status, body := purge(t, edges[0], "path="+path)
+	if status == http.StatusOK || !strings.Contains(body, `"store":false`) {
+		t.Errorf("a purge whose deletes failed: got %d %s, want an error saying the store was not purged", status, body)
+	}
+	harness.WaitUntil(t, 2*time.Second, "edge 1 missing after edge 0's purge, whose deletes failed", func() bool {
+		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+path)), "fwd=miss")
+	})
+	for range 10 {
+		for i, e := range edges {
+			if r := harness.Get(t, e.url+path); strings.Contains(cacheStatus(r), "detail=shared") {
+				t.Errorf("edge %d took the store's copy while the purge was not applied there: %q", i, cacheStatus(r))
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,565 @@
+package sharedcache
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+)
+
+// How the store holds what purges need, beside each document ("doc:" + cache key):
+//
+//   - "ix:path:" + path and "ix:tag:" + tag: sorted sets of the cache keys of the documents
+//     of that path or tag, each scored with its document's expiry (ms, the store's clock),
+//     so that expired members are pruned on every write (addIndexes) and purge;
+//   - "ix:of:" + cache key: the set of the indexes naming that document, so that a purge
+//     removes the documents it deletes from every index, not only the one it walked.
+//
+// Purges travel on the "purges" channel (message). The indexes of earlier versions
+// ("path:", "tag:", sets) are not read: their documents are keyed by another build and
+// never served by this version, and they expire with them.
+
+// Purge is one purge, as the admin endpoint takes it: Kind is "key", "path", "prefix" or
+// "tag".
+type Purge struct {
+	Kind, Value string
+}
+
+// valid reports why p is no purge, or nil.
+func (p Purge) valid() error {
+	switch p.Kind {
+	case "key", "path", "tag":
+		return nil
+	case "prefix":
+		if p.Value == "" {
+			return errors.New("sharedcache: an empty prefix (it would purge everything)")
+		}
+		return nil
+	}
+	return fmt.Errorf("sharedcache: purge kind %q (want key, path, prefix or tag)", p.Kind)
+}
+
+// Matches reports whether p names e (a document the store returned).
+func (p Purge) Matches(e *htmlcache.Entry) bool {
+	switch p.Kind {
+	case "key":
+		return e.Key == p.Value
+	case "path":
+		return e.Path == p.Value
+	case "prefix":
+		return p.Value != "" && strings.HasPrefix(e.Path, p.Value)
+	case "tag":
+		return slices.Contains(e.Tags, p.Value)
+	}
+	return false
+}
+
+const (
+	// purgeTimeout bounds a purge as its caller waits for it: the publish, then the deletes.
+	purgeTimeout = 5 * time.Second
+	// purgeCallTimeout bounds each of a purge's calls to the store (not Options.Timeout,
+	// which a page's calls keep short): a busy store still takes a purge.
+	purgeCallTimeout = time.Second
+	// purgeRetryFor is how long a purge the store has not confirmed is retried in the
+	// background, and its documents in the store refused by every replica that heard of it.
+	purgeRetryFor = 10 * time.Minute
+	// retryFirst and retryMax bound the backoff between retries: a store that comes back is
+	// purged within about retryMax.
+	retryFirst, retryMax = 100 * time.Millisecond, time.Second
+	// purgeBatch is how many documents one call of a purge deletes.
+	purgeBatch = 500
+)
+
+// Purge publishes p to every replica subscribed (Subscribe), which remove its documents
+// from their own caches, then removes them from the store, in batches. It returns how many
+// documents it removed from the store.
+//
+// The publish and the deletes are independent: the replicas hear of p even when the
+// deletes fail. Until the store has confirmed p (the publish and the deletes both
+// succeeded), p is pending: every replica that heard of it, this one at once, refuses the
+// store's copies p matches (Pending). When either fails, Purge returns an error, and goes on
+// in the background, with backoff, until the store confirms p (purgeRetryFor at most).
+// Purge does not go through the circuit: an admin's purge tries the store even while page
+// requests skip it.
+func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
+	if err := p.valid(); err != nil {
+		return 0, err
+	}
+	pp := s.pending.add(p, newPurgeID(), true)
+	n, err := s.apply(ctx, pp)
+	if err != nil {
+		s.pending.retry(s, pp)
+	}
+	return n, err
+}
+
+// apply publishes pp (unless it was before), removes its documents from the store, and,
+// when both succeeded, confirms it (and publishes that).
+func (s *Store) apply(ctx context.Context, pp *pendingPurge) (int, error) {
+	c := s.purgeClient()
+	if c == nil {
+		return 0, redis.ErrClosed
+	}
+	ctx, cancel := context.WithTimeout(ctx, purgeTimeout)
+	defer cancel()
+	var published error
+	if !s.pending.published(pp) {
+		if published = s.publish(ctx, c, message{Kind: pp.Kind, Value: pp.Value, ID: pp.id}); published == nil {
+			s.pending.markPublished(pp)
+		} else {
+			published = fmt.Errorf("sharedcache: purge not published to the other replicas: %w", published)
+		}
+	}
+	n, removed := s.remove(ctx, c, pp.Purge)
+	if removed != nil {
+		removed = fmt.Errorf("sharedcache: purge not applied to the store (%d documents removed): %w", n, removed)
+	}
+	if err := errors.Join(published, removed); err != nil {
+		return n, err
+	}
+	s.pending.confirm(pp.id)
+	// Best effort: a replica that misses it forgets pp after purgeRetryFor.
+	s.publish(ctx, c, message{ID: pp.id, Done: true})
+	return n, nil
+}
+
+func (s *Store) publish(ctx context.Context, c *redis.Client, m message) error {
+	return c.Publish(ctx, s.opts.Prefix+"purges", m.encode()).Err()
+}
+
+// remove deletes p's documents from the store and returns how many there were.
+func (s *Store) remove(ctx context.Context, c *redis.Client, p Purge) (int, error) {
+	switch p.Kind {
+	case "key":
+		removed, _, _, err := s.purgeBatch(ctx, c, "", p.Value)
+		return removed, err
+	case "path", "tag":
+		return s.purgeIndex(ctx, c, s.opts.Prefix+"ix:"+p.Kind+":"+p.Value)
+	}
+	// A prefix: every path index under it.
+	indexes, err := s.scan(ctx, c, globEscape(s.opts.Prefix+"ix:path:"+p.Value)+"*")
+	n := 0
+	for _, index := range indexes {
+		removed, ierr := s.purgeIndex(ctx, c, index)
+		n += removed
+		if ierr != nil {
+			return n, ierr
+		}
+	}
+	return n, err
+}
+
+// purgeIndex deletes every document index names, purgeBatch at a time, and empties it.
+// Documents added to it meanwhile (renders after the purge) may be deleted too; it stops once
+// it walked as many members as the index held at first.
+func (s *Store) purgeIndex(ctx context.Context, c *redis.Client, index string) (int, error) {
+	n, limit := 0, -1
+	for walked := 0; limit < 0 || walked < limit; {
+		removed, took, left, err := s.purgeBatch(ctx, c, index)
+		n += removed
+		if err != nil {
+			return n, err
+		}
+		if limit < 0 {
+			limit = took + left
+		}
+		if took == 0 || left == 0 {
+			return n, nil
+		}
+		walked += took
+	}
+	return n, nil
+}
+
+// purgeBatch runs purgeScript once: the first purgeBatch members of index (none if empty)
+// and keys. It returns how many documents it removed, how many it walked in index, and how
+// many members index has left.
+func (s *Store) purgeBatch(ctx context.Context, c *redis.Client, index string, keys ...string) (removed, walked, left int, err error) {
+	args := make([]any, 0, 3+len(keys))
+	args = append(args, s.opts.Prefix, index, purgeBatch)
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	res, err := purgeScript.Run(ctx, c, nil, args...).Int64Slice()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if len(res) != 3 {
+		return 0, 0, 0, fmt.Errorf("sharedcache: the purge script answered %v", res)
+	}
+	return int(res[0]), int(res[1]), int(res[2]), nil
+}
+
+// purgeScript deletes documents and every index entry naming them, in one call. ARGV[1] is
+// the key prefix, ARGV[2] an index whose first ARGV[3] members to take ("": none), ARGV[4:]
+// more cache keys. It first prunes the index's expired members, and last those of every
+// index it touched. It answers {documents removed, members walked, members left}.
+var purgeScript = redis.NewScript(`
+local prefix, walked, batch = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local keys = {}
+if walked ~= '' then
+  redis.call('ZREMRANGEBYSCORE', walked, '-inf', now)
+  keys = redis.call('ZRANGE', walked, 0, batch - 1)
+end
+local took = #keys
+for i = 4, #ARGV do keys[#keys + 1] = ARGV[i] end
+local removed, touched = 0, {}
+for _, key in ipairs(keys) do
+  local of = prefix .. 'ix:of:' .. key
+  for _, index in ipairs(redis.call('SMEMBERS', of)) do
+    redis.call('ZREM', index, key)
+    touched[index] = true
+  end
+  if walked ~= '' then redis.call('ZREM', walked, key) end
+  removed = removed + redis.call('UNLINK', prefix .. 'doc:' .. key)
+  redis.call('UNLINK', of)
+end
+for index in pairs(touched) do
+  redis.call('ZREMRANGEBYSCORE', index, '-inf', now)
+end
+local left = 0
+if walked ~= '' then left = redis.call('ZCARD', walked) end
+return {removed, took, left}
+`)
+
+// indexScript adds a document to its indexes (in Set's transaction): KEYS[1] is its
+// "ix:of:" set, KEYS[2:] its indexes; ARGV[1] its cache key, ARGV[2] its life in ms. Each
+// index scores it with its expiry, drops its expired members, and lives as long as its
+// longest-lived member.
+const indexScript = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local life = tonumber(ARGV[2])
+for i = 2, #KEYS do
+  redis.call('ZADD', KEYS[i], now + life, ARGV[1])
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  if redis.call('PTTL', KEYS[i]) < life then redis.call('PEXPIRE', KEYS[i], life) end
+  redis.call('SADD', KEYS[1], KEYS[i])
+end
+if redis.call('PTTL', KEYS[1]) < life then redis.call('PEXPIRE', KEYS[1], life) end
+return 0
+`
+
+// addIndexes queues, in Set's transaction p, the entries of e's path and tags indexes: e
+// lives for life in the store.
+func (s *Store) addIndexes(ctx context.Context, p redis.Pipeliner, e *htmlcache.Entry, life time.Duration) {
+	keys := make([]string, 0, 2+len(e.Tags))
+	keys = append(keys, s.opts.Prefix+"ix:of:"+e.Key, s.opts.Prefix+"ix:path:"+e.Path)
+	for _, tag := range e.Tags {
+		keys = append(keys, s.opts.Prefix+"ix:tag:"+tag)
+	}
+	p.Eval(ctx, indexScript, keys, e.Key, max(life.Milliseconds(), 1))
+}
+
+// scan lists the keys matching pattern.
+func (s *Store) scan(ctx context.Context, c *redis.Client, pattern string) ([]string, error) {
+	var keys []string
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	return keys, iter.Err()
+}
+
+// globEscape makes s match itself, byte for byte, in a Redis glob pattern (SCAN's MATCH).
+func globEscape(s string) string {
+	var b strings.Builder
+	for i := range len(s) {
+		if strings.IndexByte(`*?[]\`, s[i]) >= 0 {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// purgeClient is the client of purges: its own pool, with purgeCallTimeout for each call
+// instead of the page calls' short Options.Timeout. Nil once the Store is closed.
+func (s *Store) purgeClient() *redis.Client {
+	s.purgerOnce.Do(func() {
+		o := s.rdb.Options()
+		purger := *o
+		purger.DialTimeout, purger.ReadTimeout, purger.WriteTimeout, purger.PoolTimeout = purgeCallTimeout, purgeCallTimeout, purgeCallTimeout, purgeCallTimeout
+		purger.PoolSize, purger.MinIdleConns = 2, 0
+		s.purger = redis.NewClient(&purger)
+	})
+	return s.purger
+}
+
+// closePurges stops the purges: no purge client from now on, and the one there was closed
+// (the retries end with it).
+func (s *Store) closePurges() error {
+	s.purgerOnce.Do(func() {})
+	if s.purger == nil {
+		return nil
+	}
+	return s.purger.Close()
+}
+
+// Subscribe calls apply with every purge another replica publishes, until ctx is done
+// (this replica's own are applied by its caller). It also notes which purges the store has
+// not confirmed yet (Pending). The subscription reconnects by itself after the store comes
+// back; purges published while it was away are lost to this replica's own cache, whose
+// entries then live out their TTL.
+func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
+	sub := s.rdb.Subscribe(ctx, s.opts.Prefix+"purges")
+	defer sub.Close()
+	ch := sub.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m, ok := <-ch:
+			if !ok {
+				return
+			}
+			msg, err := parseMessage(m.Payload)
+			switch {
+			case err != nil:
+			case msg.Done:
+				s.pending.confirm(msg.ID)
+			case msg.ID == "": // an earlier version's: published once the store was purged
+				apply(msg.Purge())
+			case s.pending.add(msg.Purge(), msg.ID, false).own:
+			default:
+				apply(msg.Purge())
+			}
+		}
+	}
+}
+
+// Pending reports whether a purge the store has not confirmed yet matches e, a copy the
+// store returned: it must not be used (render instead; the render's copy replaces it).
+func (s *Store) Pending(e *htmlcache.Entry) bool { return s.pending.matches(e) }
+
+// message is what the "purges" channel carries, as JSON: a purge (Kind, Value) with the ID
+// its Done message names once the store is purged. A purge without ID comes from an earlier
+// version, which publishes once the store is purged.
+type message struct {
+	Kind  string `json:",omitempty"`
+	Value string `json:",omitempty"`
+	ID    string `json:",omitempty"`
+	Done  bool   `json:",omitempty"`
+}
+
+// Purge is the purge m carries.
+func (m message) Purge() Purge { return Purge{Kind: m.Kind, Value: m.Value} }
+
+func (m message) encode() string {
+	b, _ := json.Marshal(m) // strings and a bool: it cannot fail
+	return string(b)
+}
+
+// maxIDLength bounds a message's ID: newPurgeID's are 24 characters.
+const maxIDLength = 64
+
+// parseMessage reads a message from the channel, where any client of the store may
+// publish: anything but a valid purge or Done is an error.
+func parseMessage(payload string) (message, error) {
+	var m message
+	if err := json.Unmarshal([]byte(payload), &m); err != nil {
+		return message{}, fmt.Errorf("sharedcache: purge message: %w", err)
+	}
+	if len(m.ID) > maxIDLength {
+		return message{}, fmt.Errorf("sharedcache: purge message: an ID of %d bytes", len(m.ID))
+	}
+	if m.Done {
+		if m.ID == "" || m.Kind != "" || m.Value != "" {
+			return message{}, errors.New("sharedcache: purge message: Done names an ID, and nothing else")
+		}
+		return m, nil
+	}
+	if err := m.Purge().valid(); err != nil {
+		return message{}, fmt.Errorf("sharedcache: purge message: %w", err)
+	}
+	return m, nil
+}
+
+func newPurgeID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// pendingPurges are the purges the store has not confirmed: this replica's own, which it
+// retries, and those other replicas published, which are forgotten purgeRetryFor after they
+// were heard of. A confirmed purge is kept confirmedKept, so that a late copy of its message
+// does not make it pending again.
+type pendingPurges struct {
+	mu       sync.Mutex
+	byID     map[string]*pendingPurge // guarded by mu
+	open     int                      // guarded by mu: how many are not confirmed
+	retrying bool                     // guarded by mu: retryLoop runs
+	swept    time.Time                // guarded by mu: when forgetLocked last looked
+}
+
+const confirmedKept = time.Minute
+
+type pendingPurge struct {
+	Purge
+	id    string
+	own   bool // this replica's: it publishes it, and retries it once it failed
+	heard time.Time
+	// published, confirmed: the other replicas heard of it, the store is purged (at
+	// confirmedAt); failed: its first try did not confirm it (retryLoop's from then on).
+	// Guarded by pendingPurges.mu.
+	published, confirmed, failed bool
+	confirmedAt                  time.Time
+}
+
+// add notes a purge heard of (or made, own) and returns it; a purge already known is kept
+// as it is.
+func (q *pendingPurges) add(p Purge, id string, own bool) *pendingPurge {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	q.forgetLocked(now)
+	if pp, ok := q.byID[id]; ok {
+		return pp
+	}
+	if q.byID == nil {
+		q.byID = map[string]*pendingPurge{}
+	}
+	pp := &pendingPurge{Purge: p, id: id, own: own, heard: now}
+	q.byID[id] = pp
+	q.open++
+	return pp
+}
+
+// forgetLocked drops, once a second at most, the purges confirmed confirmedKept ago, and
+// the other replicas' heard of purgeRetryFor ago (retryLoop gives up on this replica's own).
+func (q *pendingPurges) forgetLocked(now time.Time) {
+	if now.Sub(q.swept) < time.Second {
+		return
+	}
+	q.swept = now
+	for id, pp := range q.byID {
+		switch {
+		case pp.confirmed && now.Sub(pp.confirmedAt) > confirmedKept:
+		case !pp.confirmed && !pp.own && now.Sub(pp.heard) > purgeRetryFor:
+			q.open--
+		default:
+			continue
+		}
+		delete(q.byID, id)
+	}
+}
+
+func (q *pendingPurges) confirm(id string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if pp, ok := q.byID[id]; ok && !pp.confirmed {
+		pp.confirmed, pp.confirmedAt = true, time.Now()
+		q.open--
+	}
+}
+
+func (q *pendingPurges) published(pp *pendingPurge) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return pp.published
+}
+
+func (q *pendingPurges) markPublished(pp *pendingPurge) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pp.published = true
+}
+
+func (q *pendingPurges) matches(e *htmlcache.Entry) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.open == 0 {
+		return false
+	}
+	for _, pp := range q.byID {
+		if !pp.confirmed && (pp.own || time.Since(pp.heard) <= purgeRetryFor) && pp.Matches(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// unconfirmed returns this replica's own purges whose first try failed and that the store
+// has not confirmed since, oldest first.
+func (q *pendingPurges) unconfirmed() []*pendingPurge {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.forgetLocked(time.Now())
+	var own []*pendingPurge
+	for _, pp := range q.byID {
+		if pp.own && pp.failed && !pp.confirmed {
+			own = append(own, pp)
+		}
+	}
+	slices.SortFunc(own, func(a, b *pendingPurge) int { return a.heard.Compare(b.heard) })
+	if len(own) == 0 {
+		q.retrying = false
+	}
+	return own
+}
+
+// retry hands pp, whose first try failed, to retryLoop, and starts it unless it runs.
+func (q *pendingPurges) retry(s *Store, pp *pendingPurge) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	pp.failed = true
+	if !q.retrying {
+		q.retrying = true
+		go q.retryLoop(s)
+	}
+}
+
+// retryLoop applies this replica's unconfirmed purges, oldest first, until none is left:
+// after a failure, it waits (retryFirst, doubling up to retryMax) and starts over.
+func (q *pendingPurges) retryLoop(s *Store) {
+	delay := retryFirst
+	for {
+		time.Sleep(delay)
+		own := q.unconfirmed()
+		if len(own) == 0 {
+			return
+		}
+		failed := false
+		for _, pp := range own {
+			if time.Since(pp.heard) > purgeRetryFor {
+				s.opts.Log.Error("shared cache: purge given up: the store did not take it in time; documents it names may be served from the store until they expire",
+					"kind", pp.Kind, "value", pp.Value, "retried_for", purgeRetryFor.String())
+				q.confirm(pp.id)
+				continue
+			}
+			if _, err := s.apply(context.Background(), pp); err != nil {
+				if errors.Is(err, redis.ErrClosed) {
+					q.stop()
+					return
+				}
+				failed = true
+				break
+			}
+			s.opts.Log.Info("shared cache: purge applied to the store after a failure", "kind", pp.Kind, "value", pp.Value,
+				"after", time.Since(pp.heard).Round(time.Millisecond).String())
+		}
+		if failed {
+			delay = min(2*delay, retryMax)
+		} else {
+			delay = retryFirst
+		}
+	}
+}
+
+func (q *pendingPurges) stop() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.retrying = false
+}

@@ -1,0 +1,60 @@
+package ssr
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
+)
+
+// TestPagesOfOtherCodeAreNotServed: a page stored by a server of another build (an older
+// deploy's loaders) is not served from the shared store; one of the same build is.
+func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
+	store := redistest.Start(t)
+	cached := PageOptions{Cache: Cache{TTL: time.Minute}, Load: func(*http.Request) (Result, error) {
+		return Result{Props: map[string]int{"n": 1}}, nil
+	}}
+	old := newFixture(t, Options{SharedCache: store, BuildID: "v1"})
+	if rec := serve(old.srv.Page("product", cached), "/products/7"); rec.Code != 200 {
+		t.Fatalf("v1: got %d", rec.Code)
+	}
+	for _, tt := range []struct {
+		build      string
+		wantRender bool
+	}{{"v1", false}, {"v2", true}} {
+		f := newFixture(t, Options{SharedCache: store, BuildID: tt.build})
+		rec := serve(f.srv.Page("product", cached), "/products/7")
+		if rendered := f.renderer.calls.Load() > 0; rendered != tt.wantRender {
+			t.Errorf("a server of build %s: rendered %v (Cache-Status %q), want %v", tt.build, rendered, rec.Header().Get("Cache-Status"), tt.wantRender)
+		}
+	}
+}
+
+// TestPagesOfAnotherBundleAreNotServed: once the renderer reports another server bundle, a
+// page the old bundle rendered is rendered again.
+func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
+	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
+	b1, b2 := "bundle1", "bundle2"
+	fake.bundle.Store(&b1)
+	f := newFixtureOn(t, Options{}, fake)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	serve(h, "/products/7")
+	if got := serve(h, "/products/7").Header().Get("Cache-Status"); !strings.Contains(got, "hit") {
+		t.Fatalf("same bundle: got Cache-Status %q, want a hit", got)
+	}
+	fake.bundle.Store(&b2)
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := serve(h, "/products/7").Header().Get("Cache-Status"); strings.Contains(got, "hit") {
+		t.Errorf("another bundle: got Cache-Status %q, want a render", got)
+	}
+}
