@@ -65,6 +65,10 @@ edge:
       render_timeout: 5s
       hard_timeout: 6s
       cache: {ttl: 60s}
+    - pattern: "GET /cached/backend"
+      page: backend
+      hard_timeout: 20s
+      cache: {ttl: 1m}
     - pattern: "GET /cached/flaky"
       page: flaky
       cache: {ttl: 1m, stale_if_error: 10m}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,7 +40,6 @@ func storeClient(t *testing.T, address string) *redis.Client {
 	return c
 }
 
-// storedDocs returns the keys of the store's documents of path (their cache keys hold it).
 // waitStored waits until edge serves path from its cache and the store holds it.
 func waitStored(t *testing.T, edge *edgeProcess, client *redis.Client, path string) {
 	t.Helper()
@@ -48,6 +48,7 @@ func waitStored(t *testing.T, edge *edgeProcess, client *redis.Client, path stri
 	})
 }
 
+// storedDocs returns the keys of the store's documents of path (their cache keys hold it).
 func storedDocs(t *testing.T, c *redis.Client, path string) []string {
 	t.Helper()
 	keys, err := c.Keys(context.Background(), "ssr:doc:*").Result()
@@ -163,5 +164,53 @@ func TestSharedPurgeReachesReplicasWhenDeletesFail(t *testing.T) {
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestManyPurgesAcrossReplicasDuringARender: a hundred purges of other pages, made on the
+// other edge while a render runs on this one (each reaches this edge's cache through the
+// store), neither keep that render from being stored nor the next request from its hit.
+// (The cache kept the last 64 purges: the 65th stopped caching of every render older.)
+func TestManyPurgesAcrossReplicasDuringARender(t *testing.T) {
+	address := redistest.Start(t)
+	edges := twoEdges(t, address)
+	client := storeClient(t, address)
+	// The page's load() awaits this backend until the purges are done.
+	release := make(chan struct{})
+	asked := make(chan struct{}, 1)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		<-release
+		io.WriteString(w, "late")
+	}))
+	t.Cleanup(backend.Close)
+	t.Cleanup(func() { closeOnce(release) })
+	path := "/cached/backend?port=" + backend.URL[strings.LastIndex(backend.URL, ":")+1:]
+	go func() { // falls back at its soft deadline; the render goes on
+		if resp, err := http.Get(edges[0].url + path); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-asked
+	for i := range 100 {
+		if code, body := purge(t, edges[1], "path=/cached/products/"+strconv.Itoa(i)); code != 200 {
+			t.Fatalf("purge %d: got %d %s", i, code, body)
+		}
+	}
+	closeOnce(release)
+	harness.WaitUntil(t, 20*time.Second, "the render stored here and in the store", func() bool {
+		return strings.HasPrefix(cacheStatus(harness.Get(t, edges[0].url+path)), "sidecar-ssr; hit") &&
+			len(storedDocs(t, client, path)) == 1
+	})
+}
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
 	}
 }
