@@ -1,6 +1,8 @@
 // Render errors with stable codes (the `ssr-error` trailer the edge reads).
 // The gRPC status for each code is decided in grpc-server.js, in one table.
-// Workers import this file too, so it must stay free of heavy imports.
+// Workers import this file too, so it must stay free of heavy imports: the codes
+// are written here, and test/errors.test.js holds them to render.proto's
+// RenderErr, which the edge's generated Go code reads.
 
 export const codes = Object.freeze({
   PAGE_NOT_FOUND: 'RENDER_ERR_PAGE_NOT_FOUND',

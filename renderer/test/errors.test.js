@@ -3,9 +3,11 @@
 // whether it is a poison pill (what the quarantine counts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import protobuf from 'protobufjs';
 import {
-  CancelledError, DeadlineError, DrainingError, WorkerDiedError, WorkerOutOfMemoryError, poolFailure,
+  CancelledError, DeadlineError, DrainingError, WorkerDiedError, WorkerOutOfMemoryError, codes, poolFailure,
 } from '../src/errors.js';
+import { PROTO_PATH } from '../src/wire.js';
 
 const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' });
 const crash = new Error('worker exited with code 1');
@@ -40,4 +42,10 @@ test('poolFailure', () => {
     assert.equal(exit, wantExit, name);
     assert.equal(failure.deadline, wantDeadline, name);
   }
+});
+
+test('the error codes are render.proto\'s RenderErr values, every one of them', () => {
+  const values = protobuf.loadSync(PROTO_PATH).lookupEnum('ssr.v1.RenderErr').values;
+  const fromProto = Object.keys(values).filter((name) => values[name] !== 0).sort();
+  assert.deepEqual(Object.values(codes).sort(), fromProto);
 });

@@ -51,9 +51,9 @@ const (
 var errShed = errors.New("edge: max_renders_in_flight reached")
 
 // The renderer's codes whose gRPC status alone would name the wrong reason.
-const (
-	codeQuarantined  = "RENDER_ERR_QUARANTINED"
-	codePageTooLarge = "RENDER_ERR_PAGE_TOO_LARGE"
+var (
+	codeQuarantined  = ssrv1.RenderErr_RENDER_ERR_QUARANTINED.String()
+	codePageTooLarge = ssrv1.RenderErr_RENDER_ERR_PAGE_TOO_LARGE.String()
 )
 
 // reasonFor names a render failure for X-SSR-Fallback.

@@ -25,6 +25,105 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RenderErr is why a render failed: its name (RENDER_ERR_PAGE_NOT_FOUND...) is
+// the `ssr-error` trailer of the failed call, the outcome label of the
+// renderer's metrics and the `code` of its log lines. The renderer's
+// src/errors.js is held to these names by its tests.
+type RenderErr int32
+
+const (
+	RenderErr_RENDER_ERR_UNSPECIFIED RenderErr = 0
+	// NOT_FOUND: the bundle has no page of that name.
+	RenderErr_RENDER_ERR_PAGE_NOT_FOUND RenderErr = 1
+	// INVALID_ARGUMENT: the caller's props are not a JSON object.
+	RenderErr_RENDER_ERR_INVALID_PROPS RenderErr = 2
+	// INTERNAL: the page (its load() or its component) threw.
+	RenderErr_RENDER_ERR_PAGE_THREW RenderErr = 3
+	// DEADLINE_EXCEEDED: the render did not finish before the call's deadline.
+	RenderErr_RENDER_ERR_DEADLINE RenderErr = 4
+	// INTERNAL: the worker ran out of heap during the render.
+	RenderErr_RENDER_ERR_WORKER_OOM RenderErr = 5
+	// INTERNAL: the worker died during the render.
+	RenderErr_RENDER_ERR_WORKER_DIED RenderErr = 6
+	// RESOURCE_EXHAUSTED: the renderer's queue is full.
+	RenderErr_RENDER_ERR_QUEUE_FULL RenderErr = 7
+	// RESOURCE_EXHAUSTED: the call's deadline is shorter than the expected wait.
+	RenderErr_RENDER_ERR_WOULD_MISS_DEADLINE RenderErr = 8
+	// UNAVAILABLE: the renderer is draining.
+	RenderErr_RENDER_ERR_DRAINING RenderErr = 9
+	// CANCELLED: the caller went away.
+	RenderErr_RENDER_ERR_CANCELLED RenderErr = 10
+	// FAILED_PRECONDITION: renders of this very request killed workers.
+	RenderErr_RENDER_ERR_QUARANTINED RenderErr = 11
+	// RESOURCE_EXHAUSTED: the page is over renderer.max_page_mb.
+	RenderErr_RENDER_ERR_PAGE_TOO_LARGE RenderErr = 12
+	// INTERNAL: anything else.
+	RenderErr_RENDER_ERR_INTERNAL RenderErr = 13
+)
+
+// Enum value maps for RenderErr.
+var (
+	RenderErr_name = map[int32]string{
+		0:  "RENDER_ERR_UNSPECIFIED",
+		1:  "RENDER_ERR_PAGE_NOT_FOUND",
+		2:  "RENDER_ERR_INVALID_PROPS",
+		3:  "RENDER_ERR_PAGE_THREW",
+		4:  "RENDER_ERR_DEADLINE",
+		5:  "RENDER_ERR_WORKER_OOM",
+		6:  "RENDER_ERR_WORKER_DIED",
+		7:  "RENDER_ERR_QUEUE_FULL",
+		8:  "RENDER_ERR_WOULD_MISS_DEADLINE",
+		9:  "RENDER_ERR_DRAINING",
+		10: "RENDER_ERR_CANCELLED",
+		11: "RENDER_ERR_QUARANTINED",
+		12: "RENDER_ERR_PAGE_TOO_LARGE",
+		13: "RENDER_ERR_INTERNAL",
+	}
+	RenderErr_value = map[string]int32{
+		"RENDER_ERR_UNSPECIFIED":         0,
+		"RENDER_ERR_PAGE_NOT_FOUND":      1,
+		"RENDER_ERR_INVALID_PROPS":       2,
+		"RENDER_ERR_PAGE_THREW":          3,
+		"RENDER_ERR_DEADLINE":            4,
+		"RENDER_ERR_WORKER_OOM":          5,
+		"RENDER_ERR_WORKER_DIED":         6,
+		"RENDER_ERR_QUEUE_FULL":          7,
+		"RENDER_ERR_WOULD_MISS_DEADLINE": 8,
+		"RENDER_ERR_DRAINING":            9,
+		"RENDER_ERR_CANCELLED":           10,
+		"RENDER_ERR_QUARANTINED":         11,
+		"RENDER_ERR_PAGE_TOO_LARGE":      12,
+		"RENDER_ERR_INTERNAL":            13,
+	}
+)
+
+func (x RenderErr) Enum() *RenderErr {
+	p := new(RenderErr)
+	*p = x
+	return p
+}
+
+func (x RenderErr) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RenderErr) Descriptor() protoreflect.EnumDescriptor {
+	return file_ssr_v1_render_proto_enumTypes[0].Descriptor()
+}
+
+func (RenderErr) Type() protoreflect.EnumType {
+	return &file_ssr_v1_render_proto_enumTypes[0]
+}
+
+func (x RenderErr) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RenderErr.Descriptor instead.
+func (RenderErr) EnumDescriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+}
+
 type ListPagesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -589,7 +688,23 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x0eexternal_bytes\x18\a \x01(\x04R\rexternalBytes\x12\x1b\n" +
 	"\tworker_us\x18\b \x01(\x04R\bworkerUs\x12\x1f\n" +
 	"\vrenderer_us\x18\t \x01(\x04R\n" +
-	"rendererUs2\x8a\x01\n" +
+	"rendererUs*\x95\x03\n" +
+	"\tRenderErr\x12\x1a\n" +
+	"\x16RENDER_ERR_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19RENDER_ERR_PAGE_NOT_FOUND\x10\x01\x12\x1c\n" +
+	"\x18RENDER_ERR_INVALID_PROPS\x10\x02\x12\x19\n" +
+	"\x15RENDER_ERR_PAGE_THREW\x10\x03\x12\x17\n" +
+	"\x13RENDER_ERR_DEADLINE\x10\x04\x12\x19\n" +
+	"\x15RENDER_ERR_WORKER_OOM\x10\x05\x12\x1a\n" +
+	"\x16RENDER_ERR_WORKER_DIED\x10\x06\x12\x19\n" +
+	"\x15RENDER_ERR_QUEUE_FULL\x10\a\x12\"\n" +
+	"\x1eRENDER_ERR_WOULD_MISS_DEADLINE\x10\b\x12\x17\n" +
+	"\x13RENDER_ERR_DRAINING\x10\t\x12\x18\n" +
+	"\x14RENDER_ERR_CANCELLED\x10\n" +
+	"\x12\x1a\n" +
+	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
+	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
+	"\x13RENDER_ERR_INTERNAL\x10\r2\x8a\x01\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12@\n" +
 	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseB?Z=github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1;ssrv1b\x06proto3"
@@ -606,28 +721,30 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 	return file_ssr_v1_render_proto_rawDescData
 }
 
+var file_ssr_v1_render_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_ssr_v1_render_proto_goTypes = []any{
-	(*ListPagesRequest)(nil),  // 0: ssr.v1.ListPagesRequest
-	(*ListPagesResponse)(nil), // 1: ssr.v1.ListPagesResponse
-	(*RenderRequest)(nil),     // 2: ssr.v1.RenderRequest
-	(*RenderResponse)(nil),    // 3: ssr.v1.RenderResponse
-	(*Header)(nil),            // 4: ssr.v1.Header
-	(*CacheHint)(nil),         // 5: ssr.v1.CacheHint
-	(*Timing)(nil),            // 6: ssr.v1.Timing
-	nil,                       // 7: ssr.v1.RenderRequest.ParamsEntry
-	nil,                       // 8: ssr.v1.RenderRequest.VariantsEntry
+	(RenderErr)(0),            // 0: ssr.v1.RenderErr
+	(*ListPagesRequest)(nil),  // 1: ssr.v1.ListPagesRequest
+	(*ListPagesResponse)(nil), // 2: ssr.v1.ListPagesResponse
+	(*RenderRequest)(nil),     // 3: ssr.v1.RenderRequest
+	(*RenderResponse)(nil),    // 4: ssr.v1.RenderResponse
+	(*Header)(nil),            // 5: ssr.v1.Header
+	(*CacheHint)(nil),         // 6: ssr.v1.CacheHint
+	(*Timing)(nil),            // 7: ssr.v1.Timing
+	nil,                       // 8: ssr.v1.RenderRequest.ParamsEntry
+	nil,                       // 9: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	7, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	8, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	4, // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	5, // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	6, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	2, // 5: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	0, // 6: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
-	3, // 7: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	1, // 8: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	8, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	9, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	5, // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	6, // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	7, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	3, // 5: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	1, // 6: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	4, // 7: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	2, // 8: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
 	7, // [7:9] is the sub-list for method output_type
 	5, // [5:7] is the sub-list for method input_type
 	5, // [5:5] is the sub-list for extension type_name
@@ -645,13 +762,14 @@ func file_ssr_v1_render_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_ssr_v1_render_proto_goTypes,
 		DependencyIndexes: file_ssr_v1_render_proto_depIdxs,
+		EnumInfos:         file_ssr_v1_render_proto_enumTypes,
 		MessageInfos:      file_ssr_v1_render_proto_msgTypes,
 	}.Build()
 	File_ssr_v1_render_proto = out.File

@@ -32,22 +32,9 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type RenderServiceClient interface {
 	// Render runs the page's load() and renders it with react-dom/server in a
-	// worker thread. Errors are gRPC status codes, each with an `ssr-error`
-	// trailer carrying a stable code (RENDER_ERR_*):
-	//
-	//	NOT_FOUND           unknown page name
-	//	INVALID_ARGUMENT    caller props that are not a JSON object, or a bad request
-	//	RESOURCE_EXHAUSTED  renderer queue full (trailer RENDER_ERR_QUEUE_FULL), or the call's
-	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE),
-	//	                    or the page is over renderer.max_page_mb (RENDER_ERR_PAGE_TOO_LARGE);
-	//	                    without a trailer: a message over a size limit
-	//	DEADLINE_EXCEEDED   the render did not finish before the call's deadline
-	//	INTERNAL            the page threw (its message, never its stack), or its worker ran out
-	//	                    of heap (RENDER_ERR_WORKER_OOM) or died
-	//	FAILED_PRECONDITION renders of this very request killed workers: it is refused for a
-	//	                    while without a render (RENDER_ERR_QUARANTINED)
-	//	CANCELLED           the caller went away
-	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
+	// worker thread. A failure is a gRPC status with an `ssr-error` trailer naming
+	// a RenderErr value, which says which status it comes with; a
+	// RESOURCE_EXHAUSTED without that trailer is a message over a size limit.
 	Render(ctx context.Context, in *RenderRequest, opts ...grpc.CallOption) (*RenderResponse, error)
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
@@ -89,22 +76,9 @@ func (c *renderServiceClient) ListPages(ctx context.Context, in *ListPagesReques
 // for forward compatibility.
 type RenderServiceServer interface {
 	// Render runs the page's load() and renders it with react-dom/server in a
-	// worker thread. Errors are gRPC status codes, each with an `ssr-error`
-	// trailer carrying a stable code (RENDER_ERR_*):
-	//
-	//	NOT_FOUND           unknown page name
-	//	INVALID_ARGUMENT    caller props that are not a JSON object, or a bad request
-	//	RESOURCE_EXHAUSTED  renderer queue full (trailer RENDER_ERR_QUEUE_FULL), or the call's
-	//	                    deadline is shorter than the expected wait (RENDER_ERR_WOULD_MISS_DEADLINE),
-	//	                    or the page is over renderer.max_page_mb (RENDER_ERR_PAGE_TOO_LARGE);
-	//	                    without a trailer: a message over a size limit
-	//	DEADLINE_EXCEEDED   the render did not finish before the call's deadline
-	//	INTERNAL            the page threw (its message, never its stack), or its worker ran out
-	//	                    of heap (RENDER_ERR_WORKER_OOM) or died
-	//	FAILED_PRECONDITION renders of this very request killed workers: it is refused for a
-	//	                    while without a render (RENDER_ERR_QUARANTINED)
-	//	CANCELLED           the caller went away
-	//	UNAVAILABLE         the renderer is draining (RENDER_ERR_DRAINING)
+	// worker thread. A failure is a gRPC status with an `ssr-error` trailer naming
+	// a RenderErr value, which says which status it comes with; a
+	// RESOURCE_EXHAUSTED without that trailer is a message over a size limit.
 	Render(context.Context, *RenderRequest) (*RenderResponse, error)
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
