@@ -99,8 +99,7 @@ func TestSharedPurgeWhileTheStoreSleeps(t *testing.T) {
 	}
 	renderedAfter := time.Now().Add(20 * time.Second)
 
-	go client.Do(context.Background(), "DEBUG", "SLEEP", "3")
-	time.Sleep(100 * time.Millisecond)
+	redistest.Busy(t, address, 3*time.Second)
 	for i, e := range edges { // three calls that time out open each edge's circuit
 		for j := range 3 {
 			harness.Get(t, e.url+"/cached/products/"+strconv.Itoa(100*(i+1)+j))

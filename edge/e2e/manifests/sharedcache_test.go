@@ -248,8 +248,9 @@ func playValkeyUsers(t *testing.T, env secretRefs, args []string, user string) {
 	ctx := context.Background()
 
 	for _, key := range [][]byte{nil, []byte(password)} {
+		address := "unix://" + user + ":" + password + "@" + path
 		replica := func() *sharedcache.Store {
-			s, err := sharedcache.New(sharedcache.Options{Address: "unix://" + user + ":" + password + "@" + path, Timeout: 2 * time.Second, HMACKey: key})
+			s, err := sharedcache.New(sharedcache.Options{Address: address, Timeout: 2 * time.Second, HMACKey: key})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,8 +261,9 @@ func playValkeyUsers(t *testing.T, env secretRefs, args []string, user string) {
 		heard := make(chan sharedcache.Purge, 1)
 		subscribed, cancel := context.WithCancel(ctx)
 		defer cancel()
+		before := redistest.Subscribers(t, address, "ssr:purges")
 		go other.Subscribe(subscribed, func(p sharedcache.Purge) { heard <- p })
-		time.Sleep(100 * time.Millisecond) // the subscription is in place
+		redistest.Subscribed(t, address, "ssr:purges", before+1)
 
 		doc := &htmlcache.Entry{Key: "b1 GET /{$} /", Path: "/", Tags: []string{"home"}, Status: 200,
 			Bodies: map[string][]byte{"": []byte("<p>home</p>")}, Stored: time.Now(), TTL: time.Minute}

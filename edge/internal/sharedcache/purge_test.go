@@ -33,8 +33,10 @@ func hear(t *testing.T, s *Store) <-chan Purge {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	heard := make(chan Purge, 100)
+	channel := s.opts.Prefix + "purges"
+	before := redistest.Subscribers(t, s.opts.Address, channel)
 	go s.Subscribe(ctx, func(p Purge) { heard <- p })
-	time.Sleep(100 * time.Millisecond) // the subscription is in place
+	redistest.Subscribed(t, s.opts.Address, channel, before+1)
 	return heard
 }
 
@@ -50,9 +52,7 @@ func stored(t *testing.T, s *Store, key string) bool {
 
 // sleep makes the store busy for d (DEBUG SLEEP from a client of its own), from now on.
 func sleep(t *testing.T, address string, d time.Duration) {
-	blocker := newStore(t, address, d+5*time.Second)
-	go blocker.rdb.Do(context.Background(), "DEBUG", "SLEEP", d.Seconds())
-	time.Sleep(100 * time.Millisecond) // the server is now busy
+	redistest.Busy(t, address, d)
 }
 
 // TestPurgeWhileTheStoreSleeps: a purge that cannot reach the store says so, the copy it

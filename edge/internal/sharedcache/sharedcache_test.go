@@ -125,9 +125,7 @@ func TestSlowStoreTimesOut(t *testing.T) {
 	if _, err := s.Get(ctx, "warm"); err != nil { // a connection in the pool
 		t.Fatal(err)
 	}
-	blocker := newStore(t, address, 5*time.Second)
-	go blocker.rdb.Do(ctx, "DEBUG", "SLEEP", "1")
-	time.Sleep(100 * time.Millisecond) // the server is now busy
+	redistest.Busy(t, address, time.Second)
 	began := time.Now()
 	_, err := s.Get(ctx, "k")
 	if err == nil || !strings.Contains(err.Error(), "timeout") && !errors.Is(err, context.DeadlineExceeded) {
@@ -161,7 +159,7 @@ func TestPurgeReachesTheStoreAndEveryReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // b's subscription is in place
+	redistest.Subscribed(t, address, "ssr:purges", 1)
 	for _, tc := range []struct {
 		purge Purge
 		want  int

@@ -3,6 +3,7 @@ package redistest
 
 import (
 	"bytes"
+	"context"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // Start runs a real redis-server (make installs Debian's) on a unix socket in a temp dir,
@@ -58,4 +61,60 @@ func StartStoppable(t testing.TB, args ...string) (address string, stop func()) 
 	}
 	t.Fatalf("redis-server did not listen on %s:\n%s", socket, out.String())
 	return "", stop
+}
+
+// Subscribed waits until the store at address has at least n subscribers of channel (its
+// full name, e.g. "ssr:purges"): a message published before a subscription is in place is
+// lost, so a test that publishes waits for this instead of sleeping.
+func Subscribed(t testing.TB, address, channel string, n int) {
+	t.Helper()
+	c := client(t, address, time.Second)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		counts, err := c.PubSubNumSub(context.Background(), channel).Result()
+		if err == nil && counts[channel] >= int64(n) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d subscribers of %s within 10 s (%v), want %d", address, counts[channel], channel, err, n)
+		}
+	}
+}
+
+// Subscribers is how many subscribers of channel the store at address has now.
+func Subscribers(t testing.TB, address, channel string) int {
+	t.Helper()
+	counts, err := client(t, address, time.Second).PubSubNumSub(context.Background(), channel).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(counts[channel])
+}
+
+// Busy makes the store at address busy for d (DEBUG SLEEP on a connection of its own) and
+// returns once it is: a PING on another connection no longer answers within 20 ms.
+func Busy(t testing.TB, address string, d time.Duration) {
+	t.Helper()
+	go client(t, address, d+5*time.Second).Do(context.Background(), "DEBUG", "SLEEP", d.Seconds())
+	probe := client(t, address, 20*time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if probe.Ping(context.Background()).Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not busy within 10 s of DEBUG SLEEP", address)
+		}
+	}
+}
+
+// client is a client of the store at address whose calls wait at most timeout.
+func client(t testing.TB, address string, timeout time.Duration) *redis.Client {
+	t.Helper()
+	o, err := redis.ParseURL(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.ReadTimeout, o.WriteTimeout, o.MaxRetries = timeout, timeout, -1
+	c := redis.NewClient(o)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
