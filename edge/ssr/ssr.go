@@ -9,31 +9,25 @@
 // down or overloaded, a page still answers: with its stale copy, or with the document
 // whose root the browser renders itself.
 //
-// The edge binary (cmd/edge) is this package with routes from a config file.
+// The edge binary (cmd/edge) is the same implementation with routes from a config file.
 package ssr
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"os"
-	"sync"
+	"regexp"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/site"
 )
 
 // Options configure a Server. Zero values mean the defaults given, which are the edge
@@ -126,10 +120,8 @@ type Options struct {
 
 // Server renders pages on one renderer, with one HTML cache. It is safe for concurrent use.
 type Server struct {
-	site     *server.Site
-	renderer *renderclient.Client
-	shared   *sharedcache.Store // nil: no second level
-	e        config.Edge
+	site *site.Site
+	e    config.Edge
 }
 
 // New connects (lazily) to the renderer and loads the client build's manifest. As soon as
@@ -137,11 +129,34 @@ type Server struct {
 // each missing one is logged at ERROR, and its requests answer 500. Check waits for that
 // answer, for a server that must not start with a typo.
 func New(o Options) (*Server, error) {
-	defaults, err := config.Load("", nil)
+	cfg, err := o.config()
+	if err != nil {
+		return nil, fmt.Errorf("ssr: %w", err)
+	}
+	if err := config.Validate(cfg); err != nil {
+		return nil, optionsError(err)
+	}
+	s, err := site.Open(cfg, site.Options{
+		Log: o.Logger, Registerer: o.Registerer, TracerProvider: o.TracerProvider,
+		Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage, ServerBuild: o.BuildID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ssr: %w", err)
+	}
+	return &Server{site: s, e: cfg.Edge}, nil
+}
+
+// config is the configuration o describes: the edge binary's embedded defaults, with each
+// field of o that sets a config key (optionKeys) in its place when not zero. It has no
+// routes: the Server's pages are mounted by Page.
+func (o Options) config() (*config.Config, error) {
+	cfg, err := config.Defaults()
 	if err != nil {
 		return nil, err
 	}
-	e := defaults.Edge
+	cfg.Edge.Routes = nil
+	e := &cfg.Edge
+	set(&cfg.Renderer.GRPCAddress, o.Renderer)
 	set(&e.AssetsDir, o.AssetsDir)
 	set(&e.RenderTimeout, o.RenderTimeout)
 	set(&e.HardTimeout, o.HardTimeout)
@@ -158,103 +173,76 @@ func New(o Options) (*Server, error) {
 	} else {
 		set(&e.CacheTTLJitter, o.CacheTTLJitter)
 	}
-	e.EarlyHints = o.EarlyHints
-	set(&e.SharedCacheAddress, o.SharedCache)
-	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
-	set(&e.SharedCacheKey, string(o.SharedCacheKey))
-	if n := len(e.SharedCacheKey); n > 0 && n < 32 {
-		return nil, fmt.Errorf("ssr: SharedCacheKey must be at least 32 bytes, got %d", n)
-	}
 	if o.CacheIgnoreQuery != nil {
 		e.CacheIgnoreQuery = o.CacheIgnoreQuery
 	}
-	if e.RenderTimeout > e.HardTimeout {
-		return nil, fmt.Errorf("ssr: RenderTimeout %s is above HardTimeout %s", e.RenderTimeout, e.HardTimeout)
-	}
-	if e.CacheMaxEntryMB > e.CacheMaxMB {
-		return nil, fmt.Errorf("ssr: CacheMaxEntryMB %d is above CacheMaxMB %d", e.CacheMaxEntryMB, e.CacheMaxMB)
-	}
-	address := defaults.Renderer.GRPCAddress
-	set(&address, o.Renderer)
-	log := o.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	reg := o.Registerer
-	if reg == nil {
-		reg = prometheus.NewRegistry()
-	}
-	var tracer trace.Tracer
-	if o.TracerProvider != nil {
-		tracer = o.TracerProvider.Tracer("github.com/sidecar-ssr/sidecar-ssr/edge/ssr")
-	}
-	build := o.BuildID
-	if build == "" {
-		build = executableHash()
-	}
-	doc := server.Options{Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage, ServerBuild: build}
-	return newServer(e, address, reg, log, tracer, doc)
+	e.EarlyHints = o.EarlyHints
+	set(&e.SharedCacheAddress, o.SharedCache)
+	set(&e.SharedCacheKey, string(o.SharedCacheKey))
+	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
+	return cfg, nil
 }
-
-// newServer builds the Server; doc holds the document's options (Lang, Head, Nonce,
-// ErrorPage), the rest of it is filled here.
-func newServer(e config.Edge, address string, reg prometheus.Registerer, log *slog.Logger, tracer trace.Tracer, doc server.Options) (*Server, error) {
-	manifest, err := document.LoadManifest(e.AssetsDir)
-	if err != nil {
-		return nil, fmt.Errorf("ssr: assets: %w", err)
-	}
-	metrics := server.NewMetrics(reg)
-	renderer, err := renderclient.New(address, renderclient.Options{MaxPageBytes: e.MaxPageBytes(), Log: log, OnDialFailure: metrics.RendererDialFailed})
-	if err != nil {
-		return nil, fmt.Errorf("ssr: renderer %q: %w", address, err)
-	}
-	var shared *sharedcache.Store
-	if e.SharedCacheAddress != "" {
-		if shared, err = sharedcache.New(sharedcache.Options{
-			Address: e.SharedCacheAddress, Timeout: e.SharedCacheTimeout, LockTTL: e.HardTimeout,
-			HMACKey: []byte(e.SharedCacheKey), Log: log,
-		}); err != nil {
-			renderer.Close()
-			return nil, fmt.Errorf("ssr: shared cache: %w", err)
-		}
-	}
-	cache := server.NewCache(e, metrics)
-	o := doc
-	o.Renderer, o.Pages, o.Manifest, o.Cache, o.Shared, o.Metrics, o.Log, o.Tracer = renderer, renderer, manifest, cache, shared, metrics, log, tracer
-	site, err := server.NewSite(e, o)
-	if err != nil {
-		renderer.Close()
-		if shared != nil {
-			shared.Close()
-		}
-		return nil, fmt.Errorf("ssr: assets: %w", err)
-	}
-	return &Server{site: site, renderer: renderer, shared: shared, e: e}, nil
-}
-
-// executableHash is a short hash of the running program, or "" when it cannot be read.
-var executableHash = sync.OnceValue(func() string {
-	path, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return ""
-	}
-	return hex.EncodeToString(h.Sum(nil)[:6])
-})
 
 func set[T comparable](field *T, value T) {
 	var zero T
 	if value != zero {
 		*field = value
 	}
+}
+
+// optionKeys names the Options field that sets each config key, for the errors of
+// config.Validate: they name the field, not the key.
+var optionKeys = map[string]string{
+	"renderer.grpc_address":      "Renderer",
+	"edge.assets_dir":            "AssetsDir",
+	"edge.render_timeout":        "RenderTimeout",
+	"edge.hard_timeout":          "HardTimeout",
+	"edge.max_page_mb":           "MaxPageMB",
+	"edge.max_props_mb":          "MaxPropsMB",
+	"edge.max_renders_in_flight": "MaxRendersInFlight",
+	"edge.not_found_page":        "NotFoundPage",
+	"edge.cache_max_mb":          "CacheMaxMB",
+	"edge.cache_max_entry_mb":    "CacheMaxEntryMB",
+	"edge.cache_not_found_ttl":   "CacheNotFoundTTL",
+	"edge.cache_pass_ttl":        "CachePassTTL",
+	"edge.cache_ttl_jitter":      "CacheTTLJitter",
+	"edge.cache_ignore_query":    "CacheIgnoreQuery",
+	"edge.early_hints":           "EarlyHints",
+	"edge.shared_cache_address":  "SharedCache",
+	"edge.shared_cache_key":      "SharedCacheKey",
+	"edge.shared_cache_timeout":  "SharedCacheTimeout",
+}
+
+// configKey matches a config key in config.Validate's messages.
+var configKey = regexp.MustCompile(`\b(?:edge|renderer)\.[a-z_]+\b`)
+
+// optionsError is config.Validate's error as New returns it: each broken rule names the
+// Options fields, "ssr: Options.MaxPageMB must be at least 1, got -1".
+func optionsError(err error) error {
+	field := func(key string) string {
+		if f, ok := optionKeys[key]; ok {
+			return "Options." + f
+		}
+		return key // a default no Options field sets: valid, unless the defaults are not
+	}
+	var errs []error
+	for _, err := range unjoin(err) {
+		ke, ok := errors.AsType[*config.KeyError](err)
+		if !ok {
+			errs = append(errs, fmt.Errorf("ssr: %w", err))
+			continue
+		}
+		errs = append(errs, fmt.Errorf("ssr: %s %s", field(ke.Key), configKey.ReplaceAllStringFunc(ke.Msg, field)))
+	}
+	return errors.Join(errs...)
+}
+
+// unjoin is the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 // Check waits until the renderer answers (or ctx ends) and returns an error naming every
@@ -278,7 +266,7 @@ func (s *Server) Check(ctx context.Context) error {
 // answered (nil before it has): for a readiness probe, so that a deploy with a page name
 // its bundle lacks never becomes ready.
 func (s *Server) Ready() error {
-	if err := s.site.Missing(); err != nil {
+	if err := s.site.Ready(); err != nil {
 		return fmt.Errorf("ssr: %w", err)
 	}
 	return nil
@@ -286,13 +274,7 @@ func (s *Server) Ready() error {
 
 // Close closes the connections to the renderer and the shared cache. Requests still being
 // served fall back.
-func (s *Server) Close() error {
-	s.site.Close()
-	if s.shared != nil {
-		s.shared.Close()
-	}
-	return s.renderer.Close()
-}
+func (s *Server) Close() error { return s.site.Close() }
 
 // A Loader computes a page's props in Go. It runs only when the page must be rendered (a
 // miss, a refresh, a request that bypasses the cache), once for all the requests waiting

@@ -262,8 +262,13 @@ func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
 	})
 	first := serve(h, "/")
 	failing.Store(true)
-	time.Sleep(5 * time.Millisecond)
+	// Hits until the 1 ms TTL has passed (polled: no sleep guesses when), then the stale copy.
 	rec := serve(h, "/")
+	for deadline := time.Now().Add(5 * time.Second); strings.Contains(rec.Header().Get("Cache-Status"), "; hit"); rec = serve(h, "/") {
+		if time.Now().After(deadline) {
+			t.Fatalf("still a fresh hit after 5 s of a 1 ms TTL: %q", rec.Header().Get("Cache-Status"))
+		}
+	}
 	if rec.Code != 200 || rec.Body.String() != first.Body.String() || !strings.HasSuffix(rec.Header().Get("Cache-Status"), "detail=load-error") {
 		t.Errorf("got %d Cache-Status %q, want the stale copy", rec.Code, rec.Header().Get("Cache-Status"))
 	}
@@ -399,7 +404,7 @@ func TestPurge(t *testing.T) {
 }
 
 func TestInvalidOptions(t *testing.T) {
-	if _, err := New(Options{RenderTimeout: 3 * time.Second, HardTimeout: time.Second}); err == nil || !strings.Contains(err.Error(), "above HardTimeout") {
+	if _, err := New(Options{RenderTimeout: 3 * time.Second, HardTimeout: time.Second}); err == nil || !strings.Contains(err.Error(), "ssr: Options.RenderTimeout 3s is above Options.HardTimeout 1s") {
 		t.Errorf("soft above hard: got %v", err)
 	}
 	if _, err := New(Options{AssetsDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "manifest") {

@@ -26,8 +26,8 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/site"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/tracing"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
 func main() {
@@ -75,21 +75,12 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		}()
 		tracerProvider = tp
 	}
-	site, err := ssr.New(ssr.Options{
-		Renderer: cfg.Renderer.GRPCAddress, AssetsDir: e.AssetsDir,
-		RenderTimeout: e.RenderTimeout, HardTimeout: e.HardTimeout, MaxPageMB: e.MaxPageMB, MaxPropsMB: e.MaxPropsMB,
-		MaxRendersInFlight: e.MaxRendersInFlight, NotFoundPage: e.NotFoundPage,
-		CacheMaxMB: e.CacheMaxMB, CacheMaxEntryMB: e.CacheMaxEntryMB, CacheNotFoundTTL: e.CacheNotFoundTTL,
-		CacheTTLJitter: jitter(e.CacheTTLJitter), CachePassTTL: e.CachePassTTL, CacheIgnoreQuery: e.CacheIgnoreQuery,
-		SharedCache: e.SharedCacheAddress, SharedCacheTimeout: e.SharedCacheTimeout, SharedCacheKey: []byte(e.SharedCacheKey),
-		EarlyHints: e.EarlyHints,
-		Registerer: registry, Logger: log, TracerProvider: tracerProvider,
-	})
+	pages, err := site.Open(cfg, site.Options{Log: log, Registerer: registry, TracerProvider: tracerProvider})
 	if err != nil {
 		return err
 	}
-	defer site.Close()
-	handler := site.ServeMux(routes(site, e.Routes))
+	defer pages.Close()
+	handler := pages.ServeMux(routes(pages, e.Routes))
 
 	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	public := &http.Server{
@@ -103,7 +94,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	}
 	var draining atomic.Bool
 	admin := &http.Server{
-		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Ready: site.Ready, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: site}),
+		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Ready: pages.Ready, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: pages}),
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       10 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -142,28 +133,14 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 
 // routes mounts the config's routes: pages without a Go loader (their own load() runs in
 // the renderer), the client build's assets, and the not-found page for everything else.
-func routes(site *ssr.Server, routes []config.Route) *http.ServeMux {
+func routes(pages *site.Site, routes []config.Route) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("GET /assets/", site.Assets())
+	mux.Handle("GET /assets/", pages.Assets())
 	for _, r := range routes {
-		mux.Handle(r.Pattern, site.Page(r.Page, ssr.PageOptions{
-			Route: r.Pattern, Variants: r.Variants, RenderTimeout: r.RenderTimeout, HardTimeout: r.HardTimeout,
-			Cache: ssr.Cache{
-				TTL: r.Cache.TTL, StaleWhileRevalidate: r.Cache.StaleWhileRevalidate, StaleIfError: r.Cache.StaleIfError,
-				Query: r.Cache.Query, PersonalizeCookies: r.Cache.PersonalizeCookies,
-			},
-		}))
+		mux.Handle(r.Pattern, pages.Page(r, server.PageOptions{}))
 	}
-	mux.Handle(config.NotFoundPattern, site.NotFound())
+	mux.Handle(config.NotFoundPattern, pages.NotFound())
 	return mux
-}
-
-// jitter is edge.cache_ttl_jitter as ssr.Options takes it: there, zero means the default.
-func jitter(j float64) float64 {
-	if j == 0 {
-		return -1
-	}
-	return j
 }
 
 func lookup(environ []string, name string) string {

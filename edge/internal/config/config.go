@@ -163,9 +163,9 @@ type file struct {
 }
 
 // Load builds the configuration from the defaults, the file at path (if not empty) and the
-// environment. Any error names the offending key.
+// environment, and validates it. Any error names the offending key.
 func Load(path string, environ []string) (*Config, error) {
-	cfg, err := defaults()
+	cfg, err := Defaults()
 	if err != nil {
 		return nil, err
 	}
@@ -179,8 +179,9 @@ func Load(path string, environ []string) (*Config, error) {
 	return parse(cfg, data, path, environ)
 }
 
-// defaults is the configuration of the embedded defaults.
-func defaults() (*Config, error) {
+// Defaults is the configuration of the embedded defaults (defaults.yaml), not validated:
+// the public package overlays its Options on it, then calls Validate.
+func Defaults() (*Config, error) {
 	var f file
 	if err := decodeStrict(defaultsYAML, &f); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
@@ -214,11 +215,26 @@ func finish(cfg *Config, environ []string) (*Config, error) {
 	if err := applyEnv(cfg, environ); err != nil {
 		return nil, err
 	}
-	if err := cfg.validate(); err != nil {
+	err := Validate(cfg)
+	if len(cfg.Edge.Routes) == 0 {
+		// The file is the edge binary's only source of pages; the public package mounts its
+		// own in code, so Validate does not ask for routes.
+		err = errors.Join(err, &KeyError{Key: "edge.routes", Msg: "at least one route is needed"})
+	}
+	if err != nil {
 		return nil, err
 	}
 	return cfg, nil
 }
+
+// A KeyError is one broken rule of one key: Key is the key's path in the file
+// ("edge.max_page_mb", "edge.routes[2].page"), Msg what is wrong with its value. The
+// message may name other keys by their paths.
+type KeyError struct {
+	Key, Msg string
+}
+
+func (e *KeyError) Error() string { return "config: " + e.Key + ": " + e.Msg }
 
 var unknownField = regexp.MustCompile(`line (\d+): field (\S+) not found in type config\.(\w+)`)
 
@@ -301,11 +317,15 @@ func setScalar(edge *Edge, key, value string) error {
 	return fmt.Errorf("no key edge.%s", key)
 }
 
-func (c *Config) validate() error {
+// Validate checks c against every rule the edge relies on: it then builds its servers,
+// cache and pages from c without checking again. Load calls it on the file's configuration,
+// the public package on its Options overlaid on the defaults. The error joins a *KeyError
+// per broken rule.
+func Validate(c *Config) error {
 	e := &c.Edge
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("config: %s: %s", key, fmt.Sprintf(format, args...)))
+		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
 	for key, addr := range map[string]string{"edge.listen": e.Listen, "edge.admin_listen": e.AdminListen} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -379,9 +399,6 @@ func (c *Config) validate() error {
 	if c.Renderer.GRPCAddress == "" {
 		bad("renderer.grpc_address", "must be set")
 	}
-	if len(e.Routes) == 0 {
-		bad("edge.routes", "at least one route is needed")
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc(NotFoundPattern, http.NotFound)
 	for i, r := range e.Routes {
@@ -393,8 +410,8 @@ func (c *Config) validate() error {
 		if err := register(mux, r.Pattern); err != nil {
 			bad(key+".pattern", "%v", err)
 		}
-		for _, err := range routeProblems(r, *e) {
-			errs = append(errs, fmt.Errorf("config: %s%w", key, err))
+		for _, p := range routeProblems(r, *e) {
+			bad(key+p.key, "%s", p.msg)
 		}
 	}
 	if e.RenderTimeout > e.HardTimeout {
@@ -404,36 +421,48 @@ func (c *Config) validate() error {
 }
 
 // ValidateRoute checks what a route needs besides its pattern: a page, deadlines in order,
-// windows that are not negative, variants that name a header or a cookie.
+// windows that are not negative, variants that name a header or a cookie. Its errors name
+// the route's keys ("variants[0]: ...").
 func ValidateRoute(r Route, e Edge) error {
-	return errors.Join(routeProblems(r, e)...)
+	var errs []error
+	for _, p := range routeProblems(r, e) {
+		msg := p.msg
+		if p.key != "" {
+			msg = strings.TrimPrefix(p.key, ".") + ": " + msg
+		}
+		errs = append(errs, errors.New(msg))
+	}
+	return errors.Join(errs...)
 }
 
-// routeProblems are ValidateRoute's errors, each starting with "." or ": " so that the
-// caller can put the route's key before it.
-func routeProblems(r Route, e Edge) []error {
-	var errs []error
+// A routeProblem is a broken rule of a route: key is the route's key (".page"), or empty
+// for the route as a whole.
+type routeProblem struct{ key, msg string }
+
+// routeProblems are the broken rules ValidateRoute reports.
+func routeProblems(r Route, e Edge) []routeProblem {
+	var ps []routeProblem
 	if r.Page == "" {
-		errs = append(errs, errors.New(".page: must be set"))
+		ps = append(ps, routeProblem{".page", "must be set"})
 	}
 	soft, hard := r.EffectiveTimeouts(e)
 	if soft > hard {
-		errs = append(errs, fmt.Errorf(": render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard))
+		ps = append(ps, routeProblem{"", fmt.Sprintf("render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard)})
 	}
 	for _, w := range []struct {
 		name string
 		d    time.Duration
 	}{{"ttl", r.Cache.TTL}, {"stale_while_revalidate", r.Cache.StaleWhileRevalidate}, {"stale_if_error", r.Cache.StaleIfError}} {
 		if w.d < 0 {
-			errs = append(errs, fmt.Errorf(".cache.%s: must not be negative, got %s", w.name, w.d))
+			ps = append(ps, routeProblem{".cache." + w.name, fmt.Sprintf("must not be negative, got %s", w.d)})
 		}
 	}
 	for j, v := range r.Variants {
 		if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {
-			errs = append(errs, fmt.Errorf(".variants[%d]: want \"header:Name\" or \"cookie:name\", got %q", j, v))
+			ps = append(ps, routeProblem{fmt.Sprintf(".variants[%d]", j), fmt.Sprintf("want \"header:Name\" or \"cookie:name\", got %q", v)})
 		}
 	}
-	return errs
+	return ps
 }
 
 // NotFoundPattern catches every GET no route matches; it renders the app's not-found page.

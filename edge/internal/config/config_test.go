@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -105,6 +106,7 @@ func TestRejected(t *testing.T) {
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
 		{"sample ratio above 1", "", []string{"SSR_EDGE_TRACE_SAMPLE_RATIO=2"}, "edge.trace_sample_ratio: must be in [0, 1]"},
+		{"no routes", "edge:\n  routes: []\n", nil, "edge.routes: at least one route is needed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,5 +150,41 @@ func TestEmptyFileKeepsDefaults(t *testing.T) {
 	cfg, err := Load(writeFile(t, ""), nil)
 	if err != nil || cfg.Edge.Listen != ":8080" {
 		t.Errorf("got %v, %v; want the defaults", cfg, err)
+	}
+}
+
+// TestValidate: Validate reports each broken rule as a KeyError naming its key, and asks for
+// no routes (the public package mounts its pages in code).
+func TestValidate(t *testing.T) {
+	cfg, err := Defaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Edge.Routes = nil
+	if err := Validate(cfg); err != nil {
+		t.Fatalf("the defaults without routes: got %v, want them valid", err)
+	}
+	cfg.Edge.MaxPageMB, cfg.Edge.CachePassTTL = -1, -time.Second
+	cfg.Edge.Routes = []Route{{Pattern: "GET /a", Variants: []string{"locale"}}}
+	err = Validate(cfg)
+	var got []string
+	for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {
+		ke, ok := errors.AsType[*KeyError](err)
+		if !ok {
+			t.Fatalf("got %T %v, want a *KeyError", err, err)
+		}
+		got = append(got, ke.Key+": "+ke.Msg)
+	}
+	want := []string{
+		"edge.max_page_mb: must be at least 1, got -1",
+		"edge.cache_pass_ttl: must be positive, got -1s",
+		"edge.routes[0].page: must be set",
+		`edge.routes[0].variants[0]: want "header:Name" or "cookie:name", got "locale"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if err := ValidateRoute(cfg.Edge.Routes[0], cfg.Edge); err == nil || !strings.HasPrefix(err.Error(), "page: must be set\nvariants[0]: ") {
+		t.Errorf("ValidateRoute: got %v, want the route's keys", err)
 	}
 }

@@ -17,7 +17,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("edge:\n  routes:\n    - pattern: \"GET /{$}\"\n      page: home\n      variants: [\"header:x\"]\n      cache: {ttl: 1m, query: [a]}\n"), "SSR_EDGE_CACHE_TTL_JITTER=0.5")
 	f.Add([]byte("renderer:\n  grpc_address: \"\"\n"), "SSR_EDGE_LISTEN=:0")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
-		base, err := defaults()
+		base, err := Defaults()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,7 +69,7 @@ type Site struct {
 	stop context.CancelFunc
 }
 
-// NewSite prepares the pages of e (validated by config.Load) over o's renderer and cache.
+// NewSite prepares the pages of e (valid: config.Validate) over o's renderer and cache.
 func NewSite(e config.Edge, o Options) (*Site, error) {
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
