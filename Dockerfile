@@ -50,7 +50,8 @@ EXPOSE 8080 9100
 ENTRYPOINT ["/app/bin/edge"]
 
 # The renderer: production dependencies, its source, the .proto it loads at run time
-# (../../proto from renderer/src) and the app's server bundle.
+# (proto/ beside renderer/, as in a checkout: renderer/src/worker/wire.js) and the app's
+# server bundle.
 # Serving your own app's pages (sidecar-ssr-build, docs/app-contract.md) from this image:
 # either an image of your own on top of it, with your server bundle where renderer.bundle
 # points (its default, and deploy/k8s's ssr.yaml):
@@ -72,7 +73,7 @@ USER 65532:65532
 # 9101 HTTP: health, readiness, metrics. gRPC is a unix socket (/run/ssr).
 EXPOSE 9101
 # The main thread's GC flags, as every launcher passes them (renderer/node-flags.json;
-# renderer/src/node-flags.js says why). node itself, not the package's bin: with the flags
+# renderer/src/ops/node-flags.js says why). node itself, not the package's bin: with the flags
 # given the bin would not relaunch anyway, and PID 1 is the renderer, which gets SIGTERM
 # straight from the runtime.
 ENTRYPOINT ["node", "--max-semi-space-size=1", "--heap-growing-percent=100", "--single-threaded-gc", "/app/renderer/src/main.js"]

@@ -6,7 +6,7 @@
 //   node smoke.mjs ../renderer/test/fixtures/dist/server.js the fixture (harmless pages only)
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { renderPage } from '../renderer/src/render-page.js';
+import { renderPage } from '../renderer/src/worker/render-page.js';
 
 const appDir = path.dirname(fileURLToPath(import.meta.url));
 const bundlePath = path.resolve(process.argv[2] ?? path.join(appDir, 'dist', 'server', 'server.js'));

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { renderPage } from '../renderer/src/render-page.js';
+import { renderPage } from '../renderer/src/worker/render-page.js';
 
 const { values: opts } = parseArgs({
   options: {

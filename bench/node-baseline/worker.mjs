@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { workerData } from 'node:worker_threads';
-import { renderPage } from '../../renderer/src/render-page.js';
+import { renderPage } from '../../renderer/src/worker/render-page.js';
 
 const app = await import(pathToFileURL(workerData.bundle).href);
 const manifest = JSON.parse(readFileSync(workerData.manifest, 'utf8'));

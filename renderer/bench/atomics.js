@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // What atomics: 'disabled' (needed for GC observers and the control port in
 // idle workers) costs against Piscina's default 'sync':
-// closed-loop renders of the demo home page through src/worker.js, both
+// closed-loop renders of the demo home page through src/worker/worker.js, both
 // modes alternated. `node bench/atomics.js [seconds] [rounds]`
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -13,7 +13,7 @@ const bundle = fileURLToPath(new URL('../test/fixtures/dist/server.js', import.m
 /** @param {'sync' | 'disabled'} atomics */
 async function measure(atomics) {
   const pool = new Piscina({
-    filename: new URL('../src/worker.js', import.meta.url).href,
+    filename: new URL('../src/worker/worker.js', import.meta.url).href,
     minThreads: 2, maxThreads: 2, idleTimeout: Infinity, atomics,
     workerData: { bundle, warmupRounds: 3 },
   });

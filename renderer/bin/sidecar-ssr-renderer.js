@@ -29,7 +29,7 @@ if (Number(running.split('.')[0]) < needed) {
   ].concat(ways, ['']).join('\n'));
   process.exit(1);
 } else {
-  import('../src/node-flags.js').then(function (flags) {
+  import('../src/ops/node-flags.js').then(function (flags) {
     var missing = flags.missingNodeFlags(process.execArgv, process.env.NODE_OPTIONS);
     if (missing.length > 0) {
       relaunch(missing);

@@ -1,5 +1,5 @@
 // Render errors with stable codes (the `ssr-error` trailer the edge reads).
-// The gRPC status for each code is decided in grpc-server.js, in one table.
+// The gRPC status for each code is decided in serve/grpc-server.js, in one table.
 // Workers import this file too, so it must stay free of heavy imports: the codes
 // are written here, and test/errors.test.js holds them to render.proto's
 // RenderErr, which the edge's generated Go code reads.
@@ -47,9 +47,9 @@ export class RenderError extends Error {
   /**
    * Set by the pool when the render is what a poison pill does: its worker
    * ran out of memory, died, or was pinned by it at its deadline (its event
-   * loop did not answer, loop-probe.js). What the quarantine counts. A render
-   * late because it waited (for a worker, or in an awaited load()) is not,
-   * even when its worker was terminated to stop it.
+   * loop did not answer, worker/loop-probe.js). What the quarantine counts.
+   * A render late because it waited (for a worker, or in an awaited load())
+   * is not, even when its worker was terminated to stop it.
    */
   poisonPill = false;
 

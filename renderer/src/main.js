@@ -7,14 +7,14 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { pino } from 'pino';
 import PACKAGE from '../package.json' with { type: 'json' };
 import { ConfigError, loadConfig, parseCommandLine, unixSocketPath, usage } from './config.js';
-import { startGrpcServer } from './grpc-server.js';
-import { build as buildDebug } from './debug-server.js';
-import { build as buildHttp, listen as listenHttp } from './http-server.js';
-import { Metrics } from './metrics.js';
-import { missingNodeFlags } from './node-flags.js';
-import { RenderPool } from './pool.js';
-import { Quarantine } from './quarantine.js';
-import { Tracing } from './tracing.js';
+import { startGrpcServer } from './serve/grpc-server.js';
+import { build as buildDebug } from './serve/debug-server.js';
+import { build as buildHttp, listen as listenHttp } from './serve/http-server.js';
+import { Metrics } from './ops/metrics.js';
+import { missingNodeFlags } from './ops/node-flags.js';
+import { RenderPool } from './pool/pool.js';
+import { Quarantine } from './ops/quarantine.js';
+import { Tracing } from './ops/tracing.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Config } from './config.js' */

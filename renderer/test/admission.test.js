@@ -3,7 +3,7 @@
 // that goes away leaving its place.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Admission } from '../src/admission.js';
+import { Admission } from '../src/pool/admission.js';
 import { CancelledError, DeadlineError, QueueFullError, WouldMissDeadlineError } from '../src/errors.js';
 
 /**

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { build } from '../src/debug-server.js';
+import { build } from '../src/serve/debug-server.js';
 import { metricsText, render, startRenderer, tempDir } from './helpers.js';
 
 test('/debug/workers and a heap snapshot of one worker', async (t) => {

@@ -7,7 +7,7 @@ import protobuf from 'protobufjs';
 import {
   CancelledError, DeadlineError, DrainingError, WorkerDiedError, WorkerOutOfMemoryError, codes, poolFailure,
 } from '../src/errors.js';
-import { PROTO_PATH } from '../src/wire.js';
+import { PROTO_PATH } from '../src/worker/wire.js';
 
 const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' });
 const crash = new Error('worker exited with code 1');

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import { stringify } from 'yaml';
 import { parseConfig } from '../src/config.js';
-import { RENDER_SERVICE } from '../src/grpc-server.js';
+import { RENDER_SERVICE } from '../src/serve/grpc-server.js';
 import { start } from '../src/main.js';
 import { FIXTURE_BUNDLE, captureLogs, check, healthClient, render, renderClient, tempDir, waitFor } from './helpers.js';
 

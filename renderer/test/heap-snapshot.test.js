@@ -8,7 +8,8 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { MessageChannel } from 'node:worker_threads';
-import { SnapshotError, answerHeapSnapshots, requestHeapSnapshot } from '../src/heap-snapshot.js';
+import { SnapshotError, requestHeapSnapshot } from '../src/ops/heap-snapshot.js';
+import { answerHeapSnapshots } from '../src/worker/heap-snapshot-writer.js';
 import { tempDir } from './helpers.js';
 
 /** A control channel answered in this thread, and a stand-in for its worker. */

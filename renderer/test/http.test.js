@@ -1,8 +1,8 @@
 // Liveness and readiness on the HTTP port, through fastify's inject().
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { build } from '../src/http-server.js';
-import { RenderPool } from '../src/pool.js';
+import { build } from '../src/serve/http-server.js';
+import { RenderPool } from '../src/pool/pool.js';
 import { FIXTURE_BUNDLE, captureLogs } from './helpers.js';
 
 test('/healthz and /readyz follow the workers loading the bundle', async (t) => {

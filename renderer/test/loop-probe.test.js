@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { probe, sharedWord } from '../src/loop-probe.js';
+import { probe, sharedWord } from '../src/worker/loop-probe.js';
 
 test('a free worker answers its probes; a pinned one does not', async (t) => {
   const worker = new Worker(new URL('./fixtures/probe-worker.js', import.meta.url));

@@ -22,8 +22,8 @@ test('loop page: deadline, the other worker serves, the pool recovers', async (t
   assert.ok(homes.length >= 10, `${homes.length} renders meanwhile`);
   for (const reply of homes) assert.equal(reply.error, undefined, String(reply.error?.message));
 
-  // The looping worker is terminated once it failed to answer (loop-probe.js),
-  // a moment after the deadline.
+  // The looping worker is terminated once it failed to answer
+  // (src/worker/loop-probe.js), a moment after the deadline.
   await waitFor(async () => /renderer_worker_exits_total\{reason="deadline"\} 1\n/.test(await metricsText(app.httpAddress)));
   await waitFor(() => app.pool.readiness().ready);
   const stats = app.pool.stats();

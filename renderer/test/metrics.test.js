@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { register as globalRegistry } from 'prom-client';
-import { build } from '../src/http-server.js';
+import { build } from '../src/serve/http-server.js';
 import { render, startRenderer } from './helpers.js';
 
 /**

@@ -1,18 +1,19 @@
 // The pinned Piscina's behaviour that the pool relies on beyond its API
-// (piscina-seams.js), held on a bare Piscina: a token reaches the loadBalancer
-// and not the worker, and startOneMore grows the pool by exactly one worker.
+// (src/pool/piscina-seams.js), held on a bare Piscina: a token reaches the
+// loadBalancer and not the worker, and startOneMore grows the pool by exactly
+// one worker.
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { Piscina } from 'piscina';
-import { startOneMore, tokenOf, withToken } from '../src/piscina-seams.js';
+import { startOneMore, tokenOf, withToken } from '../src/pool/piscina-seams.js';
 import { tempDir } from './helpers.js';
 
 test('tokens reach the balancer only, and startOneMore adds one worker', async (t) => {
   const file = join(tempDir(t), 'echo.mjs');
   writeFileSync(file, 'export default (task) => Object.getOwnPropertySymbols(task).length + Object.keys(task).length;\n');
-  /** @type {Array<import('../src/piscina-seams.js').Token | null>} */
+  /** @type {Array<import('../src/pool/piscina-seams.js').Token | null>} */
   const seen = [];
   const piscina = new Piscina({
     filename: file, minThreads: 1, maxThreads: 1, idleTimeout: Infinity, atomics: 'disabled',

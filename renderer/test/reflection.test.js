@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import descriptor from 'protobufjs/ext/descriptor/index.js';
-import { withMapEntryNames } from '../src/reflection.js';
+import { withMapEntryNames } from '../src/serve/reflection.js';
 import { startRenderer } from './helpers.js';
 
 const REFLECTION_PROTO = fileURLToPath(new URL('../proto/grpc/reflection/v1/reflection.proto', import.meta.resolve('@grpc/reflection')));

@@ -1,7 +1,7 @@
-// What src/worker.js relies on to hand HTML back without copying it: Piscina
-// transfers only a movable at the top of the returned value, whose transfer
-// list may name several buffers. A Piscina.move() nested inside an object is
-// not transferred, nor even copied: it arrives as an empty object.
+// What src/worker/worker.js relies on to hand HTML back without copying it:
+// Piscina transfers only a movable at the top of the returned value, whose
+// transfer list may name several buffers. A Piscina.move() nested inside an
+// object is not transferred, nor even copied: it arrives as an empty object.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Piscina } from 'piscina';

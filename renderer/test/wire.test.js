@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../src/errors.js';
-import { encodeRenderResponse, PROTO_PATH } from '../src/wire.js';
+import { encodeRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
 
 const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
 
-/** @type {import('../src/wire.js').ResponseFields} */
+/** @type {import('../src/worker/wire.js').ResponseFields} */
 const fields = {
   head: '<title>héllo</title>',
   status: 404,

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
-import { RetentionSampler } from '../src/retention.js';
+import { RetentionSampler } from '../src/worker/heap-growth.js';
 import { metricsText, render, startRenderer } from './helpers.js';
 
 /** @param {number} count objects of ~50 bytes each */
@@ -58,7 +58,7 @@ test('RetentionSampler: measures one task in `every`, and none when another bega
 });
 
 test('RetentionSampler: workers starting side by side each get V8\'s gc()', async () => {
-  const retention = new URL('../src/retention.js', import.meta.url).href;
+  const retention = new URL('../src/worker/heap-growth.js', import.meta.url).href;
   const code = `import { RetentionSampler } from ${JSON.stringify(retention)};
     import { parentPort } from 'node:worker_threads';
     try { new RetentionSampler(1); parentPort.postMessage('ok'); } catch (err) { parentPort.postMessage(String(err)); }`;

@@ -2,10 +2,10 @@
 // (127.0.0.1:9102), off unless `debug_listen` is set. Worker stats, and heap
 // snapshots of one worker written to `heap_snapshot_dir`.
 import Fastify from 'fastify';
-import { SnapshotError } from './heap-snapshot.js';
+import { SnapshotError } from '../ops/heap-snapshot.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { RenderPool } from './pool.js' */
+/** @import { RenderPool } from '../pool/pool.js' */
 
 /**
  * @typedef {object} DebugDeps

@@ -4,7 +4,7 @@
 // caller that goes away frees its place. Piscina's own queue is never used: a
 // render passes here only when a warm worker is free to take it.
 import { performance } from 'node:perf_hooks';
-import { QueueFullError, WouldMissDeadlineError, abortFailure } from './errors.js';
+import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.js';
 
 /**
  * @typedef {object} AdmissionOptions

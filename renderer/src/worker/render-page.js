@@ -2,7 +2,7 @@
 // honour notFound/redirect/status/headers/cache, render body and head.
 // Runs inside a worker; knows nothing of gRPC or Piscina.
 import { performance } from 'node:perf_hooks';
-import { InvalidPropsError, PageNotFoundError, PageThrewError } from './errors.js';
+import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
 
 /**
  * What the server bundle exports (docs/app-contract.md).

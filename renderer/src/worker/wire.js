@@ -12,17 +12,17 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
-import { PageTooLargeError } from './errors.js';
+import { PageTooLargeError } from '../errors.js';
 
 export const RENDER_PROTO = 'ssr/v1/render.proto';
-const PACKAGED_PROTO_ROOT = fileURLToPath(new URL('../proto/', import.meta.url));
+const PACKAGED_PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
 /**
  * The package's own copy (npm pack puts one there: package.json's prepack),
  * else the repository's proto/, the one source, in a checkout.
  */
 export const PROTO_ROOT = existsSync(join(PACKAGED_PROTO_ROOT, RENDER_PROTO))
   ? PACKAGED_PROTO_ROOT
-  : fileURLToPath(new URL('../../proto/', import.meta.url));
+  : fileURLToPath(new URL('../../../proto/', import.meta.url));
 export const PROTO_PATH = join(PROTO_ROOT, RENDER_PROTO);
 
 /** Field numbers of the two large fields in render.proto's RenderResponse. */

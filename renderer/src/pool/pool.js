@@ -7,13 +7,13 @@
 // - warm-only dispatch: a loadBalancer that only picks workers that reported
 //   warm, are idle and are not retiring, so no task ever lands on a worker
 //   that is still warming or about to exit;
-// - recycling (recycling.js decides): one worker at a time retires
-//   (max_renders, heap or external memory) after a warm spare has joined, so
-//   capacity never drops;
+// - recycling (recycling.js decides, retirement.js carries it out): one worker
+//   at a time retires (max_renders, heap or external memory) after a warm
+//   spare has joined, so capacity never drops;
 // - reload: every worker retires that way onto the bundle file as it is now,
-//   once a trial worker has loaded it (reload.js: the reload's own life);
-// - heap snapshots (heap-snapshot.js), readiness, drain, and a pool that can
-//   no longer replace its workers (fatal).
+//   once a trial worker has loaded it (ops/reload.js: the reload's own life);
+// - heap snapshots (ops/heap-snapshot.js), readiness, drain, and a pool that
+//   can no longer replace its workers (fatal).
 // Growing the pool by one and knowing which worker took a task rest on
 // Piscina's source, not its API: piscina-seams.js.
 import { createHash } from 'node:crypto';
@@ -22,28 +22,28 @@ import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { Admission } from './admission.js';
-import { ConfigError } from './config.js';
-import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, poolFailure } from './errors.js';
-import { SnapshotError, requestHeapSnapshot } from './heap-snapshot.js';
-import { probe } from './loop-probe.js';
+import { ConfigError } from '../config.js';
+import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, poolFailure } from '../errors.js';
+import { SnapshotError, requestHeapSnapshot } from '../ops/heap-snapshot.js';
+import { probe } from '../worker/loop-probe.js';
 import { startOneMore, tokenOf, withToken } from './piscina-seams.js';
-import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from './recycling.js';
-import { ReloadSession, WORKER_MODULE } from './reload.js';
+import { Retirement } from './retirement.js';
+import { ReloadSession, WORKER_MODULE } from '../ops/reload.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
-/** @import { DeadlineWhere } from './errors.js' */
+/** @import { DeadlineWhere } from '../errors.js' */
 /** @import { Token } from './piscina-seams.js' */
-/** @import { RecycleLimits, RetireReason } from './recycling.js' */
-/** @import { RenderTask } from './render-page.js' */
+/** @import { RetireReason } from './recycling.js' */
+/** @import { RenderTask } from '../worker/render-page.js' */
 
 /**
  * A render as the pool takes it: the worker reports the queue wait measured
  * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
  * @typedef {RenderTask & {arrivedAt: number}} PoolTask
  */
-/** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from './worker.js' */
-/** @import { RetentionSample } from './retention.js' */
+/** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
+/** @import { RetentionSample } from '../worker/heap-growth.js' */
 
 /**
  * @typedef {object} PoolOptions
@@ -66,7 +66,7 @@ import { ReloadSession, WORKER_MODULE } from './reload.js';
  * @property {number} [reloadTimeoutMs] how long a reload's trial worker may
  *   take to load and warm up the bundle (default 60 s)
  * @property {number} [heapGrowthSampleEvery] a worker measures what one render
- *   in this many kept in its heap (0 or absent: never; retention.js)
+ *   in this many kept in its heap (0 or absent: never; worker/heap-growth.js)
  * @property {Logger} logger
  * @property {(err: Error) => void} [onFatal] called when, after start, the pool
  *   can no longer keep `threads` workers with the bundle loaded.
@@ -126,7 +126,7 @@ import { ReloadSession, WORKER_MODULE } from './reload.js';
  * @property {number} id threadId
  * @property {Worker} worker
  * @property {MessagePort} control
- * @property {Int32Array} pong the word it answers probes in (loop-probe.js)
+ * @property {Int32Array} pong the word it answers probes in (worker/loop-probe.js)
  * @property {number} probed the last probe sent to it
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
@@ -147,8 +147,6 @@ import { ReloadSession, WORKER_MODULE } from './reload.js';
 const LAST_GC = 10;
 /** Weight of the newest render in the recent mean render time. */
 const EWMA_ALPHA = 0.1;
-/** After a retirement had to be called off, wait this long before the next. */
-const RETIRE_BACKOFF_MS = 5000;
 const MiB = 1024 * 1024;
 
 export class RenderPool {
@@ -160,10 +158,8 @@ export class RenderPool {
   #bundle;
   #maxOldGenerationMb;
   #maxYoungGenerationMb;
-  /** @type {RecycleLimits} */
-  #limits;
-  #heapSnapshotDir;
-  #autoSnapshotsLeft;
+  /** @type {Retirement<WorkerState>} one worker at a time, behind a warm spare */
+  #retirement;
   #reloadTimeoutMs;
   /** What a worker starts with: Piscina's, and a reload's trial worker. */
   #workerOptions;
@@ -182,9 +178,6 @@ export class RenderPool {
   #admission;
   /** @type {number | undefined} */
   #meanMs;
-  /** @type {{id: number, reason: RetireReason, began: number, terminating: boolean} | null} */
-  #retiring = null;
-  #nextRetireAt = 0;
   #inFlight = 0;
   /** @type {Array<() => void>} */
   #idleWaiters = [];
@@ -206,19 +199,29 @@ export class RenderPool {
     reloadTimeoutMs = 60_000,
   }) {
     this.#reloadTimeoutMs = reloadTimeoutMs;
-    this.#heapSnapshotDir = heapSnapshotDir;
-    this.#autoSnapshotsLeft = heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit;
     this.#threads = threads;
     this.#bundle = bundle;
     this.#maxOldGenerationMb = maxOldGenerationMb;
     this.#maxYoungGenerationMb = maxYoungGenerationMb;
-    this.#limits = {
-      maxRenders, recycleHeapRatio, oldLimitBytes: maxOldGenerationMb * MiB, maxExternalBytes: maxExternalMb * MiB,
-    };
     this.#admission = new Admission({
       threads, maxQueue, idleWorkers: () => this.#idleWorkers(), meanRenderMs: () => this.#meanMs,
     });
     this.#logger = logger;
+    this.#retirement = new Retirement({
+      threads,
+      workers: this.#workers,
+      limits: {
+        maxRenders, recycleHeapRatio, oldLimitBytes: maxOldGenerationMb * MiB, maxExternalBytes: maxExternalMb * MiB,
+      },
+      autoSnapshots: heapSnapshotDir === '' ? 0 : heapSnapshotNearLimit,
+      accepts: (state) => this.#accepts(state),
+      liveThreads: () => this.#piscina.threads.length,
+      startSpare: () => startOneMore(this.#piscina, this.#threads),
+      mayStart: () => !this.#draining && this.#startedUp,
+      snapshot: (state) => this.#snapshot(state, heapSnapshotDir),
+      retired: (reason) => this.#observer.retired?.(reason),
+      logger,
+    });
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
     this.#startup.promise.catch(() => {});
@@ -263,10 +266,8 @@ export class RenderPool {
       // while it warmed (a bundle file that no longer loads), and the worker
       // it was to replace goes on.
       setImmediate(() => {
-        const retiring = this.#retiring;
-        if (this.#closing || !retiring || retiring.terminating || this.#piscina.threads.length > this.#threads) return;
-        this.#callOffRetirement(retiring, 'its spare died before it was warm');
-        if (retiring.reason === 'reload') this.#failReload(this.#lastWorkerError ?? new Error('a new worker died before it was warm'));
+        if (this.#closing) return;
+        if (this.#retirement.spareLost() === 'reload') this.#failReload(this.#lastWorkerError ?? new Error('a new worker died before it was warm'));
       });
     });
     // Without a listener an 'error' (a worker crashing with no task) would
@@ -294,7 +295,7 @@ export class RenderPool {
    * @param {AbortSignal} limits.signal the deadline's: aborts the render
    *   wherever it is (its reason, a RenderError, becomes the rejection, its
    *   `deadline` saying where it was). On a worker, that worker's event loop
-   *   is asked first whether it is free (loop-probe.js), then the worker is
+   *   is asked first whether it is free (worker/loop-probe.js), then the worker is
    *   terminated, the only way to stop a loop; only a worker that did not
    *   answer makes the rejection a poison pill. A render that finishes while
    *   its worker is asked keeps its worker, and still fails with the reason.
@@ -554,7 +555,7 @@ export class RenderPool {
       for (const state of this.#workers.values()) this.#markStale(state);
       this.#logger.info({ bundle: this.#bundle, trialMs: Math.round(performance.now() - reload.began) },
         'reload: the bundle loads; replacing the workers one at a time');
-      this.#startRetirement();
+      this.#retirement.start();
       this.#finishReload();
     }, (/** @type {Error} */ err) => {
       if (this.#reload === reload) this.#failReload(err);
@@ -593,7 +594,7 @@ export class RenderPool {
     this.#reload = null;
     reload.fail(err);
     for (const state of this.#workers.values()) {
-      if (state.retireReason === 'reload' && this.#retiring?.id !== state.id) state.retireReason = null;
+      if (state.retireReason === 'reload' && this.#retirement.workerId !== state.id) state.retireReason = null;
     }
     this.#logger.error({ err, bundle: this.#bundle }, 'reload failed: the workers go on with the bundle they have');
   }
@@ -663,7 +664,7 @@ export class RenderPool {
       const state = this.#workers.get(token.workerId);
       if (state?.task === token) state.task = null;
     }
-    this.#advanceRetirement();
+    this.#retirement.advance();
     this.#admission.dispatch();
   }
 
@@ -682,74 +683,7 @@ export class RenderPool {
     state.heapLimitBytes = report.heapLimitBytes;
     state.externalBytes = report.externalBytes;
     if (report.gc.length > 0) state.lastGc = [...state.lastGc, ...report.gc].slice(-LAST_GC);
-    state.retireReason ??= retireReason(state, this.#limits);
-    if (state.retireReason === 'heap' && this.#retiring && this.#retiring.id !== state.id && !state.held
-      && tooNearTheCap(report.heapUsedBytes, this.#limits)) {
-      // Another worker holds the one retirement slot.
-      state.held = true;
-      this.#logger.warn({ workerId: state.id, heapUsedBytes: report.heapUsedBytes }, 'worker near its heap cap waits for its retirement without taking tasks');
-    }
-    if (state.retireReason !== null) this.#startRetirement();
-  }
-
-  /**
-   * Starts retiring one worker that asked for it, when none is retiring: a
-   * spare joins first. A worker retiring for memory stops taking tasks at
-   * once (one more render might hit its cap); one at max_renders or reload
-   * goes on until the spare is warm, so capacity never dips.
-   */
-  #startRetirement() {
-    if (this.#retiring || this.#draining || !this.#startedUp || performance.now() < this.#nextRetireAt) return;
-    const state = [...this.#workers.values()].find((s) => s.retireReason !== null && s.state === 'ready');
-    if (!state) return;
-    const reason = /** @type {RetireReason} */ (state.retireReason);
-    this.#retiring = { id: state.id, reason, began: performance.now(), terminating: false };
-    if (stopsAtOnce(reason)) state.state = 'retiring';
-    this.#logger.info({
-      workerId: state.id, reason, renders: state.renders, heapUsedBytes: state.heapUsedBytes,
-      heapLimitBytes: state.heapLimitBytes, externalBytes: state.externalBytes,
-    }, 'retiring worker: starting a spare');
-    if (this.#piscina.threads.length <= this.#threads) this.#spawnSpare();
-    this.#advanceRetirement();
-  }
-
-  /** A spare joins: one worker beyond `threads`, for as long as one retires. */
-  #spawnSpare() {
-    if (startOneMore(this.#piscina, this.#threads)) return;
-    this.#logger.error({ workers: this.#piscina.threads.length }, 'could not start a spare worker (Piscina changed?); recycling is off');
-    this.#limits = RECYCLING_OFF;
-    for (const s of this.#workers.values()) s.maxRenders = Infinity;
-  }
-
-  /** Moves the retirement on: drain once the others suffice, exit once idle. */
-  #advanceRetirement() {
-    const retiring = this.#retiring;
-    if (!retiring || retiring.terminating) return;
-    const state = this.#workers.get(retiring.id);
-    if (!state) return;
-    if (state.state === 'ready') {
-      let others = 0;
-      for (const s of this.#workers.values()) if (s !== state && this.#accepts(s)) others++;
-      if (others >= this.#threads) state.state = 'retiring';
-    }
-    // No task was posted to it since its last one settled: the balancer skips
-    // a retiring worker, so it can exit without failing anything.
-    if (state.state === 'retiring' && state.task === null && !state.snapshotting) {
-      retiring.terminating = true;
-      if (retiring.reason !== 'heap' || this.#autoSnapshotsLeft <= 0) {
-        void state.worker.terminate();
-        return;
-      }
-      // Near its cap and drained: the leak is in this heap, and writing it
-      // costs no capacity (heap_snapshot_near_limit).
-      this.#autoSnapshotsLeft--;
-      const began = performance.now();
-      this.#snapshot(state, this.#heapSnapshotDir).then(
-        (path) => this.#logger.warn({ workerId: state.id, path, heapUsedBytes: state.heapUsedBytes,
-          heapLimitBytes: state.heapLimitBytes, tookMs: Math.round(performance.now() - began) }, 'heap snapshot of a worker near its heap limit'),
-        (err) => this.#logger.error({ err, workerId: state.id }, 'heap snapshot near the limit failed'),
-      ).finally(() => void state.worker.terminate());
-    }
+    this.#retirement.afterTask(state);
   }
 
   /**
@@ -761,21 +695,10 @@ export class RenderPool {
     if (!state) return;
     this.#workers.delete(id);
     state.control.close();
-    const retiring = this.#retiring;
+    const retiring = this.#retirement.current;
     // Piscina is mid-way through removing it: decide after it is done.
     queueMicrotask(() => {
-      if (retiring && retiring.id === id) {
-        this.#retiring = null;
-        if (retiring.terminating) {
-          this.#observer.retired?.(retiring.reason);
-          this.#logger.info({ workerId: id, reason: retiring.reason, renders: state.renders,
-            tookMs: Math.round(performance.now() - retiring.began) }, 'worker retired');
-        }
-      } else if (retiring && !retiring.terminating && this.#piscina.threads.length <= this.#threads) {
-        // Another worker died while the spare warmed: the spare is now a
-        // replacement.
-        this.#callOffRetirement(retiring, 'another worker died');
-      }
+      this.#retirement.gone(state, retiring);
       this.#reconsider();
     });
   }
@@ -783,28 +706,10 @@ export class RenderPool {
   /** After a worker joined or left: what it may have unblocked (a retirement,
    * the reload's end, queued renders) moves on. */
   #reconsider() {
-    this.#startRetirement();
-    this.#advanceRetirement();
+    this.#retirement.start();
+    this.#retirement.advance();
     this.#finishReload();
     this.#admission.dispatch();
-  }
-
-  /**
-   * The worker `retiring` names takes tasks again; the next retirement waits
-   * RETIRE_BACKOFF_MS.
-   * @param {{id: number, reason: string}} retiring
-   * @param {string} why
-   */
-  #callOffRetirement(retiring, why) {
-    const pending = this.#workers.get(retiring.id);
-    if (pending) {
-      pending.state = 'ready';
-      pending.held = false;
-    }
-    this.#retiring = null;
-    this.#nextRetireAt = performance.now() + RETIRE_BACKOFF_MS;
-    setTimeout(() => this.#startRetirement(), RETIRE_BACKOFF_MS + 10).unref();
-    this.#logger.warn({ workerId: retiring.id, reason: retiring.reason }, `retirement called off: ${why}`);
   }
 
   /** @param {WorkerMessage} message */
@@ -828,7 +733,7 @@ export class RenderPool {
         snapshotting: false,
         held: false,
         renders: 0,
-        maxRenders: workerMaxRenders(this.#limits.maxRenders),
+        maxRenders: this.#retirement.maxRenders(),
         heapUsedBytes: message.report.heapUsedBytes,
         heapLimitBytes: message.report.heapLimitBytes,
         externalBytes: message.report.externalBytes,

@@ -1,26 +1,25 @@
-// The gRPC face of the renderer: ssr.v1.RenderService on a unix socket (or
-// TCP), loaded from the .proto at run time, with grpc.health.v1 and server
-// reflection beside it (so `grpcurl -plaintext unix:///path list` works).
-import { mkdir, lstat, unlink } from 'node:fs/promises';
-import { connect } from 'node:net';
-import { dirname } from 'node:path';
+// The gRPC face of the renderer: ssr.v1.RenderService on a unix socket
+// (socket.js makes its path safe to bind) or TCP, loaded from the .proto at run
+// time, with grpc.health.v1 and server reflection beside it (so `grpcurl
+// -plaintext unix:///path list` works).
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
-import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, RenderError } from './errors.js';
-import { splitHostPort, unixSocketPath } from './config.js';
-import { OK } from './metrics.js';
-import { renderKey } from './quarantine.js';
+import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, RenderError } from '../errors.js';
+import { splitHostPort, unixSocketPath } from '../config.js';
+import { OK } from '../ops/metrics.js';
+import { renderKey } from '../ops/quarantine.js';
 import { addReflection } from './reflection.js';
-import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from './wire.js';
+import { prepareSocketPath } from './socket.js';
+import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { RenderPool } from './pool.js' */
-/** @import { Metrics } from './metrics.js' */
-/** @import { ErrorCode } from './errors.js' */
-/** @import { Quarantine, Sentence } from './quarantine.js' */
-/** @import { Tracing } from './tracing.js' */
+/** @import { RenderPool } from '../pool/pool.js' */
+/** @import { Metrics } from '../ops/metrics.js' */
+/** @import { ErrorCode } from '../errors.js' */
+/** @import { Quarantine, Sentence } from '../ops/quarantine.js' */
+/** @import { Tracing } from '../ops/tracing.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -86,7 +85,7 @@ const DEADLINE_SLACK_MS = 50;
 /**
  * Loads the service definition from the .proto. Bytes fields arrive as Buffers
  * (proto-loader's default). Render's response leaves the worker already
- * encoded (wire.js), so its serializer passes the bytes through.
+ * encoded (worker/wire.js), so its serializer passes the bytes through.
  */
 function loadRenderService() {
   const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
@@ -342,76 +341,6 @@ function logFailure(logger, error, page, requestId) {
   const fields = { code: error.code, page, requestId, ...(error.deadline && { deadline: error.deadline }), err: error };
   if (warnCodes.has(error.code)) logger.warn(fields, 'render failed');
   else logger.error(fields, 'render failed');
-}
-
-/**
- * grpc-js cannot bind over a socket file left by a killed renderer
- * (EADDRINUSE): remove it when nobody answers on it, refuse when somebody does.
- * @param {string} path
- * @param {string} address for messages
- */
-async function prepareSocketPath(path, address) {
-  await prepareSocketDir(dirname(path));
-  let stat;
-  try {
-    stat = await lstat(path);
-  } catch (err) {
-    if (/** @type {NodeJS.ErrnoException} */ (err).code === 'ENOENT') return;
-    throw err;
-  }
-  if (!stat.isSocket()) throw new Error(`gRPC: ${path} exists and is not a socket; refusing to replace it`);
-  if (await somebodyAnswers(path)) throw new Error(`gRPC: another renderer is listening on ${address}`);
-  await unlink(path);
-}
-
-/**
- * Whoever can write the socket's directory can replace the socket with their
- * own and serve the edge their HTML (the default, /tmp/sidecar-ssr, is a name
- * any local user can take first). The directory is created 0700 when missing;
- * an existing one must be ours and writable by nobody else. Only the last
- * component is ours to judge: the parents (/tmp, a volume) are the platform's.
- * @param {string} dir
- */
-async function prepareSocketDir(dir) {
-  await mkdir(dirname(dir), { recursive: true });
-  try {
-    await mkdir(dir, { mode: 0o700 });
-  } catch (err) {
-    if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'EEXIST') throw err;
-  }
-  const stat = await lstat(dir);
-  const ourUid = process.geteuid?.();
-  /** @param {string} problem */
-  const refuse = (problem) => new Error(`gRPC: refusing the socket directory ${dir}: ${problem} (owner uid ${stat.uid}, `
-    + `this process runs as uid ${ourUid ?? 'unknown'}); another user could replace the socket. Remove it and let the `
-    + 'renderer create it (mode 0700), or point renderer.grpc_address at a directory of its own');
-  if (stat.isSymbolicLink()) throw refuse('it is a symbolic link');
-  if (!stat.isDirectory()) throw refuse('it is not a directory');
-  if (ourUid !== undefined && stat.uid !== ourUid) throw refuse('it is owned by another user');
-  if ((stat.mode & 0o022) !== 0) {
-    throw refuse(`it is writable by group or others (mode 0${(stat.mode & 0o777).toString(8).padStart(3, '0')})`);
-  }
-}
-
-/**
- * @param {string} path
- * @returns {Promise<boolean>}
- */
-function somebodyAnswers(path) {
-  return new Promise((resolve) => {
-    const socket = connect(path);
-    // A live listener accepts at once (the kernel queues the connection);
-    // a hang is a busy listener, not a dead one.
-    socket.setTimeout(1000, () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
 }
 
 /** @param {string} host */

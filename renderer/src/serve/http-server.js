@@ -1,10 +1,10 @@
 // Probes and metrics on their own HTTP port: rendering never
 // runs on the main thread, so these answer while every worker is busy.
 import Fastify from 'fastify';
-import { splitHostPort } from './config.js';
+import { splitHostPort } from '../config.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { Readiness } from './pool.js' */
+/** @import { Readiness } from '../pool/pool.js' */
 /** @import { Registry } from 'prom-client' */
 
 /**

@@ -4,9 +4,9 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** @import { PoolObserver, PoolStats } from './pool.js' */
-/** @import { GcPause } from './worker.js' */
-/** @import { RetentionSample } from './retention.js' */
+/** @import { PoolObserver, PoolStats } from '../pool/pool.js' */
+/** @import { GcPause } from '../worker/worker.js' */
+/** @import { RetentionSample } from '../worker/heap-growth.js' */
 
 /** The `page` label of a page the bundle does not export: keeps label values bounded. */
 const UNKNOWN_PAGE = '(unknown)';

@@ -7,18 +7,18 @@ import { PerformanceObserver, constants as perfConstants, performance } from 'no
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { InternalError, RenderError } from './errors.js';
-import { answerHeapSnapshots } from './heap-snapshot.js';
+import { InternalError, RenderError } from '../errors.js';
+import { answerHeapSnapshots } from './heap-snapshot-writer.js';
 import { answerProbes, sharedWord } from './loop-probe.js';
 import { renderPage } from './render-page.js';
-import { RetentionSampler } from './retention.js';
+import { RetentionSampler } from './heap-growth.js';
 import { encodeRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
-/** @import { PoolTask } from './pool.js' */
-/** @import { ErrorDescriptor } from './errors.js' */
+/** @import { PoolTask } from '../pool/pool.js' */
+/** @import { ErrorDescriptor } from '../errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
-/** @import { RetentionSample } from './retention.js' */
+/** @import { RetentionSample } from './heap-growth.js' */
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').

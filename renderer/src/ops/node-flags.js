@@ -14,7 +14,7 @@
 //   helper threads' concurrent marking took every core at once from the
 //   workers and the edge, in bursts of slow requests: the stack's tail.
 // bench/README.md, "Where the tail comes from", has the measurements.
-import NODE_FLAGS from '../node-flags.json' with { type: 'json' };
+import NODE_FLAGS from '../../node-flags.json' with { type: 'json' };
 
 /**
  * The flags of node-flags.json that this process was started without.

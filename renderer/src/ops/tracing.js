@@ -12,8 +12,8 @@ import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider
 /** @import { Metadata } from '@grpc/grpc-js' */
 /** @import { Logger } from 'pino' */
 /** @import { Span, TextMapGetter, Tracer } from '@opentelemetry/api' */
-/** @import { RenderError } from './errors.js' */
-/** @import { RenderTiming } from './worker.js' */
+/** @import { RenderError } from '../errors.js' */
+/** @import { RenderTiming } from '../worker/worker.js' */
 
 /** The service name on the renderer's spans. */
 const SERVICE_NAME = 'sidecar-ssr-renderer';

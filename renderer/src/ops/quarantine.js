@@ -4,15 +4,15 @@
 // worker and a cold start for everyone else. After `after` such deaths within
 // `windowMs` the request is refused at once for `durationMs`, before it can
 // reach the pool. A render stopped at its deadline is a death only when it
-// pinned its worker (loop-probe.js): one late because it waited, for a worker
-// or in an awaited load(), is not, whatever it cost.
+// pinned its worker (worker/loop-probe.js): one late because it waited, for a
+// worker or in an awaited load(), is not, whatever it cost.
 //
 // The logic here is pure (the clock is injected); errors.js poolFailure
-// decides what counts as a death (RenderError.poisonPill), grpc-server.js
+// decides what counts as a death (RenderError.poisonPill), serve/grpc-server.js
 // records it and answers the refused calls.
 import { createHash } from 'node:crypto';
 
-/** @import { RenderTask } from './render-page.js' */
+/** @import { RenderTask } from '../worker/render-page.js' */
 
 /**
  * @typedef {object} QuarantineOptions

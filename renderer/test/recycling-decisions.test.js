@@ -2,7 +2,7 @@
 // jittered max_renders, and when a worker waiting its turn stops taking tasks.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from '../src/recycling.js';
+import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRenders } from '../src/pool/recycling.js';
 
 const MiB = 1024 * 1024;
 /** max_renders 100 (this worker's 95), heap at 0.5 of a 100 MiB cap, external 10 MiB. */

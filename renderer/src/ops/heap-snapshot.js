@@ -1,19 +1,12 @@
-// Heap snapshots of one worker, both ends of the exchange: the main thread
-// asks over the worker's control port (Piscina owns parentPort) and the worker
-// writes the file between tasks. Asked for by POST /debug/heap-snapshot
-// (debug-server.js) and by the pool itself for a worker retiring near its heap
-// cap (heap_snapshot_near_limit).
+// Heap snapshots of one worker, the main thread's end of the exchange: it asks
+// over the worker's control port (Piscina owns parentPort) and the worker
+// writes the file between tasks (worker/heap-snapshot-writer.js). Asked for by
+// POST /debug/heap-snapshot (serve/debug-server.js) and by the pool itself for
+// a worker retiring near its heap cap (heap_snapshot_near_limit).
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { writeHeapSnapshot } from 'node:v8';
 
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
-
-/**
- * A request on a worker's control port.
- * @typedef {{type: 'heap-snapshot', dir: string, id: number}} SnapshotRequest
- * @typedef {{id: number, ok: true, path: string} | {id: number, ok: false, message: string}} SnapshotReply
- */
+/** @import { SnapshotReply, SnapshotRequest } from '../worker/heap-snapshot-writer.js' */
 
 /** A heap snapshot request that cannot be served; `status` is the HTTP one. */
 export class SnapshotError extends Error {
@@ -68,26 +61,4 @@ export async function requestHeapSnapshot({ id, worker, control }, dir) {
     // Listening ref'd the port; an idle pool must not keep the process up.
     control.unref();
   }
-}
-
-/**
- * The worker's end: answers snapshot requests arriving on `port` with
- * `<threadId>-<timestamp>.heapsnapshot` written into the asked directory.
- * @param {MessagePort} port
- * @param {number} threadId
- */
-export function answerHeapSnapshots(port, threadId) {
-  port.on('message', (/** @type {SnapshotRequest} */ request) => {
-    if (request?.type !== 'heap-snapshot') return;
-    /** @type {SnapshotReply} */
-    let reply;
-    try {
-      const path = join(request.dir, `${threadId}-${new Date().toISOString().replace(/[:.]/g, '-')}.heapsnapshot`);
-      writeHeapSnapshot(path);
-      reply = { id: request.id, ok: true, path };
-    } catch (err) {
-      reply = { id: request.id, ok: false, message: /** @type {Error} */ (err).message };
-    }
-    port.postMessage(reply);
-  });
 }
