@@ -79,61 +79,6 @@ func loadStatus(err error) int {
 	return http.StatusServiceUnavailable
 }
 
-// produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
-// within the hard deadline: the soft deadline of the requests waiting for it covers both.
-func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-	// A render slot before the loader, not only before the render call: past the cap a
-	// request sheds at once, and never after the shop's data work for a render it will not
-	// get. It does not wait for a slot.
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	default:
-		return nil, errShed
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.hard)
-	defer cancel()
-	if p.loader == nil {
-		return p.render(ctx, fl, req)
-	}
-	loadCtx, span := p.span(ctx, "loader")
-	loaded, err := p.load(lr.WithContext(loadCtx), req)
-	span.End()
-	if err != nil {
-		return nil, &errLoad{err}
-	}
-	// Made before the render: a render that fails or is late still answers with the
-	// loader's status, redirect, not-found page and props.
-	fl.loaded.Store(loaded)
-	if loaded.Redirect != "" {
-		status := loaded.RedirectStatus
-		if status == 0 {
-			status = http.StatusFound
-		}
-		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
-			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
-	}
-	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
-	if loaded.NotFound {
-		withProps.Page = p.notFoundPage
-	}
-	resp, err := p.render(ctx, fl, withProps)
-	if err != nil {
-		return nil, err
-	}
-	switch {
-	case loaded.NotFound:
-		resp.Status = http.StatusNotFound
-	case loaded.Status != 0:
-		resp.Status = int32(loaded.Status)
-	}
-	resp.Headers = append(resp.Headers, headerList(loaded.Header)...)
-	if hint := cacheHint(loaded); hint != nil {
-		resp.Cache = hint
-	}
-	return resp, nil
-}
-
 // load calls the loader with a request that holds only what the cache key holds, turns a
 // panic into an error, and checks the props can be sent.
 func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded, err error) {

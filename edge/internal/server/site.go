@@ -3,22 +3,16 @@ package server
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/pprof"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/clock"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
@@ -149,63 +143,6 @@ func (s *Site) Check(ctx context.Context) error {
 // as far as known (nil before the renderer answered).
 func (s *Site) Missing() error { return s.d.names.missing() }
 
-// PurgeKey removes the document stored under key, in this replica's cache and, with a
-// shared cache, in the store and every replica's cache. It reports whether there was one.
-// The error says the store's part failed (the purge is then retried in the background, and
-// the store's copies it names are refused meanwhile): this replica's cache is purged anyway.
-func (s *Site) PurgeKey(key string) (bool, error) {
-	n, err := s.purge(sharedcache.Purge{Kind: "key", Value: key})
-	return n > 0, err
-}
-
-// PurgePath is PurgeKey for every variant of a normalized path and query. It returns how
-// many documents it removed.
-func (s *Site) PurgePath(path string) (int, error) {
-	return s.purge(sharedcache.Purge{Kind: "path", Value: path})
-}
-
-// PurgeTag is PurgePath for every document tagged tag.
-func (s *Site) PurgeTag(tag string) (int, error) {
-	return s.purge(sharedcache.Purge{Kind: "tag", Value: tag})
-}
-
-// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
-// nothing.
-func (s *Site) PurgePrefix(prefix string) (int, error) {
-	if prefix == "" {
-		return 0, nil
-	}
-	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
-}
-
-// purge applies p here at once, and through the store everywhere else. It counts the
-// documents removed here or from the store, whichever is more; the error is the store's.
-func (s *Site) purge(p sharedcache.Purge) (int, error) {
-	n := purgeLocal(s.d.cache, p)
-	if s.d.shared == nil {
-		return n, nil
-	}
-	m, err := s.d.shared.purge(p)
-	return max(n, m), err
-}
-
-// purgeLocal applies p to one replica's cache.
-func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
-	switch p.Kind {
-	case "key":
-		if c.PurgeKey(p.Value) {
-			return 1
-		}
-	case "path":
-		return c.PurgePath(p.Value)
-	case "prefix":
-		return c.PurgePrefix(p.Value)
-	case "tag":
-		return c.PurgeTag(p.Value)
-	}
-	return 0
-}
-
 // PageOptions are what a page adds to its route.
 type PageOptions struct {
 	// Load computes the props in Go; nil: the page's own load() does.
@@ -285,112 +222,4 @@ func (s *Site) wrap(route string, h http.Handler) http.Handler {
 // mux answers itself counted.
 func (s *Site) ServeMux(mux *http.ServeMux) http.Handler {
 	return withRecover(s.d.log)(withRequestID(s.d.metrics.countUnrouted(mux)))
-}
-
-// NewCache returns the HTML cache sized by e, on package clock's time, reporting evictions,
-// entries and bytes to m.
-func NewCache(e config.Edge, m *Metrics) *htmlcache.Cache {
-	c := htmlcache.New(htmlcache.Options{
-		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20, Now: clock.Now,
-		OnEvict: func(*htmlcache.Entry) { m.evictions.Inc() },
-	})
-	m.watch(c)
-	return c
-}
-
-// AdminOptions configure the admin handler.
-type AdminOptions struct {
-	// Draining turns readiness false once set.
-	Draining *atomic.Bool
-	// Ready, if not nil, is asked by readiness too: an error makes it false, with the
-	// error's text.
-	Ready func() error
-	// Gatherer is served at /metrics.
-	Gatherer prometheus.Gatherer
-	// Token, when set, admits callers with "Authorization: Bearer <Token>" to the debug and
-	// purge endpoints from any address.
-	Token string
-	// TrustLoopback admits loopback callers to them without the token.
-	TrustLoopback bool
-	// Cache is purged by POST /cache/purge.
-	Cache Purger
-}
-
-// Purger removes stored documents: the Site, and the public package's Server. The error
-// says the shared store's part of a purge failed.
-type Purger interface {
-	PurgeKey(key string) (bool, error)
-	PurgePath(path string) (int, error)
-	PurgePrefix(prefix string) (int, error)
-	PurgeTag(tag string) (int, error)
-}
-
-// Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
-// /debug/pprof/ and purges for bearers of the admin token (and loopback callers if trusted).
-func Admin(o AdminOptions) http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if o.Draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		if o.Ready != nil {
-			if err := o.Ready(); err != nil {
-				http.Error(w, err.Error(), http.StatusServiceUnavailable)
-				return
-			}
-		}
-		w.Write([]byte("ready\n"))
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
-	debug := privileged(o.Token, o.TrustLoopback)
-	mux.Handle("GET /debug/pprof/", debug(http.HandlerFunc(pprof.Index)))
-	mux.Handle("GET /debug/pprof/cmdline", debug(http.HandlerFunc(pprof.Cmdline)))
-	mux.Handle("GET /debug/pprof/profile", debug(http.HandlerFunc(pprof.Profile)))
-	mux.Handle("GET /debug/pprof/symbol", debug(http.HandlerFunc(pprof.Symbol)))
-	mux.Handle("GET /debug/pprof/trace", debug(http.HandlerFunc(pprof.Trace)))
-	mux.Handle("POST /cache/purge", debug(purge(o.Cache)))
-	clock.Mount(mux) // nothing, except in the e2e tests' build (package clock)
-	return mux
-}
-
-// purge removes cache entries: ?key= an exact cache key, ?path= every variant of a
-// normalized path and query, ?prefix= every entry whose path starts with it, ?tag= every
-// entry its page tagged so. It answers {"purged":N}; when the shared store's part failed,
-// 502 and {"purged":N,"store":false,"error":"..."}: this replica's cache is purged, the
-// store's copies are refused by every replica that heard of the purge, and the store is
-// purged in the background once it answers.
-func purge(c Purger) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		var n int
-		var err error
-		switch {
-		case q.Has("key"):
-			var purged bool
-			if purged, err = c.PurgeKey(q.Get("key")); purged {
-				n = 1
-			}
-		case q.Has("path"):
-			n, err = c.PurgePath(q.Get("path"))
-		case q.Has("prefix") && q.Get("prefix") != "":
-			n, err = c.PurgePrefix(q.Get("prefix"))
-		case q.Get("tag") != "":
-			n, err = c.PurgeTag(q.Get("tag"))
-		default:
-			http.Error(w, "purge needs ?key=, ?path=, a non-empty ?prefix= or a non-empty ?tag=", http.StatusBadRequest)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		if err != nil {
-			msg, _ := json.Marshal(err.Error())
-			w.WriteHeader(http.StatusBadGateway)
-			fmt.Fprintf(w, "{\"purged\":%d,\"store\":false,\"error\":%s}\n", n, msg)
-			return
-		}
-		fmt.Fprintf(w, "{\"purged\":%d}\n", n)
-	}
 }

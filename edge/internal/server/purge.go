@@ -1,0 +1,63 @@
+package server
+
+import (
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
+)
+
+// purge applies p here at once, and through the store everywhere else. It counts the
+// documents removed here or from the store, whichever is more; the error is the store's.
+func (s *Site) purge(p sharedcache.Purge) (int, error) {
+	n := purgeLocal(s.d.cache, p)
+	if s.d.shared == nil {
+		return n, nil
+	}
+	m, err := s.d.shared.purge(p)
+	return max(n, m), err
+}
+
+// PurgeKey removes the document stored under key, in this replica's cache and, with a
+// shared cache, in the store and every replica's cache. It reports whether there was one.
+// The error says the store's part failed (the purge is then retried in the background, and
+// the store's copies it names are refused meanwhile): this replica's cache is purged anyway.
+func (s *Site) PurgeKey(key string) (bool, error) {
+	n, err := s.purge(sharedcache.Purge{Kind: "key", Value: key})
+	return n > 0, err
+}
+
+// PurgePath is PurgeKey for every variant of a normalized path and query. It returns how
+// many documents it removed.
+func (s *Site) PurgePath(path string) (int, error) {
+	return s.purge(sharedcache.Purge{Kind: "path", Value: path})
+}
+
+// PurgeTag is PurgePath for every document tagged tag.
+func (s *Site) PurgeTag(tag string) (int, error) {
+	return s.purge(sharedcache.Purge{Kind: "tag", Value: tag})
+}
+
+// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
+// nothing.
+func (s *Site) PurgePrefix(prefix string) (int, error) {
+	if prefix == "" {
+		return 0, nil
+	}
+	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
+}
+
+// purgeLocal applies p to one replica's cache.
+func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
+	switch p.Kind {
+	case "key":
+		if c.PurgeKey(p.Value) {
+			return 1
+		}
+	case "path":
+		return c.PurgePath(p.Value)
+	case "prefix":
+		return c.PurgePrefix(p.Value)
+	case "tag":
+		return c.PurgeTag(p.Value)
+	}
+	return 0
+}

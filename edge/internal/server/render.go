@@ -1,0 +1,242 @@
+package server
+
+// The render flight: what a request that cannot be answered from the cache sets going. A
+// render slot, the page's Go loader, the call to the renderer (produce, render); one flight
+// per cache key that every request for it joins (join, fill), or one of its own
+// (renderAlone); and what is stored of the result (renderInto, stored).
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// render calls the renderer (ctx carries the hard deadline) and notes the call's duration
+// in the flight. produce holds the render slot.
+func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	p.metrics.rendersInFlight.Inc()
+	defer p.metrics.rendersInFlight.Dec()
+	ctx, span := p.callSpan(ctx, req.Page)
+	began := time.Now()
+	resp, err := p.renderer.Render(p.outgoing(ctx), req)
+	fl.call = time.Since(began)
+	p.metrics.observeRender(p.route, began, err)
+	endRender(span, err)
+	return resp, err
+}
+
+// sharedContext is the context of a render that may be shared or stored: the request's id
+// and trace span, none of the other values the caller's middleware put in ctx (the cache
+// key does not hold them), and no end with the request.
+func sharedContext(ctx context.Context) context.Context {
+	shared := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
+	if id := RequestID(ctx); id != "" {
+		shared = context.WithValue(shared, requestIDKey{}, id)
+	}
+	return shared
+}
+
+// join joins the flight for key, or starts one that fills the cache; the request that
+// starts it is the origin the others' waits link to.
+func (p *page) join(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
+	return p.flights.join(key, req.Url, p.origin(r.Context()), p.fill(key, r, req))
+}
+
+// fill prepares a flight's work: load and render, then store the document, or a hit-for-miss
+// marker when it may not be stored (the cache keeps a usable copy over a marker). The
+// loader's request is made only for a flight that starts: joining one costs nothing.
+func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func() func(*flight) {
+	return func() func(*flight) {
+		lr := p.loaderRequest(r, req)
+		// The request's id and span, not its end: the render outlives the soft deadline to
+		// fill the cache.
+		ctx := sharedContext(r.Context())
+		return func(fl *flight) { p.renderInto(ctx, fl, key, lr, req) }
+	}
+}
+
+// renderInto is fill's work: the shared cache's copy if it has one (or gets one from
+// another replica's render within the soft deadline), else a render, stored in both levels.
+func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
+	unlock := func() {}
+	if p.shared != nil {
+		var e *htmlcache.Entry
+		// A copy purged since this flight began is not kept: render instead.
+		// A copy rendered by other code (an older deploy's) is not kept either.
+		if e, unlock = p.shared.fetch(key, p.hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.gen) {
+			fl.entry, fl.fromShared = e, true
+			return
+		}
+	}
+	fl.resp, fl.err = p.produce(ctx, fl, lr, req)
+	if fl.err != nil {
+		unlock()
+		return
+	}
+	fl.private = private(fl.resp)
+	e := p.stored(key, req, fl.resp)
+	if e == nil {
+		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
+	}
+	stored := p.cache.Set(e, fl.gen)
+	if stored && !e.Pass {
+		fl.entry = e
+	}
+	if p.shared != nil {
+		p.shared.put(fl.entry, unlock)
+	}
+}
+
+// renderAlone renders for one request, within the hard deadline or until ctx is done. With
+// a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
+func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
+	return p.flights.alone(func(fl *flight) {
+		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
+		if fl.err != nil || key == "" {
+			return
+		}
+		if e := p.stored(key, req, fl.resp); e != nil {
+			p.cache.Set(e, fl.gen)
+		}
+	})
+}
+
+// stored builds the cache entry for a rendered response, the document in every coding, or
+// returns nil when the response may not be stored or its document would not fit the cache.
+func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) *htmlcache.Entry {
+	status := p.status(resp)
+	if !storable(status, resp) {
+		return nil
+	}
+	e := &htmlcache.Entry{
+		Key: key, Path: req.Url, Tags: resp.GetCache().GetTags(), Status: status, Stored: p.cache.Now(),
+		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
+	}
+	p.build.stamp(e)
+	if status == http.StatusNotFound {
+		e.TTL = min(e.TTL, p.notFoundTTL)
+	}
+	if hint := time.Duration(resp.GetCache().GetMaxAgeSeconds()) * time.Second; hint > 0 {
+		e.TTL = min(e.TTL, hint)
+	}
+	e.TTL -= time.Duration(float64(e.TTL) * p.jitter * rand.Float64())
+	e.Header = pageHeaders(resp)
+	if status >= 300 && status < 400 {
+		return e
+	}
+	bp := buffers.Get().(*[]byte)
+	var doc []byte
+	if p.nonce != nil {
+		doc, e.NonceAt = p.shell.AppendTemplate((*bp)[:0], p.documentPage(req, resp))
+	} else {
+		doc = p.shell.Append((*bp)[:0], p.documentPage(req, resp))
+	}
+	defer func() { *bp = doc[:0]; buffers.Put(bp) }()
+	// Checked before compressing: a document that cannot be stored is not worth encoding.
+	if !p.cache.Fits(len(doc)) {
+		p.log.Warn("page too large to cache: requests for it render side by side for CachePassTTL (edge.cache_pass_ttl)",
+			"page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "CacheMaxEntryMB (edge.cache_max_entry_mb)")
+		return nil
+	}
+	if e.NonceAt != nil {
+		// Each response gets its own nonce, so it is compressed as it is sent.
+		e.Bodies = map[string][]byte{"": bytes.Clone(doc)}
+	} else {
+		e.Bodies = encodeAll(doc)
+	}
+	e.ETag = etag(e.Bodies[""])
+	return e
+}
+
+// storable: complete pages, the app's 404 and permanent redirects; never errors, temporary
+// redirects, or private responses.
+func storable(status int, resp *ssrv1.RenderResponse) bool {
+	switch status {
+	case http.StatusOK, http.StatusNotFound, http.StatusMovedPermanently, http.StatusPermanentRedirect:
+		return !private(resp)
+	}
+	return false
+}
+
+// private: what the page marked private or no-store, or a response that sets a cookie.
+// Such a response belongs to the one client it was rendered for.
+func private(resp *ssrv1.RenderResponse) bool {
+	if resp.GetCache().GetNoStore() {
+		return true
+	}
+	for _, h := range resp.GetHeaders() {
+		name := http.CanonicalHeaderKey(h.GetName())
+		if name == "Set-Cookie" {
+			return true
+		}
+		if name == "Cache-Control" {
+			v := strings.ToLower(h.GetValue())
+			if strings.Contains(v, "private") || strings.Contains(v, "no-store") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
+// within the hard deadline: the soft deadline of the requests waiting for it covers both.
+func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	// A render slot before the loader, not only before the render call: past the cap a
+	// request sheds at once, and never after the shop's data work for a render it will not
+	// get. It does not wait for a slot.
+	select {
+	case p.slots <- struct{}{}:
+		defer func() { <-p.slots }()
+	default:
+		return nil, errShed
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.hard)
+	defer cancel()
+	if p.loader == nil {
+		return p.render(ctx, fl, req)
+	}
+	loadCtx, span := p.span(ctx, "loader")
+	loaded, err := p.load(lr.WithContext(loadCtx), req)
+	span.End()
+	if err != nil {
+		return nil, &errLoad{err}
+	}
+	// Made before the render: a render that fails or is late still answers with the
+	// loader's status, redirect, not-found page and props.
+	fl.loaded.Store(loaded)
+	if loaded.Redirect != "" {
+		status := loaded.RedirectStatus
+		if status == 0 {
+			status = http.StatusFound
+		}
+		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
+			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
+	}
+	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
+	if loaded.NotFound {
+		withProps.Page = p.notFoundPage
+	}
+	resp, err := p.render(ctx, fl, withProps)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case loaded.NotFound:
+		resp.Status = http.StatusNotFound
+	case loaded.Status != 0:
+		resp.Status = int32(loaded.Status)
+	}
+	resp.Headers = append(resp.Headers, headerList(loaded.Header)...)
+	if hint := cacheHint(loaded); hint != nil {
+		resp.Cache = hint
+	}
+	return resp, nil
+}
