@@ -193,7 +193,7 @@ $(K6):
 SCENARIO ?= smoke
 .PHONY: loadtest
 loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos [RATE=] [DURATION=]
-	SCENARIO=$(SCENARIO) loadtest/run.sh
+	SCENARIO=$(SCENARIO) loadtest/loadtest.sh
 
 VENV_BENCH := $(BIN)/venv-bench
 $(VENV_BENCH)/bin/python: bench/requirements.txt
@@ -214,11 +214,11 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go sho
 
 .PHONY: bench
 bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side: ceiling, bare fastify+Piscina, in-process V8, the stack uncached and cached, identity and compressed; knee in 3 interleaved rounds (about 50 min; KNEE_ROUNDS=1: about 22)
-	bench/run.sh
+	bench/bench.sh
 
 .PHONY: profile
 profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: uncached stack vs bare Node at RATE (150) req/s, no knee (about 2 min)
-	SKIP_KNEE=1 CONTENDERS="node-baseline stack-uncached" FIXED_RATE=$${RATE:-150} bench/run.sh
+	SKIP_KNEE=1 CONTENDERS="node-baseline stack-uncached" FIXED_RATE=$${RATE:-150} bench/bench.sh
 
 .PHONY: instructions
 instructions: build $(GO_TOOLS) perf ## What tracing and leak sampling cost: instructions per uncached request of the edge and the renderer (perf stat; about 5 min)

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached", "node-baseline-db", "v8go-db", "shop-uncached"]
-COMPRESSED = "+compressed"  # runs with a browser's Accept-Encoding (bench/run.sh)
+COMPRESSED = "+compressed"  # runs with a browser's Accept-Encoding (bench/bench.sh)
 
 
 def order(path):

@@ -17,7 +17,7 @@ const contender = (n) => n.replace(COMPRESSED, '');
 const fromDatabase = (n) => contender(n).endsWith('-db') || contender(n) === 'shop-uncached';
 /** The run n is compared with: bare Node, on the same page, in the same mode. */
 const baseName = (n) => (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline') + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
-/** The knee of every round (run.sh writes <name>-knee-<round>.json), in round order. */
+/** The knee of every round (bench.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
   .map((f) => (f.startsWith(`${n}-knee-`) ? /^(\d+)\.json$/.exec(f.slice(`${n}-knee-`.length)) : null))
   .filter((m) => m !== null)
@@ -40,7 +40,7 @@ const served = ({ served: s, fixed }) => `${s ? s.content_encoding || 'identity'
 /** All of a run's processes, CPU ms per request. */
 const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0) : undefined);
 
-/** The fixed rate of each mode, and why (run.sh writes fixed-rate.json). */
+/** The fixed rate of each mode, and why (bench.sh writes fixed-rate.json). */
 const fixedRates = json('fixed-rate.json');
 const rateOf = (n) => fixedRates[n.endsWith(COMPRESSED) ? 'compressed' : 'identity'];
 const why = (m) => ({

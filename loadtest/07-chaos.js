@@ -1,4 +1,4 @@
-// Chaos: when the renderer process is killed mid-run and restarted (run.sh does it at 10 s
+// Chaos: when the renderer process is killed mid-run and restarted (loadtest.sh does it at 10 s
 // and 15 s), does every request still get an answer with zero 5xx, and how long until pages
 // are server-rendered again? Uncached, so every request needs the renderer.
 import { Trend } from 'k6/metrics';

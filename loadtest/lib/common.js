@@ -1,5 +1,5 @@
 // Shared by every scenario: where the edge is, how a response is judged, the page mix and
-// the summary every run writes (results/<run>/summary.json, read by run.sh and compare.mjs).
+// the summary every run writes (results/<run>/summary.json, read by loadtest.sh and compare.mjs).
 import http from 'k6/http';
 import { check } from 'k6';
 import { Counter, Rate } from 'k6/metrics';
@@ -58,7 +58,7 @@ export function anyProduct() {
   return 1 + Math.floor(Math.random() * 1000);
 }
 
-/** The figures every run reports, for run.sh's summary.md and compare.mjs. */
+/** The figures every run reports, for loadtest.sh's summary.md and compare.mjs. */
 export function summarize(data, extra = {}) {
   const m = data.metrics;
   const trend = (name) => (m[name] ? m[name].values : {});
