@@ -18,28 +18,30 @@ test('no render lands on a worker that is still warming', async (t) => {
 
   const loop = await render(client, { page: 'loops' }, { deadlineMs: 300 });
   assert.equal(loop.error?.code, status.DEADLINE_EXCEEDED);
-  await waitFor(() => app.pool.workers().some((w) => w.state === 'warming'), 2000);
-  const warmingAt = performance.now();
+  await waitFor(() => app.pool.workers().some((w) => w.state === 'warming'));
 
-  // While the replacement warms (~1.2 s), keep two renders in flight.
-  /** @type {Array<{workerId: number, elapsedMs: number, at: number}>} */
+  // While the replacement warms (~1.2 s), keep two renders in flight. Each
+  // answer notes whether the replacement was still warming when it came.
+  /** @type {Array<{workerId: number, whileWarming: boolean}>} */
   const served = [];
   while (warmLines().length < 3) {
-    const replies = await Promise.all([0, 1].map(() => render(client, { page: 'home' }, { deadlineMs: 5000 })));
-    for (const reply of replies) {
+    await Promise.all([0, 1].map(async () => {
+      const reply = await render(client, { page: 'home' }, { deadlineMs: 5000 });
       assert.equal(reply.error, undefined, String(reply.error?.message));
-      served.push({ workerId: reply.response?.timing.workerId, elapsedMs: reply.elapsedMs, at: performance.now() });
-    }
+      served.push({ workerId: reply.response?.timing.workerId, whileWarming: warmLines().length < 3 });
+    }));
   }
   const replacement = warmLines()[2].workerId;
   assert.ok(!initial.has(replacement));
-  assert.ok(performance.now() - warmingAt > 800, 'the replacement warmed for a while');
-  assert.ok(served.length >= 10, `only ${served.length} renders while it warmed`);
-  for (const s of served.slice(0, -2)) {
-    assert.ok(initial.has(s.workerId), `render served by ${s.workerId} while it warmed`);
-    // A render posted to the warming worker would wait out its ~1.2 s warm-up.
-    assert.ok(s.elapsedMs < 800, `a render waited ${Math.round(s.elapsedMs)} ms`);
-  }
+  // Answered before the replacement was warm: these did not wait on it (a
+  // render handed to it would wait out its warm-up, so its round would end
+  // only after the warm line). Two rounds of home renders, milliseconds each,
+  // within a 1.2 s warm-up: a ~100x margin. Piscina's default balancer posts
+  // one of the first round's two renders to the warming worker, which leaves
+  // one at most answered while it warms.
+  const whileWarming = served.filter((s) => s.whileWarming);
+  assert.ok(whileWarming.length >= 4, `only ${whileWarming.length} of ${served.length} renders answered while it warmed`);
+  for (const s of whileWarming) assert.ok(initial.has(s.workerId), `render served by ${s.workerId} while it warmed`);
 
   // Once warm it takes its share.
   await waitFor(() => app.pool.readiness().ready);

@@ -27,11 +27,17 @@ test('queue bound and deadline-aware admission', async (t) => {
   for (const { response } of accepted) assert.equal(response?.status, 200);
 
   // The recent mean render time is now ~100+ ms; with 2 busy and 2 queued a
-  // call with a 40 ms deadline cannot make it.
+  // call whose deadline is well short of the expected wait cannot make it.
   assert.ok(app.pool.stats().meanRenderMs > 80, `mean ${app.pool.stats().meanRenderMs}`);
   const busy = Array.from({ length: 4 }, () => render(client, sleep, { deadlineMs: 10_000 }));
   await waitFor(() => app.pool.stats().queued === 2);
-  const late = await render(client, { page: 'home' }, { deadlineMs: 40 });
+  // The deadline: a third of the wait the renderer expects (2 queued x mean /
+  // 2 threads), so it is refused even if one queued render starts before the
+  // call arrives; never under the 40 ms it was. The refusal must also come
+  // back before the client's own timer ends the call: more room than 40 ms
+  // gives a loaded host.
+  const expectedWaitMs = (2 * app.pool.stats().meanRenderMs) / 2;
+  const late = await render(client, { page: 'home' }, { deadlineMs: Math.max(40, Math.floor(expectedWaitMs / 3)) });
   assert.equal(late.error?.code, status.RESOURCE_EXHAUSTED);
   assert.deepEqual(late.error?.metadata.get('ssr-error'), ['RENDER_ERR_WOULD_MISS_DEADLINE']);
   // A call with time enough queues and succeeds.
