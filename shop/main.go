@@ -22,7 +22,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
@@ -77,20 +76,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	var draining atomic.Bool
-	admin := http.NewServeMux()
-	admin.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok\n")) })
-	admin.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if draining.Load() {
-			http.Error(w, "draining", http.StatusServiceUnavailable)
-			return
-		}
-		if err := pages.Ready(); err != nil { // a page name the renderer's bundle lacks
-			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})
-	admin.Handle("GET /metrics", promhttp.HandlerFor(registry, promhttp.HandlerOpts{}))
+	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
+	// loopback: the admin listener is on loopback by default.
+	admin := pages.Admin(ssr.AdminOptions{Draining: &draining, Gatherer: registry, TrustLoopback: true})
 	adminServer := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
 
 	errc := make(chan error, 2)

@@ -20,6 +20,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -260,6 +261,41 @@ func (s *Server) Check(ctx context.Context) error {
 		return fmt.Errorf("ssr: %w", err)
 	}
 	return nil
+}
+
+// AdminOptions configure the Server's admin handler.
+type AdminOptions struct {
+	// Draining, once set (at SIGTERM, before the listeners close), turns readiness false.
+	// If nil, readiness follows only Ready.
+	Draining *atomic.Bool
+	// Gatherer is served at /metrics: the registry given as Options.Registerer, with the
+	// process's own collectors. If nil, /metrics serves no metric.
+	Gatherer prometheus.Gatherer
+	// Token admits "Authorization: Bearer <Token>" to /debug/pprof/ and POST /cache/purge
+	// from any address. If empty, only TrustLoopback callers are admitted.
+	Token string
+	// TrustLoopback admits loopback callers to them without the token. Keep it off where
+	// the loopback is shared with other code (the renderer's pod).
+	TrustLoopback bool
+}
+
+// Admin returns the handler of the admin listener, the one the edge binary serves: GET
+// /healthz (liveness), GET /readyz (false while draining, or while Ready reports a page
+// name the renderer's bundle lacks), GET /metrics, and, for the token's bearers and
+// trusted loopback callers, /debug/pprof/ and POST /cache/purge?path=|prefix=|tag=|key=.
+// Serve it on an address of its own, never on the public one.
+func (s *Server) Admin(o AdminOptions) http.Handler {
+	draining := o.Draining
+	if draining == nil {
+		draining = new(atomic.Bool)
+	}
+	gatherer := o.Gatherer
+	if gatherer == nil {
+		gatherer = prometheus.NewRegistry()
+	}
+	return server.Admin(server.AdminOptions{
+		Draining: draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: s,
+	})
 }
 
 // Ready returns, without waiting, the error Check would return as far as the renderer has

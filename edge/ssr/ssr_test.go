@@ -447,3 +447,40 @@ func TestShedBeforeTheLoader(t *testing.T) {
 		t.Errorf("first request: %d, fallback %q", first.Code, first.Header().Get("X-SSR-Fallback"))
 	}
 }
+
+// TestAdmin: the package's admin handler is the edge binary's: liveness, readiness that
+// follows draining and the bundle's page names, metrics, and purges only for the trusted.
+func TestAdmin(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f.srv.Page("product", PageOptions{})
+	f.srv.NotFound()
+	var draining atomic.Bool
+	admin := f.srv.Admin(AdminOptions{Draining: &draining})
+	do := func(method, target string) int {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(method, target, nil)
+		r.RemoteAddr = "203.0.113.9:1234" // not loopback
+		admin.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	if got := do("GET", "/healthz"); got != 200 {
+		t.Errorf("/healthz: got %d", got)
+	}
+	if got := do("GET", "/readyz"); got != 200 {
+		t.Errorf("/readyz: got %d, want 200", got)
+	}
+	f.srv.Page("prodcut", PageOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	f.srv.Check(ctx)
+	if got := do("GET", "/readyz"); got != 503 {
+		t.Errorf("/readyz with a page the bundle lacks: got %d, want 503", got)
+	}
+	draining.Store(true)
+	if got := do("GET", "/readyz"); got != 503 {
+		t.Errorf("/readyz while draining: got %d, want 503", got)
+	}
+	if got := do("POST", "/cache/purge?path=/"); got != 403 {
+		t.Errorf("a purge from outside without the token: got %d, want 403", got)
+	}
+}
