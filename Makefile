@@ -103,9 +103,9 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated c
 	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd proto && buf lint
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
-	  sed "s#out: ../edge/internal#out: $$tmp#" proto/buf.gen.yaml > $$tmp/buf.gen.yaml; \
+	  sed "s#out: ../edge/internal/proto#out: $$tmp#" proto/buf.gen.yaml > $$tmp/buf.gen.yaml; \
 	  (cd proto && buf generate --template $$tmp/buf.gen.yaml); \
-	  diff -r $$tmp/ssr edge/internal/ssr || { echo "generated code is stale: run make proto"; exit 1; }
+	  diff -r $$tmp/ssr edge/internal/proto/ssr || { echo "generated code is stale: run make proto"; exit 1; }
 	cd renderer && npm run --silent typecheck
 
 .PHONY: test-go

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
 type okRenderer struct {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
 // renderBench is the whole public handler answering an uncached page: the render call goes

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
 // BenchmarkServeHit is the whole public handler answering a cache hit of a 200 KB page; with

@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
 // Loader computes a page's props in Go (the shop's database, services). It runs only when a

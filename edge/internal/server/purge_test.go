@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
 )
 
 // TestManyPurgesDuringARender: a hundred purges of other pages while a render runs neither

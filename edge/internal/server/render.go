@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"go.opentelemetry.io/otel/trace"
 )
 

@@ -707,7 +707,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x13RENDER_ERR_INTERNAL\x10\r2\x8a\x01\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12@\n" +
-	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseB?Z=github.com/sidecar-ssr/sidecar-ssr/edge/internal/ssr/v1;ssrv1b\x06proto3"
+	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
 
 var (
 	file_ssr_v1_render_proto_rawDescOnce sync.Once
