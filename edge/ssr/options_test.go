@@ -106,7 +106,7 @@ var ifZero = regexp.MustCompile(`If (?:zero|empty|nil), (.+?)(?:;|\.(?:\s|$))`)
 // says why it differs (EarlyHints).
 func TestOptionsDocsMatchDefaults(t *testing.T) {
 	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "ssr.go", nil, parser.ParseComments)
+	file, err := parser.ParseFile(fset, "options.go", nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 		return false
 	})
 	if len(docs) == 0 {
-		t.Fatal("no Options struct in ssr.go")
+		t.Fatal("no Options struct in options.go")
 	}
 	defaults, err := config.Defaults()
 	if err != nil {
@@ -134,7 +134,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 	for key, field := range optionKeys {
 		doc, ok := docs[field]
 		if !ok {
-			t.Errorf("optionKeys[%q]: no field Options.%s in ssr.go", key, field)
+			t.Errorf("optionKeys[%q]: no field Options.%s in options.go", key, field)
 			continue
 		}
 		def := values[key]

@@ -1,0 +1,190 @@
+package ssr
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+)
+
+// A Loader computes a page's props in Go. It runs only when the page must be rendered (a
+// miss, a refresh, a request that bypasses the cache), once for all the requests waiting
+// for that render: a cache hit never calls it.
+//
+// The request it gets holds only what the page's cache key holds, since the render may be
+// shared and stored: the path and its values, the query parameters the page keeps, and
+// the declared Variants (a request that bypasses the cache gets everything). Its context
+// ends at HardTimeout, not when the client goes away, and, for a render that may be
+// shared, carries none of the values the shop's middleware put in the request's context
+// (a user, a session) except the trace span: what one visitor's middleware knows must not
+// end up in a page stored for everyone. A request that bypasses the cache keeps them.
+// An error, or a panic, answers with the stale copy if there is one, else with status 503
+// (or a LoadError's) and Options.ErrorPage's document (X-SSR-Fallback: load-error); the
+// error is logged.
+type Loader func(*http.Request) (Result, error)
+
+// LoadError is a Loader's error that chooses the response's status: 500, 502, 503 or 504
+// (any other answers 503, as a plain error does).
+type LoadError struct {
+	Status int
+	Err    error
+}
+
+func (e *LoadError) Error() string { return e.Err.Error() }
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Result is what a Loader decided for one render. Its Status, Redirect, NotFound and
+// Header hold even when the render fails or is late: the client-side-render document then
+// has the status (404 and the not-found page for NotFound), and a redirect needs no render.
+type Result struct {
+	// Props are the page's props: marshalled to JSON once (it must give a JSON object), or
+	// passed as they are when a json.RawMessage. The page receives them as ctx.props in its
+	// load(), or as its component's props when it has none; the browser hydrates with the
+	// props the page rendered with.
+	Props any
+	// Status, if not zero, is the response's status instead of the page's.
+	Status int
+	// Header is added to the response. A Set-Cookie makes the response private: it is not
+	// stored, and it reaches only the request whose loader ran.
+	Header http.Header
+	// Redirect, if not empty, answers with a redirect there instead of rendering, with
+	// RedirectStatus (if zero, 302). 301 and 308 are cached like pages.
+	Redirect       string
+	RedirectStatus int
+	// NotFound renders the app's not-found page with status 404.
+	NotFound bool
+	// MaxAge, if not zero, shortens the page's Cache.TTL for this render.
+	MaxAge time.Duration
+	// NoStore keeps this render out of the cache, and makes it private.
+	NoStore bool
+	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
+	// that carries one, on every replica with a shared cache.
+	Tags []string
+}
+
+// PageOptions configure a page. The zero value renders on every request, uncached, with
+// the page's own load().
+type PageOptions struct {
+	// Load computes the props in Go. If nil, the page's own load() does, in the renderer.
+	Load Loader
+	// Cache is the page's cache policy; a zero TTL means not cached.
+	Cache Cache
+	// Variants name the request parts the page depends on besides its path and query:
+	// "header:Accept-Language", "cookie:currency". They are part of the cache key, named in
+	// Vary, given to the loader and sent to the page as ctx.variants.
+	Variants []string
+	// RenderTimeout and HardTimeout override the Server's.
+	RenderTimeout, HardTimeout time.Duration
+	// Lang overrides Options.Lang for this page's documents.
+	Lang string
+	// Head is trusted markup added to this page's documents' head, after Options.Head.
+	Head string
+	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
+	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
+	// by several handlers with different options. Path values do not depend on it: they
+	// come from the pattern the handler is mounted at.
+	Route string
+}
+
+// Cache is a page's cache policy (RFC 5861 windows).
+type Cache struct {
+	// TTL is how long a render is fresh. Zero: the page is not cached.
+	TTL time.Duration
+	// StaleWhileRevalidate: past TTL, the stored copy is served at once while one
+	// background render refreshes it.
+	StaleWhileRevalidate time.Duration
+	// StaleIfError: past TTL, the stored copy is served when a render fails or is late.
+	StaleIfError time.Duration
+	// Query lists the query parameters the page reads; the others are left out of the key
+	// and of the render. Nil means all but Options.CacheIgnoreQuery.
+	Query []string
+	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
+	// the cache, and its loader sees the whole request.
+	PersonalizeCookies []string
+}
+
+// Page returns the handler of the app's page name. Mount it on any router; path values
+// (Go 1.22 ServeMux patterns) reach the page as ctx.params. It panics when o is invalid
+// (a variant that is not "header:Name" or "cookie:name", RenderTimeout above HardTimeout),
+// as a ServeMux does for a bad pattern: it is a programming error, found at start.
+func (s *Server) Page(name string, o PageOptions) http.Handler {
+	route := o.Route
+	if route == "" {
+		route = name
+	}
+	r := config.Route{
+		Pattern: route, Page: name, RenderTimeout: o.RenderTimeout, HardTimeout: o.HardTimeout, Variants: o.Variants,
+		Cache: config.RouteCache{
+			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
+			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
+		},
+	}
+	if err := config.ValidateRoute(r, s.e); err != nil {
+		panic("ssr: page " + name + ": " + err.Error())
+	}
+	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name)}
+	if o.Route != "" {
+		po.UsedBy += " for route " + o.Route
+	}
+	if o.Load != nil {
+		po.Load = func(r *http.Request) (*server.Loaded, error) {
+			res, err := o.Load(r)
+			if le, ok := errors.AsType[*LoadError](err); ok {
+				return nil, &server.LoadFailure{Status: le.Status, Err: err}
+			}
+			if err != nil {
+				return nil, err
+			}
+			return res.loaded()
+		}
+	}
+	return s.site.Page(r, po)
+}
+
+func (res Result) loaded() (*server.Loaded, error) {
+	props, err := marshalProps(res.Props)
+	if err != nil {
+		return nil, err
+	}
+	return &server.Loaded{
+		Props: props, Status: res.Status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: res.RedirectStatus,
+		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore, Tags: res.Tags,
+	}, nil
+}
+
+func marshalProps(props any) ([]byte, error) {
+	switch p := props.(type) {
+	case nil:
+		return nil, nil
+	case json.RawMessage:
+		return p, nil
+	}
+	b, err := json.Marshal(props)
+	if err != nil {
+		return nil, fmt.Errorf("props are not JSON: %w", err)
+	}
+	return b, nil
+}
+
+// ErrFallback is what Render's error wraps when the page was not rendered on the server
+// and the response is the client-side-render document (X-SSR-Fallback names why).
+var ErrFallback = errors.New("the page was not rendered on the server")
+
+// Render answers r with page as res decides, uncached, within RenderTimeout: for one page
+// inside a handler of the shop's own. res is what a Loader would return: its Props,
+// Status (the response's status: do not call w.WriteHeader before Render), Header,
+// Redirect and NotFound hold as they do for a Page. The response has been written when
+// Render returns; the error (wrapping ErrFallback) says that it is the client-side-render
+// document, and why, for the handler's logs and metrics.
+func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, res Result) error {
+	loaded, err := res.loaded()
+	if reason := s.site.Render(w, r, page, loaded, err); reason != "" {
+		return fmt.Errorf("ssr: page %q: %w (%s)", page, ErrFallback, reason)
+	}
+	return nil
+}
