@@ -4,7 +4,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** @import { PoolObserver, PoolStats } from '../pool/pool.js' */
+/** @import { PoolObserver, PoolStats } from '../pool/types.js' */
 /** @import { GcPause } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */
 

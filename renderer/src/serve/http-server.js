@@ -4,7 +4,7 @@ import Fastify from 'fastify';
 import { splitHostPort } from '../config.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { Readiness } from '../pool/pool.js' */
+/** @import { Readiness } from '../pool/types.js' */
 /** @import { Registry } from 'prom-client' */
 
 /**

@@ -15,7 +15,7 @@ import { RetentionSampler } from './heap-growth.js';
 import { encodeRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
-/** @import { PoolTask } from '../pool/pool.js' */
+/** @import { PoolTask } from '../pool/types.js' */
 /** @import { ErrorDescriptor } from '../errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { RetentionSample } from './heap-growth.js' */

@@ -1,0 +1,117 @@
+// The pool's types: what it takes, what it reports, and the state of a live worker.
+/** @import { Logger } from 'pino' */
+/** @import { MessagePort, Worker } from 'node:worker_threads' */
+/** @import { DeadlineWhere } from '../errors.js' */
+/** @import { Token } from './piscina-seams.js' */
+/** @import { RetireReason } from './recycling.js' */
+/** @import { RenderTask } from '../worker/render-page.js' */
+
+/**
+ * A render as the pool takes it: the worker reports the queue wait measured
+ * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
+ * @typedef {RenderTask & {arrivedAt: number}} PoolTask
+ */
+/** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
+/** @import { RetentionSample } from '../worker/heap-growth.js' */
+
+/**
+ * @typedef {object} PoolOptions
+ * @property {string} bundle absolute path of the server bundle
+ * @property {number} threads
+ * @property {number} maxOldGenerationMb
+ * @property {number} maxYoungGenerationMb
+ * @property {number} stackMb
+ * @property {number} [warmupRounds] default 3
+ * @property {number} [maxQueue] default Infinity
+ * @property {number} [maxRenders] 0 or absent: never
+ * @property {number} [recycleHeapRatio] retire when heap used passes this
+ *   share of max_old_generation_mb (0 or absent: never)
+ * @property {number} [maxExternalMb] 0 or absent: never
+ * @property {string} [heapSnapshotDir] where snapshots go ('' or absent: none)
+ * @property {number} [heapSnapshotNearLimit] how many workers retiring for
+ *   heap write a snapshot before they exit
+ * @property {number} [maxPageMb] a render whose response is larger fails with
+ *   PageTooLargeError in its worker (absent: no limit)
+ * @property {number} [reloadTimeoutMs] how long a reload's trial worker may
+ *   take to load and warm up the bundle (default 60 s)
+ * @property {number} [heapGrowthSampleEvery] a worker measures what one render
+ *   in this many kept in its heap (0 or absent: never; worker/heap-growth.js)
+ * @property {Logger} logger
+ * @property {(err: Error) => void} [onFatal] called when, after start, the pool
+ *   can no longer keep `threads` workers with the bundle loaded.
+ */
+
+/**
+ * @typedef {object} Readiness
+ * @property {boolean} ready every worker is warm and the pool is neither
+ *   draining nor closed
+ * @property {boolean} draining drain() or destroy() was called
+ * @property {number} loaded live workers that finished their warm-up
+ * @property {number} threads
+ */
+
+/**
+ * What the metrics read at scrape time.
+ * @typedef {object} PoolStats
+ * @property {number} inFlight renders accepted by run() and not yet settled
+ * @property {number} queued renders waiting for a free worker
+ * @property {number} utilization Piscina's, averaged over the pool's life (0-1)
+ * @property {number} workers live worker threads (threads + 1 while a spare warms)
+ * @property {number} loaded live workers that finished their warm-up
+ * @property {number} accepting warm workers that take tasks (not retiring)
+ * @property {number} meanRenderMs recent mean time a task holds a worker
+ */
+
+/**
+ * What the pool reports as it happens (the metrics subscribe).
+ * @typedef {object} PoolObserver
+ * @property {(pauses: GcPause[]) => void} [gc]
+ * @property {(samples: RetentionSample[]) => void} [retained]
+ * @property {(reason: string) => void} [retired] max_renders, heap, external
+ *   or reload
+ * @property {(reason: string) => void} [exited] a worker died: oom, deadline
+ *   (its render aborted), or error
+ * @property {(where: DeadlineWhere) => void} [deadline] a render was stopped
+ *   by its deadline: queued, waiting (on a worker whose event loop was free)
+ *   or pinned (on a worker that did not answer)
+ */
+
+/**
+ * @typedef {object} WorkerInfo what /debug/workers shows
+ * @property {number} id
+ * @property {'warming' | 'ready' | 'retiring'} state
+ * @property {string | null} retire why it retires (set while a spare warms)
+ * @property {number} renders
+ * @property {number} maxRenders
+ * @property {number} heapUsedBytes
+ * @property {number} heapLimitBytes
+ * @property {number} externalBytes
+ * @property {number} warmupMs
+ * @property {GcPause[]} lastGc
+ */
+
+/**
+ * @typedef {object} WorkerState a live worker that finished its warm-up
+ * @property {number} id threadId
+ * @property {Worker} worker
+ * @property {MessagePort} control
+ * @property {Int32Array} pong the word it answers probes in (worker/loop-probe.js)
+ * @property {number} probed the last probe sent to it
+ * @property {'ready' | 'retiring'} state retiring: the balancer skips it
+ * @property {RetireReason | null} retireReason
+ * @property {Token | null} task the task posted to it and not yet settled
+ * @property {boolean} snapshotting
+ * @property {boolean} held waits for its retirement turn without taking tasks
+ *   (memory too close to its cap to risk another render)
+ * @property {number} renders
+ * @property {number} maxRenders jittered max_renders (Infinity: never)
+ * @property {number} heapUsedBytes
+ * @property {number} heapLimitBytes
+ * @property {number} externalBytes
+ * @property {number} warmupMs
+ * @property {GcPause[]} lastGc
+ */
+
+/** How many recent GC pauses /debug/workers keeps per worker. */
+
+export {};
