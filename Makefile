@@ -209,7 +209,7 @@ app/dist/v8/server.js: $(APP_SOURCES) $(APP_DEPS) $(RENDERER_DEPS)
 # In-process V8 in Go (bench contender). The cgo build of tommie/v8go is heavy and its
 # prebuilt V8 (~120 MB of static libraries) comes through the Go module proxy: built only for
 # make bench, never by make build.
-bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go shop/catalog/*.go) app/dist/v8/server.js
+bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go shop/catalog/*.go edge/internal/document/*.go) app/dist/v8/server.js
 	cd bench/v8go && go build -o $(BIN)/v8go-ssr .
 
 .PHONY: bench

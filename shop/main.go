@@ -5,18 +5,15 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"regexp"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,47 +58,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pages, err := ssr.New(ssr.Options{Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, Registerer: registry, Logger: log})
+	pages, err := ssr.New(ssr.Options{
+		Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, Registerer: registry, Logger: log,
+		Listen: *listen, AdminListen: *adminListen,
+	})
 	if err != nil {
 		return err
 	}
 	defer pages.Close()
-
-	public := &http.Server{
-		Handler:           pages.ServeMux(routes(pages, db)),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	var draining atomic.Bool
 	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
 	// loopback: the admin listener is on loopback by default.
-	admin := pages.Admin(ssr.AdminOptions{Draining: &draining, Gatherer: registry, TrustLoopback: true})
-	adminServer := &http.Server{Handler: admin, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second}
-
-	errc := make(chan error, 2)
-	for _, l := range []struct {
-		name, addr string
-		srv        *http.Server
-	}{{"public", *listen, public}, {"admin", *adminListen, adminServer}} {
-		ln, err := net.Listen("tcp", l.addr)
-		if err != nil {
-			return fmt.Errorf("%s listener: %w", l.name, err)
-		}
-		log.Info("listening", "listener", l.name, "address", ln.Addr().String())
-		go func() { errc <- l.srv.Serve(ln) }()
-	}
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	draining.Store(true)
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return errors.Join(public.Shutdown(shutdown), adminServer.Shutdown(shutdown))
+	return pages.ListenAndServe(ctx, pages.ServeMux(routes(pages, db)), ssr.AdminOptions{Gatherer: registry, TrustLoopback: true})
 }
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go

@@ -1,4 +1,6 @@
-module github.com/sidecar-ssr/sidecar-ssr/bench/v8go
+// Named under edge/ although it lives in bench/: Go lets only the edge's own import paths
+// import edge/internal/document, and this contender writes the edge's very document.
+module github.com/sidecar-ssr/sidecar-ssr/edge/bench/v8go
 
 go 1.26.0
 
@@ -23,7 +25,10 @@ require (
 	modernc.org/sqlite v1.61.1 // indirect
 )
 
-require github.com/sidecar-ssr/sidecar-ssr/shop v0.0.0
+require (
+	github.com/sidecar-ssr/sidecar-ssr/edge v0.0.0
+	github.com/sidecar-ssr/sidecar-ssr/shop v0.0.0
+)
 
 replace (
 	github.com/sidecar-ssr/sidecar-ssr/edge => ../../edge

@@ -6,8 +6,8 @@
 //
 // Per request, like the Node contenders, it runs the home page's load() (the demo's is pure
 // and synchronous, but it is not hoisted out of the request), renders head() with
-// renderToStaticMarkup and the page with renderToString, and writes the same document shape
-// the edge writes (docs/app-contract.md), props escaped for a script element.
+// renderToStaticMarkup and the page with renderToString, and writes the document with the
+// edge's own writer (edge/internal/document): the same bytes the edge serves.
 //
 // The bundle is app/dist/v8/server.js (`node app/build.mjs --v8`): the app's server exports as
 // a classic script that assigns them to globalThis.SSR.
@@ -22,18 +22,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"html"
 	"log"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -41,6 +38,7 @@ import (
 
 	v8 "github.com/tommie/v8go"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
@@ -137,59 +135,16 @@ func (r *renderer) Render(name, url, queryJSON, propsJSON string) (page, error) 
 	return page{Head: out[0], HTML: out[1], PropsJSON: out[2]}, nil
 }
 
-// shell is the document around a page: the same shape the edge writes.
-type shell struct {
-	top, assets string
-}
-
-func newShell(assetsDir string) (*shell, error) {
-	s := &shell{
-		top: "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n" +
-			"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n",
+// shell is the edge's own document writer, so both serve the same bytes for a page.
+func shell(assetsDir string) (*document.Shell, error) {
+	if assetsDir == "" {
+		return document.NewShell(&document.Manifest{}), nil
 	}
-	var assets bytes.Buffer
-	if assetsDir != "" {
-		data, err := os.ReadFile(filepath.Join(assetsDir, "manifest.json"))
-		if err != nil {
-			return nil, err
-		}
-		var m struct{ Scripts, Styles []string }
-		if err := json.Unmarshal(data, &m); err != nil {
-			return nil, err
-		}
-		for _, href := range m.Styles {
-			fmt.Fprintf(&assets, "<link rel=\"stylesheet\" href=\"%s\">\n", html.EscapeString(href))
-		}
-		for _, src := range m.Scripts {
-			fmt.Fprintf(&assets, "<script type=\"module\" src=\"%s\"></script>\n", html.EscapeString(src))
-		}
+	m, err := document.LoadManifest(assetsDir)
+	if err != nil {
+		return nil, err
 	}
-	assets.WriteString("</head>\n<body>\n<div id=\"root\">")
-	s.assets = assets.String()
-	return s, nil
-}
-
-func (s *shell) append(dst []byte, name, url string, p page) []byte {
-	dst = append(dst, s.top...)
-	if p.Head != "" {
-		dst = append(dst, p.Head...)
-		dst = append(dst, '\n')
-	}
-	dst = append(dst, s.assets...)
-	dst = append(dst, p.HTML...)
-	dst = append(dst, "</div>\n<script id=\"__SSR_DATA__\" type=\"application/json\">"...)
-	envelope, _ := json.Marshal(struct {
-		Page   string            `json:"page"`
-		URL    string            `json:"url"`
-		Params map[string]string `json:"params"`
-	}{name, url, map[string]string{}})
-	dst = append(dst, envelope[:len(envelope)-1]...)
-	dst = append(dst, `,"props":`...)
-	// <, >, &, U+2028 and U+2029 as \uXXXX: no prop can end the script element.
-	buf := bytes.NewBuffer(dst)
-	json.HTMLEscape(buf, []byte(p.PropsJSON))
-	dst = append(buf.Bytes(), '}')
-	return append(dst, "</script>\n</body>\n</html>\n"...)
+	return document.NewShell(m), nil
 }
 
 func main() {
@@ -206,7 +161,7 @@ func main() {
 	if err != nil {
 		log.Fatalf("bundle: %v (build it: node app/build.mjs --v8)", err)
 	}
-	doc, err := newShell(*assetsDir)
+	doc, err := shell(*assetsDir)
 	if err != nil {
 		log.Fatalf("assets: %v", err)
 	}
@@ -290,7 +245,7 @@ func main() {
 			return
 		}
 		bp := bufs.Get().(*[]byte)
-		out := doc.append((*bp)[:0], "home", url, p)
+		out := doc.Append((*bp)[:0], document.Page{Name: "home", URL: url, Head: p.Head, HTML: []byte(p.HTML), PropsJSON: []byte(p.PropsJSON)})
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Content-Length", strconv.Itoa(len(out)))

@@ -93,3 +93,28 @@ func TestPrivateDecisionStaysWithItsRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestImpossibleStatusIsTheLoadersError: a Result whose status no response can have is a
+// loader's failure, named in the log, not a response net/http refuses or a redirect without
+// one.
+func TestImpossibleStatusIsTheLoadersError(t *testing.T) {
+	for _, tt := range []struct {
+		result  Result
+		wantLog string
+	}{
+		{Result{Status: 99}, "status 99, not from 200 to 599"},
+		{Result{Status: 1000}, "status 1000"},
+		{Result{Redirect: "/cart", RedirectStatus: 200}, "a redirect with status 200"},
+	} {
+		t.Run(tt.wantLog, func(t *testing.T) {
+			f := newFixture(t, Options{})
+			rec := serve(f.srv.Page("product", PageOptions{Load: func(*http.Request) (Result, error) { return tt.result, nil }}), "/products/7")
+			if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("X-SSR-Fallback") != "load-error" {
+				t.Fatalf("got %d %v, want 503 with X-SSR-Fallback: load-error", rec.Code, rec.Header())
+			}
+			if !strings.Contains(f.logs.String(), tt.wantLog) {
+				t.Errorf("the log does not say %q:\n%s", tt.wantLog, f.logs.String())
+			}
+		})
+	}
+}

@@ -94,6 +94,18 @@ type Options struct {
 	// store) is not served. If empty, a hash of the running executable, which changes with
 	// any change to the program.
 	BuildID string
+	// Listen is ListenAndServe's public address. If empty, ":8080".
+	Listen string
+	// AdminListen is ListenAndServe's admin address (health, readiness, metrics, purges):
+	// keep it off the public network. If empty, "127.0.0.1:9100".
+	AdminListen string
+	// ShutdownDelay is how long ListenAndServe goes on serving once its context is done,
+	// readiness false, while load balancers stop sending requests. If zero, none: a
+	// process that no load balancer routes to.
+	ShutdownDelay time.Duration
+	// ShutdownTimeout is how long ListenAndServe then waits for the requests in flight. If
+	// zero, 10s.
+	ShutdownTimeout time.Duration
 	// ErrorPage is the app's page for a Loader's failure: the response has the status the
 	// loader chose (see LoadError) and a document whose page is ErrorPage with props
 	// {"status": N}, which the browser renders. If empty, the failing page's document
@@ -135,6 +147,10 @@ func (o Options) config() (*config.Config, error) {
 	set(&e.SharedCacheAddress, o.SharedCache)
 	set(&e.SharedCacheKey, string(o.SharedCacheKey))
 	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
+	set(&e.Listen, o.Listen)
+	set(&e.AdminListen, o.AdminListen)
+	set(&e.ShutdownDelay, o.ShutdownDelay)
+	set(&e.ShutdownTimeout, o.ShutdownTimeout)
 	return cfg, nil
 }
 
@@ -166,6 +182,10 @@ var optionKeys = map[string]string{
 	"edge.shared_cache_address":  "SharedCache",
 	"edge.shared_cache_key":      "SharedCacheKey",
 	"edge.shared_cache_timeout":  "SharedCacheTimeout",
+	"edge.listen":                "Listen",
+	"edge.admin_listen":          "AdminListen",
+	"edge.shutdown_delay":        "ShutdownDelay",
+	"edge.shutdown_timeout":      "ShutdownTimeout",
 }
 
 // configKey matches a config key in config.Validate's messages.
@@ -174,12 +194,6 @@ var configKey = regexp.MustCompile(`\b(?:edge|renderer)\.[a-z_]+\b`)
 // optionsError is config.Validate's error as New returns it: each broken rule names the
 // Options fields, "ssr: Options.MaxPageMB must be at least 1, got -1".
 func optionsError(err error) error {
-	field := func(key string) string {
-		if f, ok := optionKeys[key]; ok {
-			return "Options." + f
-		}
-		return key // a default no Options field sets: valid, unless the defaults are not
-	}
 	var errs []error
 	for _, err := range unjoin(err) {
 		ke, ok := errors.AsType[*config.KeyError](err)
@@ -187,9 +201,20 @@ func optionsError(err error) error {
 			errs = append(errs, fmt.Errorf("ssr: %w", err))
 			continue
 		}
-		errs = append(errs, fmt.Errorf("ssr: %s %s", field(ke.Key), configKey.ReplaceAllStringFunc(ke.Msg, field)))
+		errs = append(errs, fmt.Errorf("ssr: %s %s", optionName(ke.Key), namingOptions(ke.Msg)))
 	}
 	return errors.Join(errs...)
+}
+
+// namingOptions is msg with each config key it names replaced by the Options field that
+// sets it.
+func namingOptions(msg string) string { return configKey.ReplaceAllStringFunc(msg, optionName) }
+
+func optionName(key string) string {
+	if f, ok := optionKeys[key]; ok {
+		return "Options." + f
+	}
+	return key // a default no Options field sets: valid, unless the defaults are not
 }
 
 // unjoin is the errors errors.Join joined into err, or err alone.

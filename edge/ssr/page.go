@@ -41,19 +41,22 @@ func (e *LoadError) Unwrap() error { return e.Err }
 // Result is what a Loader decided for one render. Its Status, Redirect, NotFound and
 // Header hold even when the render fails or is late: the client-side-render document then
 // has the status (404 and the not-found page for NotFound), and a redirect needs no render.
+// A Redirect wins over NotFound, NotFound over Status, as in a page's load(); a status no
+// response can have is the loader's failure.
 type Result struct {
 	// Props are the page's props: marshalled to JSON once (it must give a JSON object), or
 	// passed as they are when a json.RawMessage. The page receives them as ctx.props in its
 	// load(), or as its component's props when it has none; the browser hydrates with the
 	// props the page rendered with.
 	Props any
-	// Status, if not zero, is the response's status instead of the page's.
+	// Status, if not zero, is the response's status instead of the page's: 200 to 599.
 	Status int
 	// Header is added to the response. A Set-Cookie makes the response private: it is not
 	// stored, and it reaches only the request whose loader ran.
 	Header http.Header
 	// Redirect, if not empty, answers with a redirect there instead of rendering, with
-	// RedirectStatus (if zero, 302). 301 and 308 are cached like pages.
+	// RedirectStatus: 301, 302, 303, 307 or 308 (if zero, 302). 301 and 308 are cached like
+	// pages.
 	Redirect       string
 	RedirectStatus int
 	// NotFound renders the app's not-found page with status 404.
@@ -183,7 +186,7 @@ var ErrFallback = errors.New("the page was not rendered on the server")
 // document, and why, for the handler's logs and metrics.
 func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, res Result) error {
 	loaded, err := res.loaded()
-	if reason := s.site.Render(w, r, page, loaded, err); reason != "" {
+	if reason := s.site.RespondWith(w, r, page, loaded, err); reason != "" {
 		return fmt.Errorf("ssr: page %q: %w (%s)", page, ErrFallback, reason)
 	}
 	return nil

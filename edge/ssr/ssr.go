@@ -14,6 +14,7 @@ package ssr
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -103,6 +104,22 @@ func (s *Server) Admin(o AdminOptions) http.Handler {
 	return server.Admin(server.AdminOptions{
 		Draining: draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: s,
 	})
+}
+
+// ListenAndServe serves handler on Options.Listen and the Admin handler (configured by
+// admin) on Options.AdminListen until ctx is done (SIGTERM, typically), then drains:
+// readiness turns false, both keep serving for Options.ShutdownDelay while load balancers
+// notice, and requests in flight get Options.ShutdownTimeout to finish. The servers'
+// timeouts are the edge binary's defaults: 5s to read a request's header, 10s its body,
+// 30s to write the response, 120s idle, 64 KiB of header.
+func (s *Server) ListenAndServe(ctx context.Context, handler http.Handler, admin AdminOptions) error {
+	if admin.Draining == nil {
+		admin.Draining = new(atomic.Bool)
+	}
+	if err := s.site.Serve(ctx, handler, s.Admin(admin), admin.Draining); err != nil {
+		return errors.New("ssr: " + namingOptions(err.Error()))
+	}
+	return nil
 }
 
 // Ready returns, without waiting, the error Check would return as far as the renderer has

@@ -6,6 +6,7 @@
 // out; the browser test (app/test) runs it.
 import { createElement } from 'react';
 import { createRoot, hydrateRoot } from 'react-dom/client';
+import { decide } from '../src/decision.js';
 
 /**
  * @typedef {object} Page
@@ -74,11 +75,12 @@ async function clientRender(root, data, pages, name, notFoundPage, errorPage) {
         variants: {},
         props: {},
       })) ?? {};
-    if (result.redirect) {
-      location.replace(result.redirect.location);
+    const decision = decide(result);
+    if ('redirect' in decision) {
+      location.replace(decision.redirect);
       return;
     }
-    if (result.notFound) {
+    if ('notFound' in decision) {
       if (!has(pages, notFoundPage)) throw new Error(`load() of "${name}" returned notFound and there is no notFoundPage`);
       page = pages[notFoundPage];
       props = {};

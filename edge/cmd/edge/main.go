@@ -5,19 +5,16 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -80,55 +77,12 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 		return err
 	}
 	defer pages.Close()
-	handler := pages.ServeMux(routes(pages, e.Routes))
-
-	errorLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	public := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: e.ReadHeaderTimeout,
-		ReadTimeout:       e.ReadTimeout,
-		WriteTimeout:      e.WriteTimeout,
-		IdleTimeout:       e.IdleTimeout,
-		MaxHeaderBytes:    e.MaxHeaderBytes,
-		ErrorLog:          errorLog,
-	}
-	var draining atomic.Bool
-	admin := &http.Server{
-		Handler:           server.Admin(server.AdminOptions{Draining: &draining, Ready: pages.Ready, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: pages}),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		ErrorLog:          errorLog,
-	}
-
-	errc := make(chan error, 2)
-	for _, l := range []struct {
-		name, key, addr string
-		srv             *http.Server
-	}{{"public", "edge.listen", e.Listen, public}, {"admin", "edge.admin_listen", e.AdminListen, admin}} {
-		ln, err := net.Listen("tcp", l.addr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", l.key, err)
-		}
-		log.Info("listening", "listener", l.name, "address", ln.Addr().String())
-		go func() { errc <- l.srv.Serve(ln) }()
-	}
 	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes), "tracing", cmp.Or(e.OTLPEndpoint, "off"))
-
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	draining.Store(true)
-	log.Info("draining", "delay", e.ShutdownDelay.String(), "timeout", e.ShutdownTimeout.String())
-	// Readiness is already false; keep serving while load balancers notice.
-	time.Sleep(e.ShutdownDelay)
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), e.ShutdownTimeout)
-	defer cancel()
-	err = errors.Join(public.Shutdown(shutdownCtx), admin.Shutdown(shutdownCtx))
-	log.Info("stopped")
-	return err
+	var draining atomic.Bool
+	admin := server.Admin(server.AdminOptions{
+		Draining: &draining, Ready: pages.Ready, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: pages,
+	})
+	return pages.Serve(ctx, pages.ServeMux(routes(pages, e.Routes)), admin, &draining)
 }
 
 // routes mounts the config's routes: pages without a Go loader (their own load() runs in

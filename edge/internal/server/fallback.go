@@ -136,19 +136,19 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 			}
 		}
 		doc.PropsJSON = decision.Props
-		switch {
-		case decision.Redirect != "":
+		d := decision.decided
+		if d.redirect != "" {
 			// Complete without the renderer: not a fallback.
-			h.Set("Location", decision.Redirect)
+			h.Set("Location", d.redirect)
 			h.Set("Cache-Status", cacheStatus)
 			h.Add("Vary", p.vary)
-			w.WriteHeader(cmp.Or(decision.RedirectStatus, http.StatusFound))
+			w.WriteHeader(d.status)
 			return
-		case decision.NotFound:
-			status, doc.Name = http.StatusNotFound, p.notFoundPage
-		case decision.Status != 0:
-			status = decision.Status
 		}
+		if d.notFound {
+			doc.Name = p.notFoundPage
+		}
+		status = cmp.Or(d.status, status)
 	}
 	h.Set("X-SSR-Fallback", reason)
 	h.Set("Cache-Control", "no-store")

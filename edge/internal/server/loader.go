@@ -37,6 +37,9 @@ type Loaded struct {
 	NoStore       bool
 	// Tags are the page's surrogate keys, for purges by tag.
 	Tags []string
+
+	// decided is what the fields above decide, set by page.load.
+	decided decision
 }
 
 // private: a decision that sets a cookie or is marked private or no-store belongs to the
@@ -97,7 +100,10 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded,
 	if loaded == nil {
 		loaded = &Loaded{}
 	}
-	if loaded.Redirect != "" {
+	if loaded.decided, err = decide(loaded); err != nil {
+		return nil, fmt.Errorf("page %q: the loader returned %w", req.Page, err)
+	}
+	if loaded.decided.redirect != "" {
 		return loaded, nil
 	}
 	if len(loaded.Props) == 0 {

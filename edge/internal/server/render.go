@@ -212,27 +212,21 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	// Made before the render: a render that fails or is late still answers with the
 	// loader's status, redirect, not-found page and props.
 	fl.loaded.Store(loaded)
-	if loaded.Redirect != "" {
-		status := loaded.RedirectStatus
-		if status == 0 {
-			status = http.StatusFound
-		}
-		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(status), Headers: append(headerList(loaded.Header),
-			&ssrv1.Header{Name: "Location", Value: loaded.Redirect}), Cache: cacheHint(loaded)}, nil
+	d := loaded.decided
+	if d.redirect != "" {
+		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(d.status), Headers: append(headerList(loaded.Header),
+			&ssrv1.Header{Name: "Location", Value: d.redirect}), Cache: cacheHint(loaded)}, nil
 	}
 	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
-	if loaded.NotFound {
+	if d.notFound {
 		withProps.Page = p.notFoundPage
 	}
 	resp, err := p.render(ctx, fl, withProps)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case loaded.NotFound:
-		resp.Status = http.StatusNotFound
-	case loaded.Status != 0:
-		resp.Status = int32(loaded.Status)
+	if d.status != 0 {
+		resp.Status = int32(d.status)
 	}
 	resp.Headers = append(resp.Headers, headerList(loaded.Header)...)
 	if hint := cacheHint(loaded); hint != nil {

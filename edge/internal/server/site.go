@@ -194,10 +194,11 @@ func (s *Site) NotFound() http.Handler {
 // Assets serves the client build's files under /assets/.
 func (s *Site) Assets() http.Handler { return s.assets }
 
-// Render answers r with page rendered as decided (or err, a loader's failure), uncached,
-// within the soft deadline, with the fallbacks of any page. It returns the fallback's
-// reason, or "" when the page was rendered.
-func (s *Site) Render(w http.ResponseWriter, r *http.Request, page string, decided *Loaded, err error) string {
+// RespondWith answers r with page rendered as decided (or err, a loader's failure),
+// uncached, within the soft deadline, with the fallbacks of any page: the public package's
+// Server.Render. It returns the fallback's reason, or "" when the page was rendered.
+// ("Render", in this package, is the renderer's call.)
+func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, decided *Loaded, err error) string {
 	s.mu.Lock()
 	p, ok := s.direct[page]
 	if !ok {

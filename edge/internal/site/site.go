@@ -53,6 +53,8 @@ const tracerName = "github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 // handlers, purge it, and Close it when done.
 type Site struct {
 	*server.Site
+	e        config.Edge
+	log      *slog.Logger
 	renderer *renderclient.Client
 	shared   *sharedcache.Store // nil: no second level
 }
@@ -111,7 +113,7 @@ func Open(cfg *config.Config, o Options) (*Site, error) {
 		}
 		return nil, fmt.Errorf("assets: %w", err)
 	}
-	return &Site{Site: site, renderer: renderer, shared: shared}, nil
+	return &Site{Site: site, e: e, log: log, renderer: renderer, shared: shared}, nil
 }
 
 // Ready returns, without waiting, an error naming every page name in use that the

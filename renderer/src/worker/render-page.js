@@ -2,6 +2,7 @@
 // honour notFound/redirect/status/headers/cache, render body and head.
 // Runs inside a worker; knows nothing of gRPC or Piscina.
 import { performance } from 'node:perf_hooks';
+import { decide } from '../decision.js';
 import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
 
 /**
@@ -85,25 +86,24 @@ export async function renderPage(bundle, task) {
 
   const loadStart = performance.now();
   let result = await runLoad(entry, ctx);
-  let status = 200;
-
-  if (result.notFound) {
+  const decision = decided(result);
+  if ('notFound' in decision) {
     page = bundle.notFoundPage ?? '';
     entry = lookup(bundle, page);
     if (!entry) throw new PageThrewError(`load() returned notFound but the bundle has no notFoundPage "${page}"`);
-    result = { ...await runLoad(entry, ctx), notFound: true };
-    status = 404;
+    // The not-found page's own load() gives its props and headers; its status stays 404.
+    result = await runLoad(entry, ctx);
   }
   const loadUs = micros(performance.now() - loadStart);
 
   const headers = toHeaders(result.headers);
   const cache = { maxAgeSeconds: result.cache?.maxAgeSeconds ?? 0, noStore: result.cache?.noStore ?? false, tags: cacheTags(result.cache?.tags) };
 
-  if (result.redirect && !result.notFound) {
-    headers.push({ name: 'Location', value: String(result.redirect.location) });
-    return { page, html: '', head: '', status: result.redirect.status ?? 302, headers, cache, propsJson: '', loadStart, loadUs, renderUs: 0 };
+  if ('redirect' in decision) {
+    headers.push({ name: 'Location', value: decision.redirect });
+    return { page, html: '', head: '', status: decision.status, headers, cache, propsJson: '', loadStart, loadUs, renderUs: 0 };
   }
-  if (!result.notFound && result.status !== undefined) status = result.status;
+  const status = decision.status || 200;
 
   const props = result.props ?? callerProps;
   const renderStart = performance.now();
@@ -202,6 +202,18 @@ function toHeaders(headers) {
   }
   return Object.entries(headers).flatMap(([name, value]) =>
     (Array.isArray(value) ? value : [value]).map((v) => ({ name, value: String(v) })));
+}
+
+/**
+ * @param {LoadResult} result
+ * @returns {import('../decision.js').Decision}
+ */
+function decided(result) {
+  try {
+    return decide(result);
+  } catch (err) {
+    throw pageThrew(err);
+  }
 }
 
 /** @param {unknown} err */
