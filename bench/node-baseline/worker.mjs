@@ -18,14 +18,18 @@ const unsafe = /[<>&\u2028\u2029]/g;
 const escape = (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
 
 /** @param {{url: string, props?: Record<string, unknown>}} task props: from the database (--db) */
-export default async function render({ url, props }) {
+export default async function render(task) {
+  const { url } = task;
   const path = new URL(url, 'http://x').pathname;
   const match = /^\/products\/([^/]+)$/.exec(path);
   const name = path === '/' ? 'home' : match ? 'product' : app.notFoundPage;
   const params = match ? { id: match[1] } : {};
-  const page = await renderPage(app, { page: name, url, params, variants: {}, props });
+  const page = await renderPage(app, { page: name, url, params, variants: {}, props: task.props });
   const envelope = JSON.stringify({ page: page.page, url, params });
-  const data = `${envelope.slice(0, -1)},"props":${page.propsJson}}`.replace(unsafe, escape);
+  // The renderer sends back only props its load() made; the caller embeds its own, as the
+  // edge does.
+  const props = page.propsJson || JSON.stringify(task.props ?? {});
+  const data = `${envelope.slice(0, -1)},"props":${props}}`.replace(unsafe, escape);
   return {
     status: name === app.notFoundPage ? 404 : page.status,
     html: '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

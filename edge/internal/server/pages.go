@@ -411,7 +411,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 		name = req.Page
 	}
 	props := resp.GetPropsJson()
-	if props == nil {
+	if len(props) == 0 {
 		props = []byte("{}")
 	}
 	return p.dress(document.Page{

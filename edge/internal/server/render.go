@@ -29,7 +29,21 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	fl.call = time.Since(began)
 	p.metrics.observeRender(p.route, began, err)
 	endRender(span, err)
+	if err == nil {
+		resp.PropsJson = renderedProps(req, resp)
+	}
 	return resp, err
+}
+
+// renderedProps are the props the page rendered with: the renderer sends them back only
+// when the page's load() made them (renderer/src/worker/render-page.js); else they are the
+// ones this request sent, which cross the hop once. Both sides run the cases of
+// proto/testdata/props-crossing.json.
+func renderedProps(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) []byte {
+	if len(resp.PropsJson) > 0 {
+		return resp.PropsJson
+	}
+	return req.PropsJson
 }
 
 // sharedContext is the context of a render that may be shared or stored: the request's id

@@ -255,7 +255,8 @@ export class RenderPool {
     };
     let outcome;
     try {
-      outcome = await this.#piscina.run(withToken(task, token), { signal: stop.signal });
+      const { sent, transferList } = withOwnProps(task);
+      outcome = await this.#piscina.run(withToken(sent, token), { signal: stop.signal, transferList });
     } catch (err) {
       settled();
       // (A worker that died under the render while it was asked answers nothing: pinned.)
@@ -721,4 +722,21 @@ function bundleId(path) {
   } catch {
     return '';
   }
+}
+
+/**
+ * The task as it goes to its worker: its props in a buffer of their own, moved there, not
+ * cloned. A clone of a view would copy its whole backing buffer (grpc-js's receive buffer)
+ * through V8's serializer into the worker's heap; this copies the props' bytes once, and
+ * the caller's view stays readable here (the quarantine hashes it after a worker death).
+ * @param {PoolTask} task
+ * @returns {{sent: PoolTask, transferList: any}} an ArrayBuffer[] (Piscina's TransferList
+ *   type infers postMessage's other overload, the options object)
+ */
+function withOwnProps(task) {
+  const props = task.propsJson;
+  if (!props || props.byteLength === 0) return { sent: task, transferList: [] };
+  const own = new Uint8Array(props.byteLength);
+  own.set(props);
+  return { sent: { ...task, propsJson: own }, transferList: [own.buffer] };
 }

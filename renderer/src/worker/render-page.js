@@ -61,7 +61,9 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  * @property {number} status
  * @property {Array<{name: string, value: string}>} headers
  * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
- * @property {string} propsJson empty for a redirect
+ * @property {string} propsJson the props the page rendered with, when its load() made them;
+ *   empty when it rendered with the caller's as they came (the caller has those: props
+ *   cross the hop once), and for a redirect
  * @property {number} loadStart performance.now() when load() began
  * @property {number} loadUs
  * @property {number} [renderStart] performance.now() when the render began
@@ -79,7 +81,9 @@ export async function renderPage(bundle, task) {
   let entry = lookup(bundle, page);
   if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
 
-  const callerProps = task.props ?? parseCallerProps(task.propsJson);
+  // Frozen, so that a load() that changes them must return new ones: the caller's own are
+  // not sent back (propsJson), and a change in place would hydrate with the old ones.
+  const callerProps = Object.freeze(task.props ?? parseCallerProps(task.propsJson));
   const url = task.url || '/';
   /** @type {LoadContext} */
   const ctx = { url, params: task.params, query: firstValues(url), variants: task.variants, props: callerProps };
@@ -109,12 +113,7 @@ export async function renderPage(bundle, task) {
   const renderStart = performance.now();
   const rendered = render(bundle, entry, props, ctx);
   const renderUs = micros(performance.now() - renderStart);
-  let propsJson;
-  try {
-    propsJson = JSON.stringify(props);
-  } catch (err) {
-    throw pageThrew(err);
-  }
+  const propsJson = props === callerProps ? '' : stringifyProps(props);
   return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
 }
 
@@ -211,6 +210,15 @@ function toHeaders(headers) {
 function decided(result) {
   try {
     return decide(result);
+  } catch (err) {
+    throw pageThrew(err);
+  }
+}
+
+/** @param {unknown} props */
+function stringifyProps(props) {
+  try {
+    return JSON.stringify(props);
   } catch (err) {
     throw pageThrew(err);
   }

@@ -308,7 +308,9 @@ type RenderResponse struct {
 	Headers []*Header `protobuf:"bytes,4,rep,name=headers,proto3" json:"headers,omitempty"`
 	// Caching hints from the app; the edge applies them within its own limits.
 	Cache *CacheHint `protobuf:"bytes,5,opt,name=cache,proto3" json:"cache,omitempty"`
-	// The props the page rendered with (a JSON object), for hydration.
+	// The props the page rendered with (a JSON object), for hydration, when its load() made
+	// them; empty when it rendered with the request's props_json as they came (or with none):
+	// the caller has those, and embeds its own bytes.
 	PropsJson []byte `protobuf:"bytes,6,opt,name=props_json,json=propsJson,proto3" json:"props_json,omitempty"`
 	// Where the time went, for Server-Timing and metrics.
 	Timing *Timing `protobuf:"bytes,7,opt,name=timing,proto3" json:"timing,omitempty"`
