@@ -30,6 +30,8 @@ COPY --from=renderer-deps /app/renderer/node_modules /src/renderer/node_modules
 COPY renderer/package.json /src/renderer/
 COPY renderer/build /src/renderer/build
 COPY renderer/client /src/renderer/client
+# What a load() decided, which the client helper shares with the worker.
+COPY renderer/src/decision.js /src/renderer/src/decision.js
 COPY app/ ./
 RUN node build.mjs
 
