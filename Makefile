@@ -91,13 +91,22 @@ $(GO_TOOLS) &: tools/go.mod tools/go.sum
 proto: $(GO_TOOLS) ## Regenerate the Go code from proto/ (committed)
 	cd proto && buf lint && buf generate
 
+# The pages' props types (committed), from the Go types the shop registers its pages with
+# (ssr.Typed): the .d.ts the app is typechecked against, and the JSON Schema that a
+# development build of the app gives the renderer to check props against.
+PROPS_TYPES := app/src/props.gen.d.ts app/src/props.gen.schema.json
+
+.PHONY: types
+types: ## Regenerate the pages' props types (app/src/props.gen.*) from the shop's Go types: run after changing one
+	cd shop && go generate ./...
+
 ##@ Test
 
 .PHONY: test
 test: lint test-go test-app test-node test-k8s test-e2e test-shop test-browser test-adopt test-loadtest test-images ## Run every test (installs what it needs)
 
 .PHONY: lint
-lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated code, tsc
+lint: $(GO_TOOLS) $(RENDERER_DEPS) test-types ## go vet, gofmt, buf lint, stale generated code, tsc
 	cd edge && go vet ./... && go vet -tags images,testclock ./...
 	cd shop && go vet ./...
 	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
@@ -107,6 +116,21 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) ## go vet, gofmt, buf lint, stale generated c
 	  (cd proto && buf generate --template $$tmp/buf.gen.yaml); \
 	  diff -r $$tmp/ssr edge/internal/proto/ssr || { echo "generated code is stale: run make proto"; exit 1; }
 	cd renderer && npm run --silent typecheck
+
+# tsc runs first, so that a Go change that breaks a page fails naming the page's file and the
+# field; then a committed copy that differed from what the Go types give fails too (it has
+# been regenerated in place: commit it).
+.PHONY: test-types
+test-types: $(RENDERER_DEPS) $(APP_DEPS) ## Regenerate the pages' props types from Go, typecheck the app against them, fail if the committed copy was stale
+	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
+	  cp $(PROPS_TYPES) $$tmp/; \
+	  $(MAKE) --no-print-directory types; \
+	  status=0; \
+	  $(NODE) renderer/node_modules/typescript/bin/tsc -p app/jsconfig.json || status=1; \
+	  for f in $(PROPS_TYPES); do \
+	    diff -u $$tmp/$$(basename $$f) $$f || { echo "$$f was stale (regenerated now): commit it"; status=1; }; \
+	  done; \
+	  exit $$status
 
 .PHONY: test-go
 # make test fuzzes for a count of inputs, not a duration: Go 1.26's fuzzing coordinator can

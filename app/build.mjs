@@ -16,6 +16,8 @@
 //                             src/ (make dev). A build that fails prints its errors and leaves
 //                             dist/ as it was. Each file is replaced whole, the manifest last;
 //                             the client's older files stay, for pages already in browsers.
+//                             The server bundle is src/server-dev.js's: it carries the pages'
+//                             props shapes, which the renderer checks props against.
 //                             After a build that changed the server bundle, PID gets SIGHUP
 //                             (scripts/run.sh, which passes it on to the renderer); the watch
 //                             ends when PID does.
@@ -103,7 +105,7 @@ async function watch({ dev, notify, rel }) {
   const clientDir = path.join(distDir, 'client');
   const serverFile = path.join(distDir, 'server', 'server.js');
   const [server, client] = await Promise.all([
-    esbuild.context({ ...serverOptions({ ...source(path.join(appDir, 'src', 'server.js')), outfile: serverFile }), write: false }),
+    esbuild.context({ ...serverOptions({ ...source(path.join(appDir, 'src', 'server-dev.js')), outfile: serverFile }), write: false }),
     esbuild.context(clientOptions({ ...source(path.join(appDir, 'src', 'client.jsx')), dev, outDir: clientDir })),
   ]);
   const alive = () => {

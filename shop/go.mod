@@ -39,3 +39,5 @@ require (
 )
 
 replace github.com/sidecar-ssr/sidecar-ssr/edge => ../edge
+
+tool github.com/sidecar-ssr/sidecar-ssr/edge/cmd/ssr-types

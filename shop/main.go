@@ -79,37 +79,36 @@ func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
 		Route: "GET /{$}",
 		Cache: ssr.Cache{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
-		Load: func(r *http.Request) (ssr.Result, error) {
+		Load: ssr.Typed(func(r *http.Request) (catalog.ListingProps, ssr.Result, error) {
 			page := catalog.ListingPage(r.URL.Query().Get("page"))
 			products, err := db.Listing(r.Context(), page)
-			return ssr.Result{Props: catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}}, err
-		},
+			return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
+		}),
 	}))
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
 		Route: "GET /products/{id}",
 		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
-		Load: func(r *http.Request) (ssr.Result, error) {
+		Load: ssr.Typed(func(r *http.Request) (productProps, ssr.Result, error) {
 			id, ok := productID(r.PathValue("id"))
 			if !ok {
-				return ssr.Result{NotFound: true}, nil
+				return productProps{}, ssr.Result{NotFound: true}, nil
 			}
 			product, related, err := db.Product(r.Context(), id)
 			if err != nil || product == nil {
-				return ssr.Result{NotFound: product == nil}, err
+				return productProps{}, ssr.Result{NotFound: product == nil}, err
 			}
-			return ssr.Result{Props: productProps{Product: *product, Related: related}}, nil
-		},
+			return productProps{Product: *product, Related: related}, ssr.Result{}, nil
+		}),
 	}))
 	mux.Handle("GET /", pages.NotFound())
 	return mux
 }
 
-type homeProps struct {
-	Page      int               `json:"page"`
-	PageCount int               `json:"pageCount"`
-	Products  []catalog.Product `json:"products"`
-}
+// The pages' props types, for the React app, from the Go types the routes register them with
+// (ssr.Typed): run go generate (make types) after changing one; make test fails until then.
+//go:generate go tool ssr-types -ts ../app/src/props.gen.d.ts -schema ../app/src/props.gen.schema.json
 
+// productProps are the product page's props (app/src/pages/Product.jsx).
 type productProps struct {
 	Product catalog.Product   `json:"product"`
 	Related []catalog.Product `json:"related"`

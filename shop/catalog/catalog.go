@@ -24,7 +24,9 @@ const (
 // PageCount is the number of listing pages.
 const PageCount = (MaxID - MinID + PageSize) / PageSize
 
-// ListingProps are the listing page's props.
+// ListingProps are the listing page's props. Its TypeScript type (app/src/props.gen.d.ts) is
+// generated from this one by make types, so a change here fails make test where a page
+// disagrees.
 type ListingProps struct {
 	Page      int       `json:"page"`
 	PageCount int       `json:"pageCount"`

@@ -1,4 +1,5 @@
 /** Site header with the cart counter; the count lives in the page's state. */
+/** @param {{cartCount?: number}} props */
 export function Header({ cartCount = 0 }) {
   return (
     <header className="site-header">

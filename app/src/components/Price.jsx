@@ -11,11 +11,18 @@ function formatter(currency) {
   return f;
 }
 
+/**
+ * @param {number} cents
+ * @param {string} [currency]
+ */
 export function formatPrice(cents, currency = 'USD') {
   return formatter(currency).format(cents / 100);
 }
 
-/** The price, and the struck-through "was" price when the product is on sale. */
+/**
+ * The price, and the struck-through "was" price when the product is on sale.
+ * @param {{cents: number, listCents?: number | null, currency?: string}} props
+ */
 export function Price({ cents, listCents = null, currency = 'USD' }) {
   return (
     <span className="price" data-currency={currency}>

@@ -1,7 +1,12 @@
 import { Price } from './Price.jsx';
 import { Rating } from './Rating.jsx';
 
-/** A coloured block standing in for the product photo. */
+/** @import { Product } from '../props.gen.js' */
+
+/**
+ * A coloured block standing in for the product photo.
+ * @param {{color: string, label: string, large?: boolean}} props
+ */
 export function Swatch({ color, label, large = false }) {
   return (
     <div
@@ -13,6 +18,7 @@ export function Swatch({ color, label, large = false }) {
   );
 }
 
+/** @param {{tags: string[]}} props */
 export function TagList({ tags }) {
   return (
     <ul className="tags">
@@ -25,7 +31,10 @@ export function TagList({ tags }) {
   );
 }
 
-/** Stock and delivery, from the catalog's numbers (no clock: no delivery dates). */
+/**
+ * Stock and delivery, from the catalog's numbers (no clock: no delivery dates).
+ * @param {{stock: number, shipsInDays: number}} props
+ */
 export function Availability({ stock, shipsInDays }) {
   let text = 'In stock';
   let level = 'ok';
@@ -46,6 +55,7 @@ export function Availability({ stock, shipsInDays }) {
   );
 }
 
+/** @param {{onAdd: () => void}} props */
 export function AddToCart({ onAdd }) {
   return (
     <button type="button" className="add-to-cart" data-testid="add-to-cart" onClick={onAdd}>
@@ -54,6 +64,7 @@ export function AddToCart({ onAdd }) {
   );
 }
 
+/** @param {{product: Product, onAdd: (id: number) => void}} props */
 export function ProductCard({ product, onAdd }) {
   const href = `/products/${product.id}`;
   return (

@@ -1,4 +1,7 @@
-/** Five stars, filled up to the rounded rating, plus the review count. */
+/**
+ * Five stars, filled up to the rounded rating, plus the review count.
+ * @param {{value: number, count: number}} props
+ */
 export function Rating({ value, count }) {
   const filled = Math.round(value);
   const stars = [];

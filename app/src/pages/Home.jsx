@@ -3,17 +3,24 @@ import { PAGE_COUNT, listProducts } from '../catalog.js';
 import { Header } from '../components/Header.jsx';
 import { ProductCard } from '../components/ProductCard.jsx';
 
+/** @import { ListingProps } from '../props.gen.js' */
+
 /** `?page=N` picks a listing page; anything else (missing, junk, out of range) is page 1. */
 function listingPage(query) {
   const n = Number(query.page);
   return Number.isInteger(n) && n >= 1 && n <= PAGE_COUNT ? n : 1;
 }
 
+/**
+ * @param {{query: Record<string, string>}} ctx
+ * @returns {{props: ListingProps}}
+ */
 export function loadHome({ query }) {
   const page = listingPage(query);
   return { props: { page, pageCount: PAGE_COUNT, products: listProducts(page) } };
 }
 
+/** @param {Partial<ListingProps>} [props] */
 export function homeHead({ page = 1 } = {}) {
   const suffix = page > 1 ? ` (page ${page})` : '';
   return (
@@ -27,6 +34,7 @@ export function homeHead({ page = 1 } = {}) {
   );
 }
 
+/** @param {{page: number, pageCount: number}} props */
 function Pager({ page, pageCount }) {
   return (
     <nav className="pager" aria-label="Pages">
@@ -39,6 +47,7 @@ function Pager({ page, pageCount }) {
   );
 }
 
+/** @param {ListingProps} props the Go server's catalog.ListingProps */
 export function Home({ page = 1, pageCount = PAGE_COUNT, products = [] }) {
   const [cartCount, setCartCount] = useState(0);
   const add = () => setCartCount((n) => n + 1);

@@ -5,12 +5,19 @@ import { Price } from '../components/Price.jsx';
 import { AddToCart, Availability, ProductCard, Swatch, TagList } from '../components/ProductCard.jsx';
 import { Rating } from '../components/Rating.jsx';
 
+/** @import { ProductProps } from '../props.gen.js' */
+
+/**
+ * @param {{params?: Record<string, string>}} ctx
+ * @returns {{props: ProductProps} | {notFound: true}}
+ */
 export function loadProduct({ params }) {
   const id = parseId(params?.id);
   if (id === null) return { notFound: true };
   return { props: { product: getProduct(id), related: relatedProducts(id, 8) } };
 }
 
+/** @param {Partial<ProductProps>} [props] */
 export function productHead({ product } = {}) {
   if (!product) return <title>Sidecar Shop</title>;
   return (
@@ -21,6 +28,7 @@ export function productHead({ product } = {}) {
   );
 }
 
+/** @param {ProductProps} props the Go server's productProps */
 export function Product({ product, related = [] }) {
   const [cartCount, setCartCount] = useState(0);
   const add = () => setCartCount((n) => n + 1);

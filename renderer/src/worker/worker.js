@@ -106,6 +106,10 @@ new PerformanceObserver((list) => {
 }).observe({ entryTypes: ['gc'] });
 
 const bundle = await loadBundle(options.bundle);
+// Only a development build of the app declares its pages' props (props-check.js): for a
+// production bundle the check is not even loaded.
+const { propsSchema } = /** @type {{propsSchema?: unknown}} */ (bundle);
+const checkProps = propsSchema === undefined ? undefined : (await import('./props-check.js')).propsChecker(propsSchema);
 const warm = await warmUp(bundle, options.warmupRounds);
 const control = new MessageChannel();
 answerHeapSnapshots(control.port1, threadId);
@@ -127,6 +131,7 @@ export default async function render(task) {
   let result;
   let encoded;
   try {
+    checkProps?.(task);
     result = await renderPage(bundle, task);
     // A page over max_page_mb fails here, as a result: a throw out of this
     // function would look to the pool like a worker that died.
