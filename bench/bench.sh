@@ -18,7 +18,8 @@
 # and the contender compresses as its users would: node-baseline with @fastify/compress at
 # its defaults (server.mjs --compress), the edge and the shop as they always do (live zstd >
 # brotli 1 > gzip 1); v8go does not compress and has no compressed mode. CONTENDERS lists the
-# runs; by default node-baseline and stack-uncached in both modes, the others in identity.
+# runs; by default node-baseline-db, shop-uncached, node-baseline and stack-uncached in both
+# modes, the others in identity.
 # For each run: the knee (stepped arrival rates, every 25 req/s from 100, STEP_SECONDS 10
 # each; SLO p99 ≤ 150 ms, ≥ 99 % rendered, ≤ 1 % dropped; k6 stops after the first failing
 # step; SKIP_KNEE=1 skips it), KNEE_ROUNDS times (default 3), the runs taking turns within
@@ -27,11 +28,13 @@
 # (30s), with p50/p90/p99/p99.9/max, bytes per response and the CPU milliseconds per request
 # of each process and thread group (bench/thread-cpu.mjs: the edge, Node's main thread, render
 # workers, V8 helper threads, libuv threads), its total also as a ratio to bare Node's in the
-# same mode on the same page. The fixed rate of a mode: FIXED_RATE if set, else 70 % of the
-# uncached stack's median knee in that mode, rounded to 5 req/s (compressed without that knee:
-# identity's), else 150 req/s (no such knee: SKIP_KNEE, the stack not among the runs, or 0).
-# About 50 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
-# about 22 with KNEE_ROUNDS=1.
+# same mode on the same page. The fixed rate of a page and mode: FIXED_RATE if set, else 70 %
+# of the median knee in that mode of the product on that page (shop-uncached for the
+# props-from-Go rows, stack-uncached for the demo page), rounded to 5 req/s (compressed
+# without that knee: identity's), else 150 req/s (no such knee: SKIP_KNEE, not among the
+# runs, or 0).
+# About 60 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
+# about 27 with KNEE_ROUNDS=1.
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +49,7 @@ knee_rounds=${KNEE_ROUNDS:-3}
 fixed_duration=${FIXED_DURATION:-30s}
 default_fixed_rate=150 # without a knee of stack-uncached: about 70 % of its knee on 2 cores
 browser_accept_encoding='gzip, deflate, br, zstd' # loadtest/lib/common.js, ENCODING=browser
-runs=(${CONTENDERS:-node-baseline node-baseline+compressed v8go stack-uncached stack-uncached+compressed stack-cached node-baseline-db v8go-db shop-uncached})
+runs=(${CONTENDERS:-node-baseline-db node-baseline-db+compressed v8go-db shop-uncached shop-uncached+compressed node-baseline node-baseline+compressed v8go stack-uncached stack-uncached+compressed stack-cached})
 bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop read
 
 # start_contender NAME COMPRESS: starts contender NAME (without its mode); COMPRESS is 1 in
@@ -122,9 +125,9 @@ if [ -z "${SKIP_KNEE:-}" ]; then
   done
 fi
 
-# One fixed rate per mode for every run in it, so that the rows compare: 70 % of the uncached
-# stack's knee in that mode (a compressed knee is lower: the load generator decompresses on the
-# same cores); fixed-rate.json says where each came from.
+# One fixed rate per page and mode for every run in it, so that the rows compare: 70 % of the
+# product's knee on that page in that mode (a compressed knee is lower: the load generator
+# decompresses on the same cores); fixed-rate.json says where each came from.
 "$node" -e '
   const fs = require("node:fs");
   const [dir, given, fallback] = process.argv.slice(1);
@@ -140,14 +143,19 @@ fi
       : knee > 0 ? { rate: Math.max(5, Math.round((0.7 * knee) / 5) * 5), source: "knee", run, knee }
       : { rate: Number(fallback), source: "default", run };
   };
-  const identity = rateFor("stack-uncached");
-  const compressed = kneeOf("stack-uncached+compressed") > 0 || given ? rateFor("stack-uncached+compressed") : identity;
-  fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify({ identity, compressed }));
+  const rates = {};
+  for (const [page, product] of [["page", "stack-uncached"], ["db", "shop-uncached"]]) {
+    rates[page] = rateFor(product);
+    const compressed = `${product}+compressed`;
+    rates[`${page}+compressed`] = kneeOf(compressed) > 0 || given ? rateFor(compressed) : rates[page];
+  }
+  fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(rates));
 ' "$out" "${FIXED_RATE:-}" "$default_fixed_rate"
 for r in "${runs[@]}"; do
   start "$r" || continue
-  mode=identity; case $r in *+compressed) mode=compressed ;; esac
-  fixed_rate=$("$node" -p "require('./$out/fixed-rate.json').$mode.rate")
+  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; esac
+  case $r in *+compressed) group+=+compressed ;; esac
+  fixed_rate=$("$node" -p "require('./$out/fixed-rate.json')['$group'].rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
   mkdir -p "$out/$r-fixed"
   # What the run's client gets: the page's Content-Encoding and its size on the wire.

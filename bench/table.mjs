@@ -8,7 +8,8 @@ import { cpus } from 'node:os';
 const [dir, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
-const contenders = ['node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached', 'node-baseline-db', 'v8go-db', 'shop-uncached'];
+// The props-from-Go rows first: how a Go shop uses the product.
+const contenders = ['node-baseline-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
@@ -40,9 +41,10 @@ const served = ({ served: s, fixed }) => `${s ? s.content_encoding || 'identity'
 /** All of a run's processes, CPU ms per request. */
 const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0) : undefined);
 
-/** The fixed rate of each mode, and why (bench.sh writes fixed-rate.json). */
+/** The fixed rate of each page and mode, and why (bench.sh writes fixed-rate.json). */
 const fixedRates = json('fixed-rate.json');
-const rateOf = (n) => fixedRates[n.endsWith(COMPRESSED) ? 'compressed' : 'identity'];
+const rateKey = (n) => `${fromDatabase(n) ? 'db' : 'page'}${n.endsWith(COMPRESSED) ? COMPRESSED : ''}`;
+const rateOf = (n) => fixedRates[rateKey(n)];
 const why = (m) => ({
   knee: `70 % of ${m.run}'s median knee (${m.knee} req/s), rounded to 5`,
   FIXED_RATE: 'set by FIXED_RATE',
@@ -51,23 +53,32 @@ const why = (m) => ({
 
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: a worker's render of the page (renderPage) in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
-console.log(`Fixed rate: identity ${fixedRates.identity.rate} req/s, ${why(fixedRates.identity)}; `
-  + `compressed ${fixedRates.compressed.rate} req/s, ${why(fixedRates.compressed)}.\n`);
-console.log('| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | fixed rate | at it: p50 / p90 / p99 / p99.9 / max ms | p99/p50 | rendered | dropped | CPU ms per request | vs bare Node |');
-console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-for (const r of rows) {
-  const { n, rounds, knee, fixed } = r;
-  const base = row(baseName(n));
-  console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ${rateOf(n).rate} | ` +
-    `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ${ratio(fixed.p99_ms, fixed.p50_ms)} | ` +
-    `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} | ` +
-    `${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} | ${ratio(cpuTotal(r.cpu), cpuTotal(base?.cpu))} |`);
+const tables = [
+  ['Props from Go: the listing with its props read from the shop\'s SQLite database', rows.filter((r) => fromDatabase(r.n))],
+  ['The demo page: props from its own load()', rows.filter((r) => !fromDatabase(r.n))],
+];
+for (const [title, group] of tables.filter(([, g]) => g.length > 0)) {
+  console.log(`## ${title}\n`);
+  const keys = [...new Set(group.map((r) => rateKey(r.n)))];
+  console.log(`Fixed rate: ${keys.map((k) => `${k.endsWith(COMPRESSED) ? 'compressed' : 'identity'} ${fixedRates[k].rate} req/s, ${why(fixedRates[k])}`).join('; ')}.\n`);
+  console.log('| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | fixed rate | at it: p50 / p90 / p99 / p99.9 / max ms | p99/p50 | rendered | dropped | CPU ms per request | vs bare Node |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of group) {
+    const { n, rounds, knee, fixed } = r;
+    const base = row(baseName(n));
+    console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ${rateOf(n).rate} | ` +
+      `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ${ratio(fixed.p99_ms, fixed.p50_ms)} | ` +
+      `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} | ` +
+      `${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} | ${ratio(cpuTotal(r.cpu), cpuTotal(base?.cpu))} |`);
+  }
+  console.log('');
 }
-console.log(`\nRuns ending ${COMPRESSED} send a browser's \`Accept-Encoding: gzip, deflate, br, zstd\` (the others none), and their "vs bare Node" is against `
+console.log(`Runs ending ${COMPRESSED} send a browser's \`Accept-Encoding: gzip, deflate, br, zstd\` (the others none), and their "vs bare Node" is against `
   + `bare Node in the same mode (node-baseline${COMPRESSED}: @fastify/compress at its defaults). "Served as": the page's Content-Encoding `
   + 'and the average bytes per response on the wire, headers included, during the fixed-rate run.');
-console.log('\nRows ending -db and shop-uncached render the same listing with its props read from the shop\'s SQLite database '
-  + '(shop/catalog) by each contender the way its architecture would; their "vs bare Node" is against node-baseline-db.');
+console.log('\nThe props-from-Go rows (-db, shop-uncached) render the same listing with its props read from the shop\'s SQLite database '
+  + '(shop/catalog) by each contender the way its architecture would; their "vs bare Node" is against node-baseline-db, and their fixed '
+  + 'rate is 70 % of the shop\'s own knee.');
 console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6, stopped after its first failing step) with p99 ≤ 150 ms, '
   + '≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; the runs take turns within each round; ratios are of the medians. '
   + 'CPU: all of the run\'s processes during the fixed-rate run (below).');

@@ -1,6 +1,7 @@
 package ssr
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -160,16 +161,30 @@ func (res Result) loaded() (*server.Loaded, error) {
 	}, nil
 }
 
+// errPropsNotObject is a Loader's props that are not a JSON object.
+var errPropsNotObject = errors.New("props must be a JSON object")
+
+// marshalProps gives props as the JSON object they cross the hop as. json.Marshal's output is
+// valid JSON without a scan (only a RawMessage is scanned): on the hot path of every render.
 func marshalProps(props any) ([]byte, error) {
 	switch p := props.(type) {
 	case nil:
 		return nil, nil
 	case json.RawMessage:
+		if len(p) == 0 {
+			return nil, nil
+		}
+		if !json.Valid(p) || bytes.TrimLeft(p, " \t\r\n")[0] != '{' {
+			return nil, errPropsNotObject
+		}
 		return p, nil
 	}
 	b, err := json.Marshal(props)
 	if err != nil {
 		return nil, fmt.Errorf("props are not JSON: %w", err)
+	}
+	if b[0] != '{' {
+		return nil, errPropsNotObject
 	}
 	return b, nil
 }

@@ -222,6 +222,9 @@ func TestLoaderFailures(t *testing.T) {
 		{"panic", func(*http.Request) (Result, error) { panic("nil map") }, "panic: nil map"},
 		{"props not JSON", func(*http.Request) (Result, error) { return Result{Props: map[string]any{"c": make(chan int)}}, nil }, "props are not JSON"},
 		{"props not an object", func(*http.Request) (Result, error) { return Result{Props: []int{1, 2}}, nil }, "props must be a JSON object"},
+		{"props a nil pointer", func(*http.Request) (Result, error) { return Result{Props: (*struct{})(nil)}, nil }, "props must be a JSON object"},
+		{"raw props not JSON", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(`{"a":`)}, nil }, "props must be a JSON object"},
+		{"raw props not an object", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(` [1]`)}, nil }, "props must be a JSON object"},
 		{"props over MaxPropsMB", func(*http.Request) (Result, error) {
 			return Result{Props: map[string]string{"blob": strings.Repeat("x", 1<<20+1)}}, nil
 		}, "Options.MaxPropsMB"},
