@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
@@ -94,5 +95,22 @@ func BenchmarkListingProps(b *testing.B) {
 			n = len(out)
 		}
 		b.ReportMetric(float64(n), "bytes")
+	})
+}
+
+// FuzzParseTags holds the tags column's fast path to encoding/json: the same tags for every
+// array json.Unmarshal reads, an error wherever it gives one.
+func FuzzParseTags(f *testing.F) {
+	for _, seed := range []string{`[]`, `["new"]`, `["limited","gift","new"]`, `[""]`, `["a","","b"]`, `["a", "b"]`,
+		`["a\"b"]`, `["\u00e9"]`, "[\"\xff\"]", "[\"a\tb\"]", `["a]","b"]`, `["a"`, `null`, `["a"]]`, `[1]`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		var want []string
+		wantErr := json.Unmarshal([]byte(text), &want)
+		got, err := parseTags(text)
+		if (err != nil) != (wantErr != nil) || (err == nil && !slices.Equal(got, want)) {
+			t.Fatalf("parseTags(%q) = %q, %v; encoding/json: %q, %v", text, got, err, want, wantErr)
+		}
 	})
 }

@@ -5,13 +5,20 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	_ "modernc.org/sqlite" // pure Go: no cgo
 )
 
 // Store is the catalog in SQLite. It is safe for concurrent use.
-type Store struct{ db *sql.DB }
+type Store struct {
+	db *sql.DB
+	// listing is prepared once: the listing query runs on every uncached render of the home
+	// page, and preparing it each time is SQL parsing that render does not need.
+	listing *sql.Stmt
+}
 
 const schema = `CREATE TABLE IF NOT EXISTS products (
 	id               INTEGER PRIMARY KEY,
@@ -43,6 +50,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	s := &Store{db: db}
 	if err := s.seed(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if s.listing, err = db.PrepareContext(ctx, "SELECT "+columns+" FROM products WHERE id BETWEEN ? AND ? ORDER BY id"); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -86,7 +97,11 @@ func (s *Store) Close() error { return s.db.Close() }
 // Listing returns the products of one listing page (1-based).
 func (s *Store) Listing(ctx context.Context, page int) ([]Product, error) {
 	first := MinID + (page-1)*PageSize
-	return s.query(ctx, "SELECT "+columns+" FROM products WHERE id BETWEEN ? AND ? ORDER BY id", first, first+PageSize-1)
+	rows, err := s.listing.QueryContext(ctx, first, first+PageSize-1)
+	if err != nil {
+		return nil, err
+	}
+	return scan(rows, PageSize)
 }
 
 // Product returns the product with id and its related products, or nil when there is none.
@@ -122,8 +137,13 @@ func (s *Store) query(ctx context.Context, query string, args ...any) ([]Product
 	if err != nil {
 		return nil, err
 	}
+	return scan(rows, 0)
+}
+
+// scan reads rows into products, expecting about n of them.
+func scan(rows *sql.Rows, n int) ([]Product, error) {
 	defer rows.Close()
-	var products []Product
+	products := make([]Product, 0, n)
 	for rows.Next() {
 		var p Product
 		var tagsJSON string
@@ -131,10 +151,35 @@ func (s *Store) query(ctx context.Context, query string, args ...any) ([]Product
 			&p.Currency, &p.Stock, &p.ShipsInDays, &p.Rating, &p.ReviewCount, &tagsJSON, &p.Color); err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal([]byte(tagsJSON), &p.Tags); err != nil {
+		var err error
+		if p.Tags, err = parseTags(tagsJSON); err != nil {
 			return nil, fmt.Errorf("product %d: tags: %w", p.ID, err)
 		}
 		products = append(products, p)
 	}
 	return products, rows.Err()
 }
+
+// parseTags reads the tags column, a JSON array of strings. The column as seed writes it
+// (json.Marshal: no spaces, and these words need no escapes) is split without a decoder,
+// which was a fifth of the listing query's time; anything else goes through encoding/json.
+func parseTags(text string) ([]string, error) {
+	if text == "[]" {
+		return []string{}, nil
+	}
+	if inner, ok := strings.CutPrefix(text, `["`); ok {
+		if inner, ok := strings.CutSuffix(inner, `"]`); ok && strings.IndexFunc(inner, needsDecoder) < 0 {
+			tags := strings.Split(inner, `","`)
+			if !slices.ContainsFunc(tags, func(t string) bool { return strings.Contains(t, `"`) }) {
+				return tags, nil
+			}
+		}
+	}
+	var tags []string
+	err := json.Unmarshal([]byte(text), &tags)
+	return tags, err
+}
+
+// needsDecoder: an escape, a control character (invalid in JSON) or invalid UTF-8 (which
+// encoding/json replaces).
+func needsDecoder(r rune) bool { return r == '\\' || r < 0x20 || r == utf8.RuneError }
