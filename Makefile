@@ -174,7 +174,7 @@ test-shop: build ## The demo shop end to end: SQLite, its Go loaders, the real r
 	cd shop && go test -race -count=1 ./...
 
 .PHONY: test-e2e
-test-e2e: build $(GO_TOOLS) ## End-to-end: real edge binary + real renderer over a unix socket
+test-e2e: build $(GO_TOOLS) nginx ## End-to-end: real edge binary + real renderer over a unix socket (streaming also through nginx)
 	cd edge && go test -race -count=1 ./e2e/...
 
 .PHONY: test-browser
@@ -203,6 +203,11 @@ REDIS_SERVER_VERSION := 5:7.0.15-1~deb12u10
 .PHONY: redis-server
 redis-server: ## Install Debian's redis-server when missing (the shared cache's tests run a real one)
 	@command -v redis-server >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server=$(REDIS_SERVER_VERSION) >/dev/null)
+
+# The streaming test puts Debian's nginx, with its default proxy settings, in front of the edge.
+.PHONY: nginx
+nginx: ## Install Debian's nginx (nginx-light) when missing (the streaming test proxies through it)
+	@test -x /usr/sbin/nginx || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nginx-light >/dev/null)
 
 .PHONY: chromium
 chromium: ## Install Debian's Chromium when missing (the browser test drives /usr/bin/chromium)

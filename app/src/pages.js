@@ -3,6 +3,7 @@
 import { Home, homeHead, loadHome } from './pages/Home.jsx';
 import { NotFound, notFoundHead } from './pages/NotFound.jsx';
 import { Product, loadProduct, productHead } from './pages/Product.jsx';
+import { ProductReviews } from './pages/ProductReviews.jsx';
 
 /**
  * A Go server (shop/) reads the catalog from its database and hands the page its props;
@@ -13,6 +14,8 @@ const unlessGiven = (load) => (ctx) => (Object.keys(ctx.props ?? {}).length > 0 
 export const pages = {
   home: { component: Home, load: unlessGiven(loadHome), head: homeHead },
   product: { component: Product, load: unlessGiven(loadProduct), head: productHead },
+  // Streams (its route's `stream: true`): renderToString would leave its reviews to the browser.
+  'product-reviews': { component: ProductReviews, load: unlessGiven(loadProduct), head: productHead },
   'not-found': { component: NotFound, head: notFoundHead },
 };
 

@@ -1,5 +1,5 @@
 // Server entry: the export surface of docs/app-contract.md. React is bundled in,
 // so the renderer creates and renders elements with the React that defines them.
 export { createElement } from 'react';
-export { renderToString, renderToStaticMarkup } from 'react-dom/server';
+export { renderToString, renderToStaticMarkup, renderToPipeableStream } from 'react-dom/server';
 export { pages, notFoundPage, warmup } from './pages.js';

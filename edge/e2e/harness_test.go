@@ -74,6 +74,22 @@ edge:
       cache: {ttl: 1m, stale_if_error: 10m}
     - {pattern: "GET /items/{id}", page: item, cache: {ttl: 60s}}
     - {pattern: "GET /items/{id}/reviews", page: reviews, cache: {ttl: 60s}}
+    # Streaming (stream_test.go): the shell within a generous render_timeout (a loaded
+    # runner), boundaries held back by the test, not by the clock.
+    - pattern: "GET /streamed/{id}"
+      page: product-reviews
+      stream: true
+      render_timeout: 10s
+      stream_timeout: 15s
+      hard_timeout: 30s
+      cache: {ttl: 1m}
+    - pattern: "GET /streamed-partial/{id}"
+      page: product-reviews
+      stream: true
+      render_timeout: 1s
+      stream_timeout: 1s
+      hard_timeout: 30s
+      cache: {ttl: 1m}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
 `
 

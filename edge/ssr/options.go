@@ -51,6 +51,14 @@ type Options struct {
 	// CacheIgnoreQuery are query parameters no page reads (a trailing * matches a prefix).
 	// If nil, common tracking parameters (utm_*, fbclid, gclid...).
 	CacheIgnoreQuery []string
+	// StreamTimeout bounds, from a request's arrival, how long a streaming page
+	// (PageOptions.Stream) may keep Suspense boundaries pending before the browser is left to
+	// render them; the render goes on to HardTimeout and fills the cache. If zero, 1s.
+	StreamTimeout time.Duration
+	// CrawlerUserAgent is a regular expression: requests whose User-Agent matches it get a
+	// streaming page's complete document, never a stream with boundaries left to the
+	// browser. If empty, "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview".
+	CrawlerUserAgent string
 	// EarlyHints sends a 103 Early Hints response with the client build's scripts and styles
 	// (Link: rel=modulepreload, rel=preload) before a request waits for its render, so the
 	// browser fetches them meanwhile. Off by default here: httptest.ResponseRecorder, and
@@ -144,6 +152,8 @@ func (o Options) config() (*config.Config, error) {
 		e.CacheIgnoreQuery = o.CacheIgnoreQuery
 	}
 	e.EarlyHints = o.EarlyHints
+	set(&e.StreamTimeout, o.StreamTimeout)
+	set(&e.CrawlerUserAgent, o.CrawlerUserAgent)
 	set(&e.SharedCacheAddress, o.SharedCache)
 	set(&e.SharedCacheKey, string(o.SharedCacheKey))
 	set(&e.SharedCacheTimeout, o.SharedCacheTimeout)
@@ -179,6 +189,8 @@ var optionKeys = map[string]string{
 	"edge.cache_ttl_jitter":      "CacheTTLJitter",
 	"edge.cache_ignore_query":    "CacheIgnoreQuery",
 	"edge.early_hints":           "EarlyHints",
+	"edge.stream_timeout":        "StreamTimeout",
+	"edge.crawler_user_agent":    "CrawlerUserAgent",
 	"edge.shared_cache_address":  "SharedCache",
 	"edge.shared_cache_key":      "SharedCacheKey",
 	"edge.shared_cache_timeout":  "SharedCacheTimeout",

@@ -88,6 +88,13 @@ type PageOptions struct {
 	Lang string
 	// Head is trusted markup added to this page's documents' head, after Options.Head.
 	Head string
+	// Stream renders the page with React's renderToPipeableStream: the shell goes out as
+	// soon as it is ready and each Suspense boundary as it resolves; boundaries still pending
+	// StreamTimeout (PageOptions', else Options') after the request arrived are left to the
+	// browser, and the render goes on to fill the cache with the complete document.
+	Stream bool
+	// StreamTimeout overrides Options.StreamTimeout for this page.
+	StreamTimeout time.Duration
 	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
 	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
 	// by several handlers with different options. Path values do not depend on it: they
@@ -123,6 +130,7 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 	}
 	r := config.Route{
 		Pattern: route, Page: name, RenderTimeout: o.RenderTimeout, HardTimeout: o.HardTimeout, Variants: o.Variants,
+		Stream: o.Stream, StreamTimeout: o.StreamTimeout,
 		Cache: config.RouteCache{
 			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,

@@ -103,6 +103,14 @@ type Edge struct {
 	// TraceSampleRatio is the share of traces that start at the edge which are kept; a
 	// request whose traceparent says sampled (or not) is followed.
 	TraceSampleRatio float64 `yaml:"trace_sample_ratio"`
+	// StreamTimeout is how long after a request's arrival a page that streams may keep
+	// Suspense boundaries pending: past it the edge closes the document and the browser renders
+	// those boundaries itself; the render goes on to hard_timeout and fills the cache.
+	StreamTimeout time.Duration `yaml:"stream_timeout"`
+	// CrawlerUserAgent is a regular expression: requests whose User-Agent matches it get a
+	// streaming page's complete document, never a stream with boundaries left to the browser.
+	// Empty: none.
+	CrawlerUserAgent string `yaml:"crawler_user_agent"`
 
 	Routes []Route `yaml:"routes"`
 }
@@ -132,6 +140,12 @@ type Route struct {
 	// "cookie:currency". They are sent to the renderer and are part of the cache key.
 	Variants []string   `yaml:"variants"`
 	Cache    RouteCache `yaml:"cache"`
+	// Stream renders the page with React's renderToPipeableStream: the shell is sent as soon
+	// as it is ready and each Suspense boundary as it resolves (docs/architecture.md,
+	// "Streaming pages").
+	Stream bool `yaml:"stream"`
+	// StreamTimeout overrides edge.stream_timeout when set.
+	StreamTimeout time.Duration `yaml:"stream_timeout"`
 }
 
 // Renderer holds the renderer keys the edge shares; the renderer validates its own section.
@@ -149,6 +163,15 @@ func (r Route) EffectiveTimeouts(e Edge) (soft, hard time.Duration) {
 		hard = r.HardTimeout
 	}
 	return soft, hard
+}
+
+// EffectiveStreamTimeout is how long the route's streamed responses may keep boundaries
+// pending, counted from the request's arrival.
+func (r Route) EffectiveStreamTimeout(e Edge) time.Duration {
+	if r.StreamTimeout > 0 {
+		return r.StreamTimeout
+	}
+	return e.StreamTimeout
 }
 
 // MaxPageBytes is the largest render response the edge accepts.
@@ -381,6 +404,12 @@ func Validate(c *Config) error {
 	if n := len(e.SharedCacheKey); n > 0 && n < 32 {
 		bad("edge.shared_cache_key", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
 	}
+	if e.StreamTimeout <= 0 {
+		bad("edge.stream_timeout", "must be positive, got %s", e.StreamTimeout)
+	}
+	if _, err := regexp.Compile(e.CrawlerUserAgent); err != nil {
+		bad("edge.crawler_user_agent", "not a regular expression: %v", err)
+	}
 	if e.MaxRendersInFlight < 1 {
 		bad("edge.max_renders_in_flight", "must be at least 1, got %d", e.MaxRendersInFlight)
 	}
@@ -448,6 +477,12 @@ func routeProblems(r Route, e Edge) []routeProblem {
 	soft, hard := r.EffectiveTimeouts(e)
 	if soft > hard {
 		ps = append(ps, routeProblem{"", fmt.Sprintf("render_timeout %s is above hard_timeout %s: the soft deadline must not outlast the render", soft, hard)})
+	}
+	if r.Stream {
+		if st := r.EffectiveStreamTimeout(e); st < soft || st > hard {
+			ps = append(ps, routeProblem{".stream_timeout", fmt.Sprintf("%s must lie between render_timeout %s and hard_timeout %s: "+
+				"the shell is awaited for render_timeout, the boundaries for stream_timeout, and the render that fills the cache for hard_timeout", st, soft, hard)})
+		}
 	}
 	for _, w := range []struct {
 		name string

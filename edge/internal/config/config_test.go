@@ -34,7 +34,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.Renderer.GRPCAddress != "unix:///tmp/sidecar-ssr/renderer.sock" {
 		t.Errorf("got renderer address %q", cfg.Renderer.GRPCAddress)
 	}
-	if len(e.Routes) != 2 || e.Routes[0].Pattern != "GET /{$}" || e.Routes[0].Page != "home" {
+	if len(e.Routes) != 3 || e.Routes[0].Pattern != "GET /{$}" || e.Routes[0].Page != "home" || !e.Routes[2].Stream {
 		t.Errorf("got routes %+v, want the demo's", e.Routes)
 	}
 }
@@ -97,6 +97,9 @@ func TestRejected(t *testing.T) {
 		{"no hit-for-miss lifetime", "", []string{"SSR_EDGE_CACHE_PASS_TTL=0s"}, `edge.cache_pass_ttl: must be positive`},
 		{"soft above hard", "edge:\n  render_timeout: 3s\n", nil, "edge.render_timeout: 3s is above edge.hard_timeout 2s"},
 		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0]: render_timeout 150ms is above hard_timeout 100ms"},
+		{"stream deadline past hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 3s}\n", nil, "edge.routes[0].stream_timeout: 3s must lie between render_timeout 150ms and hard_timeout 2s"},
+		{"stream deadline before soft", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 100ms}\n", nil, "edge.routes[0].stream_timeout: 100ms must lie between"},
+		{"bad crawler match", "edge:\n  crawler_user_agent: '('\n", nil, "edge.crawler_user_agent: not a regular expression"},
 		{"conflicting routes", "edge:\n  routes:\n    - {pattern: 'GET /a/{x}', page: a}\n    - {pattern: 'GET /{y}/b', page: b}\n", nil, "edge.routes[1].pattern: pattern \"GET /{y}/b\""},
 		{"duplicate route", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a}\n    - {pattern: 'GET /a', page: b}\n", nil, "edge.routes[1].pattern"},
 		{"route without GET", "edge:\n  routes:\n    - {pattern: '/a', page: a}\n", nil, `edge.routes[0].pattern: must start with "GET "`},

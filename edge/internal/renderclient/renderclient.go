@@ -5,6 +5,7 @@ package renderclient
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/bits"
 	"net"
@@ -198,21 +199,78 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 	var trailer metadata.MD
 	resp, err := c.rpc.Render(ctx, req, grpc.Trailer(&trailer))
 	if err != nil {
-		var code string
-		if v := trailer.Get(ErrorTrailer); len(v) > 0 {
-			code = v[0]
-		}
-		e := &Error{Status: status.Convert(err), RendererCode: code}
-		// Only a failure to reach the renderer opens the circuit; an answer, even an
-		// error, proves it is there.
-		c.circuit.Record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
-		return nil, e
+		return nil, c.failed(err, trailer)
 	}
 	c.circuit.Record(time.Now(), false)
 	if v := trailer.Get(RendererTimeTrailer); len(v) > 0 && resp.Timing != nil {
 		resp.Timing.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
 	}
 	return resp, nil
+}
+
+// Stream is a RenderStream call in progress.
+type Stream struct {
+	client *Client
+	call   grpc.ServerStreamingClient[ssrv1.RenderStreamResponse]
+}
+
+// RenderStream asks the renderer for a page that streams: its messages come from Recv as
+// the renderer produces them. ctx carries the hard deadline; cancelling it ends the call.
+// Failures, from this call or from Recv, are *Error, as Render's.
+//
+// The result's type is the interface literal the server package's StreamRenderer names, so
+// that a *Client is one; it is a *Stream.
+func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderRequest) (interface {
+	Recv() (*ssrv1.RenderStreamResponse, error)
+}, error) {
+	if !c.circuit.Allow(time.Now()) {
+		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
+	}
+	call, err := c.rpc.RenderStream(ctx, &ssrv1.RenderStreamRequest{Render: req})
+	if err != nil {
+		return nil, c.failed(err, nil)
+	}
+	return &Stream{client: c, call: call}, nil
+}
+
+// Recv returns the next message, or io.EOF after the last. The trailer's timing gets the
+// renderer's time from the call's trailer metadata (Timing.renderer_us), as Render's does.
+func (s *Stream) Recv() (*ssrv1.RenderStreamResponse, error) {
+	m, err := s.call.Recv()
+	if err == io.EOF {
+		s.client.circuit.Record(time.Now(), false)
+		return nil, io.EOF
+	}
+	if err != nil {
+		return nil, s.client.failed(err, s.call.Trailer())
+	}
+	if t := m.GetTrailer().GetTiming(); t != nil {
+		// The trailer metadata comes with the end of the call, after this message: read it now.
+		if _, err := s.call.Recv(); err != io.EOF {
+			if err == nil {
+				err = status.Error(codes.Internal, "renderer sent a message after the stream's trailer")
+			}
+			return nil, s.client.failed(err, s.call.Trailer())
+		}
+		if v := s.call.Trailer().Get(RendererTimeTrailer); len(v) > 0 {
+			t.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
+		}
+		s.client.circuit.Record(time.Now(), false)
+	}
+	return m, nil
+}
+
+// failed makes a call's error an *Error and records it in the circuit.
+func (c *Client) failed(err error, trailer metadata.MD) *Error {
+	var code string
+	if v := trailer.Get(ErrorTrailer); len(v) > 0 {
+		code = v[0]
+	}
+	e := &Error{Status: status.Convert(err), RendererCode: code}
+	// Only a failure to reach the renderer opens the circuit; an answer, even an
+	// error, proves it is there.
+	c.circuit.Record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
+	return e
 }
 
 // Close closes the connection.

@@ -35,6 +35,9 @@ type flight struct {
 	// late still gets its status, redirect, not-found page and props (see page.decision).
 	// Nil while loading and for pages without a loader.
 	loaded atomic.Pointer[Loaded]
+	// tee holds a streaming render's output as it comes (stream.go); nil for pages that do
+	// not stream.
+	tee *tee
 }
 
 // landed is the done channel of a flight that had landed before the request came.
@@ -61,7 +64,7 @@ type flights struct {
 //
 // A flight that landed between the caller's cache lookup and this call left a fresh copy
 // behind: the caller gets that, as a flight already done, instead of rendering again.
-func (f *flights) join(key, path string, origin trace.SpanContext, prepare func() func(*flight)) (fl *flight, started bool) {
+func (f *flights) join(key, path string, origin trace.SpanContext, streamed bool, prepare func() func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
@@ -76,7 +79,7 @@ func (f *flights) join(key, path string, origin trace.SpanContext, prepare func(
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
 	run := prepare()
-	fl = f.alone(func(fl *flight) {
+	fl = f.alone(streamed, func(fl *flight) {
 		run(fl)
 		f.mu.Lock()
 		if f.m[key] == fl { // not if a purge replaced it
@@ -91,8 +94,12 @@ func (f *flights) join(key, path string, origin trace.SpanContext, prepare func(
 }
 
 // alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
-func (f *flights) alone(run func(*flight)) *flight {
+// streamed: the flight's render streams, into a tee.
+func (f *flights) alone(streamed bool, run func(*flight)) *flight {
 	fl := &flight{done: make(chan struct{}), gen: f.cache.Generation()}
+	if streamed {
+		fl.tee = newTee()
+	}
 	go func() {
 		defer close(fl.done)
 		run(fl)

@@ -32,7 +32,7 @@ func TestJoinAfterTheFlightLanded(t *testing.T) {
 			}
 			f := &flights{cache: cache}
 			rendered := make(chan struct{}, 1)
-			fl, started := f.join(key, path, trace.SpanContext{}, func() func(*flight) {
+			fl, started := f.join(key, path, trace.SpanContext{}, false, func() func(*flight) {
 				return func(*flight) { rendered <- struct{}{} }
 			})
 			<-fl.done

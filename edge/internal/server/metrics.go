@@ -23,6 +23,7 @@ type Metrics struct {
 	sharedCalls     *prometheus.HistogramVec
 	evictions       prometheus.Counter
 	dialFailures    prometheus.Counter
+	streamPartial   *prometheus.CounterVec
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -76,8 +77,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_renderer_dial_failures_total",
 			Help: "Failed connection attempts to the renderer's unix socket (nobody listening, or a listener of another user, refused); about one a second while it is down, traffic or not. The log has a line only when they start and when they stop.",
 		}),
+		streamPartial: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_stream_partial_total",
+			Help: "Streamed responses closed before their render completed, its pending Suspense boundaries left to the browser, by route and why: timeout (the route's stream_timeout) or error (the render failed after its shell).",
+		}, []string{"route", "reason"}),
 	}
-	reg.MustRegister(m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	reg.MustRegister(m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 

@@ -54,6 +54,9 @@ type deps struct {
 	names *pageNames
 	// build identifies the code that renders: the Go server's and the renderer bundle's.
 	build *builds
+	// crawler matches the User-Agent of crawlers, which get a streaming page's complete
+	// document; nil: none.
+	crawler *regexp.Regexp
 }
 
 // builds identify the code that renders, besides the client build (which the cache key
@@ -108,6 +111,10 @@ type page struct {
 	unmatched bool
 	// lang and head are the document's lang and the Go server's head markup.
 	lang, head string
+	// stream: the page streams (stream.go); streamTimeout bounds, from a request's arrival,
+	// how long its boundaries may stay pending.
+	stream        bool
+	streamTimeout time.Duration
 	deps
 }
 
@@ -122,6 +129,7 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		keys: newKeyRule(r, e.CacheIgnoreQuery), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: e.CacheNotFoundTTL, passTTL: e.CachePassTTL, vary: varyHeader(r), deps: d,
 		notFoundPage: e.NotFoundPage, maxPropsBytes: e.MaxPropsBytes(),
+		stream: r.Stream, streamTimeout: r.EffectiveStreamTimeout(e),
 	}
 	p.params = wildcards(r.Pattern)
 	return p
@@ -248,7 +256,12 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // or when it failed, with stale (if not nil) or the client-side-render shell. own says
 // whether this request started the flight: a private result goes only to that request, and
 // a request that joined gets a render of its own, within what is left of its soft deadline.
+//
+// A flight that streams is answered as it is produced once its shell is ready within the
+// soft deadline (streamFrom), except to crawlers, which wait up to the hard deadline for the
+// complete document.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
+	arrived := time.Now()
 	if !own {
 		// The render this request waits for is traced under the request that started it,
 		// which the wait links to.
@@ -266,10 +279,25 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	}
 	var failure error
 	reason := ""
-	soft := time.NewTimer(p.soft)
+	wait, crawler := p.soft, p.stream && p.isCrawler(r)
+	if crawler {
+		wait = p.hard
+	}
+	soft := time.NewTimer(wait)
 	defer soft.Stop()
+	var unstreamed *flight // a flight whose head was not for streaming
 	for reason == "" {
+		var ready <-chan struct{}
+		if fl.tee != nil && fl != unstreamed && !crawler {
+			ready = fl.tee.ready
+		}
 		select {
+		case <-ready:
+			if p.streamFrom(w, r, req, fl, own, status, stale != nil, arrived) {
+				return
+			}
+			unstreamed = fl
+			continue
 		case <-fl.done:
 		case <-soft.C:
 			reason = ReasonTimeout

@@ -25,7 +25,13 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	defer p.metrics.rendersInFlight.Dec()
 	ctx, span := p.callSpan(ctx, req.Page)
 	began := time.Now()
-	resp, err := p.renderer.Render(p.outgoing(ctx), req)
+	var resp *ssrv1.RenderResponse
+	var err error
+	if sr, ok := p.renderer.(StreamRenderer); ok && fl.tee != nil {
+		resp, err = p.renderStream(p.outgoing(ctx), sr, fl, req)
+	} else {
+		resp, err = p.renderer.Render(p.outgoing(ctx), req)
+	}
 	fl.call = time.Since(began)
 	p.metrics.observeRender(p.route, began, err)
 	endRender(span, err)
@@ -60,7 +66,7 @@ func sharedContext(ctx context.Context) context.Context {
 // join joins the flight for key, or starts one that fills the cache; the request that
 // starts it is the origin the others' waits link to.
 func (p *page) join(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
-	return p.flights.join(key, req.Url, p.origin(r.Context()), p.fill(key, r, req))
+	return p.flights.join(key, req.Url, p.origin(r.Context()), p.stream, p.fill(key, r, req))
 }
 
 // fill prepares a flight's work: load and render, then store the document, or a hit-for-miss
@@ -111,7 +117,7 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 // renderAlone renders for one request, within the hard deadline or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
 func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
-	return p.flights.alone(func(fl *flight) {
+	return p.flights.alone(p.stream, func(fl *flight) {
 		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
 		if fl.err != nil || key == "" {
 			return
@@ -239,12 +245,17 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	if err != nil {
 		return nil, err
 	}
-	if d.status != 0 {
+	applyLoaded(resp, loaded)
+	return resp, nil
+}
+
+// applyLoaded gives resp the Go loader's status, headers and cache hint.
+func applyLoaded(resp *ssrv1.RenderResponse, loaded *Loaded) {
+	if d := loaded.decided; d.status != 0 {
 		resp.Status = int32(d.status)
 	}
 	resp.Headers = append(resp.Headers, headerList(loaded.Header)...)
 	if hint := cacheHint(loaded); hint != nil {
 		resp.Cache = hint
 	}
-	return resp, nil
 }

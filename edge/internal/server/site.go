@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -70,6 +71,9 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: &builds{server: o.ServerBuild},
+	}
+	if e.CrawlerUserAgent != "" {
+		d.crawler = regexp.MustCompile(e.CrawlerUserAgent) // config.Validate compiled it
 	}
 	if o.ErrorPage != "" {
 		d.names.use(o.ErrorPage, "the error page")

@@ -729,14 +729,16 @@ function bundleId(path) {
  * cloned. A clone of a view would copy its whole backing buffer (grpc-js's receive buffer)
  * through V8's serializer into the worker's heap; this copies the props' bytes once, and
  * the caller's view stays readable here (the quarantine hashes it after a worker death).
+ * A streaming task's port moves with it.
  * @param {PoolTask} task
  * @returns {{sent: PoolTask, transferList: any}} an ArrayBuffer[] (Piscina's TransferList
  *   type infers postMessage's other overload, the options object)
  */
 function withOwnProps(task) {
+  const port = task.port ? [task.port] : [];
   const props = task.propsJson;
-  if (!props || props.byteLength === 0) return { sent: task, transferList: [] };
+  if (!props || props.byteLength === 0) return { sent: task, transferList: port };
   const own = new Uint8Array(props.byteLength);
   own.set(props);
-  return { sent: { ...task, propsJson: own }, transferList: [own.buffer] };
+  return { sent: { ...task, propsJson: own }, transferList: [own.buffer, ...port] };
 }

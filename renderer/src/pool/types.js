@@ -9,7 +9,9 @@
 /**
  * A render as the pool takes it: the worker reports the queue wait measured
  * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
- * @typedef {RenderTask & {arrivedAt: number}} PoolTask
+ * With `port`, the page streams: the worker posts its messages there
+ * (worker/stream.js), and the port moves to the worker with the task.
+ * @typedef {RenderTask & {arrivedAt: number, port?: MessagePort}} PoolTask
  */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */

@@ -3,6 +3,7 @@
 // time, with grpc.health.v1 and server reflection beside it (so `grpcurl
 // -plaintext unix:///path list` works).
 import { performance } from 'node:perf_hooks';
+import { MessageChannel } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
@@ -20,6 +21,8 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 /** @import { ErrorCode } from '../errors.js' */
 /** @import { Quarantine, Sentence } from '../ops/quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
+/** @import { MessagePort } from 'node:worker_threads' */
+/** @import { StreamMessage } from '../worker/stream.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -94,6 +97,7 @@ function loadRenderService() {
   return {
     ...service,
     Render: { ...service.Render, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
+    RenderStream: { ...service.RenderStream, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
   };
 }
 
@@ -107,6 +111,7 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
   });
   server.addService(loadRenderService(), {
     Render: renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }),
+    RenderStream: renderStreamHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }),
     ListPages: listPagesHandler(pool),
   });
 
@@ -184,107 +189,166 @@ function listPagesHandler(pool) {
 }
 
 /**
- * @param {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics, quarantine?: Quarantine,
- *   tracing?: Tracing}} deps
+ * @typedef {{pool: RenderPool, logger: Logger, defaultDeadlineMs: number, metrics?: Metrics, quarantine?: Quarantine,
+ *   tracing?: Tracing}} RenderDeps
+ */
+
+/**
+ * @param {RenderDeps} deps
  * @returns {grpc.handleUnaryCall<any, any>}
  */
-function renderHandler({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }) {
-  return async (call, callback) => {
-    const arrivedAt = performance.timeOrigin + performance.now();
-    const req = call.request;
-    const requestId = requestIdOf(call.metadata);
-    const span = tracing?.call(call.metadata, { page: req.page, requestId, arrivedAt });
-    const task = {
-      page: req.page,
-      url: req.url,
-      params: req.params,
-      variants: req.variants,
-      propsJson: req.propsJson.length > 0 ? req.propsJson : undefined,
-      arrivedAt,
-    };
-    /** @type {string | undefined} */
-    let key;
-    // Hashing props costs time: only when something is quarantined, or a
-    // render killed its worker.
-    const keyOf = () => (key ??= renderKey(task));
-    const expired = new AbortController();
-    const withdrawn = new AbortController();
-    const deadline = Number(call.getDeadline());
-    const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
-    // Past the deadline a render on a worker is stopped by terminating the
-    // worker (Piscina does that on abort): an endless loop cannot be stopped
-    // any other way. The pool first asks the worker's event loop whether it is
-    // free, which tells a pinned worker from a render awaiting load().
-    const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
-      ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
-      : `render did not finish within default_deadline (${remainingMs} ms)`);
-    const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, remainingMs));
-    // At the deadline the caller resets the stream and grpc-js ends the call on
-    // its own timer; both fire before ours and look like a cancellation: tell
-    // them apart from a caller that gave up by the clock. A caller that gave up
-    // (the edge stops waiting for a render it cannot store) only withdraws the
-    // render from the queue: see RenderPool.run.
-    const onCancelled = () => {
-      if (Date.now() >= deadline - DEADLINE_SLACK_MS) expired.abort(deadlineError());
-      else withdrawn.abort(new CancelledError('the caller cancelled the call'));
-    };
-    call.once('cancelled', onCancelled);
-    if (call.cancelled) onCancelled();
-    try {
-      const sentence = quarantine && quarantine.size > 0 ? quarantine.check(keyOf()) : undefined;
-      if (sentence) {
-        metrics?.observeQuarantineRefusal(req.page);
-        throw quarantinedError(sentence, req);
-      }
-      const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
-      const { response } = result;
-      // How long the call spent here, the worker's part and the hand-offs on
-      // this thread included: with it the edge tells time in the renderer from
-      // time on the socket. Only known now, so it goes in the trailer.
-      const trailer = new grpc.Metadata();
-      trailer.set(RENDERER_TIME_TRAILER, String(Math.round(secondsSince(arrivedAt) * 1e6)));
-      // A view over the transferred buffer: no copy before grpc-js frames it.
-      callback(null, Buffer.from(response.buffer, response.byteOffset, response.byteLength), trailer);
-      span?.rendered(result.timing, result.page);
-      metrics?.observeRender({
-        page: req.page,
-        // Finished for a caller that had gone: counted, so wasted renders show.
-        outcome: withdrawn.signal.aborted ? codes.CANCELLED : OK,
-        seconds: secondsSince(arrivedAt),
-        queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
-        worker: result.timing,
+function renderHandler(deps) {
+  return (call, callback) => serveRender(deps, call, call.request, {
+    // A view over the transferred buffer: no copy before grpc-js frames it.
+    succeeded: async (response, trailer) => callback(null, view(response), trailer),
+    failed: (error) => callback(toServiceError(error)),
+  });
+}
+
+/**
+ * RenderStream: the worker posts each message on a port of the task's own
+ * (worker/stream.js), already encoded, and this thread passes them on as they
+ * come. grpc-js buffers what the socket does not take at once; the page's size
+ * is bounded by max_page_mb in the worker.
+ * @param {RenderDeps} deps
+ * @returns {grpc.handleServerStreamingCall<any, any>}
+ */
+function renderStreamHandler(deps) {
+  return async (call) => {
+    const { port1, port2 } = new MessageChannel();
+    /** @type {Promise<void>} */
+    const posted = new Promise((resolve) => {
+      port1.on('message', (/** @type {StreamMessage} */ message) => {
+        if ('end' in message) resolve();
+        else call.write(view(message.bytes));
       });
-    } catch (err) {
-      const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-      // Only what a poison pill does counts (errors.js poolFailure): an OOM,
-      // a crash, a worker pinned at the deadline; never a render that was late
-      // because it waited. Also when the caller had withdrawn it: a render
-      // already running when its caller left goes on, and this is where its
-      // end is known.
-      if (error.poisonPill && quarantine?.enabled) {
-        const entered = quarantine.recordDeath(keyOf());
-        if (entered) {
-          logger.error({
-            page: req.page, url: req.url, variants: req.variants, requestId, deaths: entered.deaths, code: error.code,
-            quarantineMs: entered.until - entered.since,
-          }, 'render quarantined');
-          metrics?.observeQuarantine(req.page);
-        }
-      }
-      logFailure(logger, error, req.page, requestId);
-      callback(toServiceError(error));
-      span?.failed(error);
-      metrics?.observeRender({
-        page: req.page,
-        outcome: error.code,
-        seconds: secondsSince(arrivedAt),
-        queueSeconds: error.startedAt === undefined ? undefined : (error.startedAt - arrivedAt) / 1000,
+      port1.once('close', () => resolve());
+    });
+    try {
+      await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), call.request.render ?? {}, {
+        port: port2,
+        succeeded: async (trailerMessage, trailer) => {
+          await posted;
+          call.write(view(trailerMessage));
+          call.end(trailer);
+        },
+        // After a head, too: the edge closes the document it was streaming.
+        failed: (error) => call.emit('error', toServiceError(error)),
       });
     } finally {
-      clearTimeout(timer);
-      call.off('cancelled', onCancelled);
+      port1.close();
     }
   };
+}
+
+/** @param {Uint8Array} bytes */
+function view(bytes) {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/**
+ * One render call, unary or streaming: deadline and cancellation, quarantine,
+ * the pool, the outcome's metrics, span and log.
+ * @param {RenderDeps} deps
+ * @param {grpc.ServerUnaryCall<any, any>} call (a ServerWritableStream has
+ *   the same metadata, deadline and 'cancelled' event)
+ * @param {any} req the RenderRequest
+ * @param {{port?: MessagePort, succeeded: (response: Uint8Array, trailer: grpc.Metadata) => Promise<void>,
+ *   failed: (error: RenderError) => void}} reply
+ */
+async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }, call, req, reply) {
+  const arrivedAt = performance.timeOrigin + performance.now();
+  const requestId = requestIdOf(call.metadata);
+  const span = tracing?.call(call.metadata, { page: req.page, requestId, arrivedAt });
+  const task = {
+    page: req.page,
+    url: req.url,
+    params: req.params ?? {},
+    variants: req.variants ?? {},
+    propsJson: req.propsJson?.length > 0 ? req.propsJson : undefined,
+    arrivedAt,
+    ...(reply.port && { port: reply.port }),
+  };
+  /** @type {string | undefined} */
+  let key;
+  // Hashing props costs time: only when something is quarantined, or a
+  // render killed its worker.
+  const keyOf = () => (key ??= renderKey(task));
+  const expired = new AbortController();
+  const withdrawn = new AbortController();
+  const deadline = Number(call.getDeadline());
+  const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
+  // Past the deadline a render on a worker is stopped by terminating the
+  // worker (Piscina does that on abort): an endless loop cannot be stopped
+  // any other way. The pool first asks the worker's event loop whether it is
+  // free, which tells a pinned worker from a render awaiting load().
+  const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
+    ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
+    : `render did not finish within default_deadline (${remainingMs} ms)`);
+  const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, remainingMs));
+  // At the deadline the caller resets the stream and grpc-js ends the call on
+  // its own timer; both fire before ours and look like a cancellation: tell
+  // them apart from a caller that gave up by the clock. A caller that gave up
+  // (the edge stops waiting for a render it cannot store) only withdraws the
+  // render from the queue: see RenderPool.run.
+  const onCancelled = () => {
+    if (Date.now() >= deadline - DEADLINE_SLACK_MS) expired.abort(deadlineError());
+    else withdrawn.abort(new CancelledError('the caller cancelled the call'));
+  };
+  call.once('cancelled', onCancelled);
+  if (call.cancelled) onCancelled();
+  try {
+    const sentence = quarantine && quarantine.size > 0 ? quarantine.check(keyOf()) : undefined;
+    if (sentence) {
+      metrics?.observeQuarantineRefusal(req.page);
+      throw quarantinedError(sentence, req);
+    }
+    const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
+    // How long the call spent here, the worker's part and the hand-offs on
+    // this thread included: with it the edge tells time in the renderer from
+    // time on the socket. Only known now, so it goes in the trailer.
+    const trailer = new grpc.Metadata();
+    trailer.set(RENDERER_TIME_TRAILER, String(Math.round(secondsSince(arrivedAt) * 1e6)));
+    await reply.succeeded(result.response, trailer);
+    span?.rendered(result.timing, result.page);
+    metrics?.observeRender({
+      page: req.page,
+      // Finished for a caller that had gone: counted, so wasted renders show.
+      outcome: withdrawn.signal.aborted ? codes.CANCELLED : OK,
+      seconds: secondsSince(arrivedAt),
+      queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
+      worker: result.timing,
+    });
+  } catch (err) {
+    const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
+    // Only what a poison pill does counts (errors.js poolFailure): an OOM,
+    // a crash, a worker pinned at the deadline; never a render that was late
+    // because it waited. Also when the caller had withdrawn it: a render
+    // already running when its caller left goes on, and this is where its
+    // end is known.
+    if (error.poisonPill && quarantine?.enabled) {
+      const entered = quarantine.recordDeath(keyOf());
+      if (entered) {
+        logger.error({
+          page: req.page, url: req.url, variants: req.variants, requestId, deaths: entered.deaths, code: error.code,
+          quarantineMs: entered.until - entered.since,
+        }, 'render quarantined');
+        metrics?.observeQuarantine(req.page);
+      }
+    }
+    logFailure(logger, error, req.page, requestId);
+    reply.failed(error);
+    span?.failed(error);
+    metrics?.observeRender({
+      page: req.page,
+      outcome: error.code,
+      seconds: secondsSince(arrivedAt),
+      queueSeconds: error.startedAt === undefined ? undefined : (error.startedAt - arrivedAt) / 1000,
+    });
+  } finally {
+    clearTimeout(timer);
+    call.off('cancelled', onCancelled);
+  }
 }
 
 /**

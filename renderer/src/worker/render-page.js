@@ -13,6 +13,16 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  * @property {(type: any, props?: any) => unknown} createElement
  * @property {(element: any) => string} renderToString
  * @property {(element: any) => string} renderToStaticMarkup
+ * @property {(element: any, options: PipeableOptions) => {pipe: (destination: any) => unknown, abort: (reason?: unknown) => void}}
+ *   [renderToPipeableStream] react-dom/server's: needed only by pages that stream
+ */
+
+/**
+ * The options of renderToPipeableStream that stream.js uses.
+ * @typedef {object} PipeableOptions
+ * @property {() => void} onShellReady
+ * @property {(error: unknown) => void} onShellError
+ * @property {(error: unknown) => string | void} onError
  */
 
 /**
@@ -72,11 +82,46 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  */
 
 /**
+ * A page whose load() ran and whose decision is known, ready to render
+ * (renderPage, or stream.js for a page that streams).
+ * @typedef {object} PreparedPage
+ * @property {string} page the page to render (the not-found page after notFound)
+ * @property {PageEntry} entry
+ * @property {Record<string, unknown>} props
+ * @property {LoadContext} ctx
+ * @property {number} status
+ * @property {Array<{name: string, value: string}>} headers
+ * @property {PageResult['cache']} cache
+ * @property {string} [redirect] set for a redirect, which renders nothing
+ * @property {string} propsJson as PageResult's
+ * @property {number} loadStart
+ * @property {number} loadUs
+ */
+
+/**
  * @param {Bundle} bundle
  * @param {RenderTask} task
  * @returns {Promise<PageResult>}
  */
 export async function renderPage(bundle, task) {
+  const prepared = await preparePage(bundle, task);
+  const { page, status, headers, cache, propsJson, loadStart, loadUs } = prepared;
+  if (prepared.redirect !== undefined) {
+    return { page, html: '', head: '', status, headers, cache, propsJson, loadStart, loadUs, renderUs: 0 };
+  }
+  const renderStart = performance.now();
+  const rendered = render(bundle, prepared.entry, prepared.props, prepared.ctx);
+  const renderUs = micros(performance.now() - renderStart);
+  return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
+}
+
+/**
+ * Finds the page, runs its load() and decides: everything before the render.
+ * @param {Bundle} bundle
+ * @param {RenderTask} task
+ * @returns {Promise<PreparedPage>}
+ */
+export async function preparePage(bundle, task) {
   let page = task.page;
   let entry = lookup(bundle, page);
   if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
@@ -105,16 +150,11 @@ export async function renderPage(bundle, task) {
 
   if ('redirect' in decision) {
     headers.push({ name: 'Location', value: decision.redirect });
-    return { page, html: '', head: '', status: decision.status, headers, cache, propsJson: '', loadStart, loadUs, renderUs: 0 };
+    return { page, entry, props: callerProps, ctx, status: decision.status, headers, cache, redirect: decision.redirect, propsJson: '', loadStart, loadUs };
   }
-  const status = decision.status || 200;
-
   const props = result.props ?? callerProps;
-  const renderStart = performance.now();
-  const rendered = render(bundle, entry, props, ctx);
-  const renderUs = micros(performance.now() - renderStart);
   const propsJson = props === callerProps ? '' : stringifyProps(props);
-  return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
+  return { page, entry, props, ctx, status: decision.status || 200, headers, cache, propsJson, loadStart, loadUs };
 }
 
 /**
@@ -180,14 +220,24 @@ async function runLoad(entry, ctx) {
 function render(bundle, entry, props, ctx) {
   try {
     const html = bundle.renderToString(bundle.createElement(entry.component, props));
-    const headFn = entry.head;
-    // A component that returns head()'s nodes lets them be any ReactNode
-    // (an array, a fragment) without the renderer importing React's Fragment.
-    const head = headFn ? bundle.renderToStaticMarkup(bundle.createElement(() => headFn(props, ctx))) : '';
-    return { html, head };
+    return { html, head: renderHead(bundle, entry, props, ctx) };
   } catch (err) {
     throw pageThrew(err);
   }
+}
+
+/**
+ * The page's head() as markup ('' without one). Throws what head() throws.
+ * @param {Bundle} bundle
+ * @param {PageEntry} entry
+ * @param {Record<string, unknown>} props
+ * @param {LoadContext} ctx
+ */
+export function renderHead(bundle, entry, props, ctx) {
+  const headFn = entry.head;
+  // A component that returns head()'s nodes lets them be any ReactNode
+  // (an array, a fragment) without the renderer importing React's Fragment.
+  return headFn ? bundle.renderToStaticMarkup(bundle.createElement(() => headFn(props, ctx))) : '';
 }
 
 /**
@@ -225,13 +275,13 @@ function stringifyProps(props) {
 }
 
 /** @param {unknown} err */
-function pageThrew(err) {
+export function pageThrew(err) {
   if (err instanceof Error) return new PageThrewError(err.message, { cause: err, stack: err.stack });
   return new PageThrewError(String(err));
 }
 
 /** @param {number} ms */
-function micros(ms) {
+export function micros(ms) {
   return Math.max(0, Math.round(ms * 1000));
 }
 

@@ -95,8 +95,11 @@ function tooLarge(size, { htmlBytes, headBytes, propsBytes }, page, maxBytes) {
     + `head ${mb(headBytes)}, props_json ${mb(propsBytes)}), over the ${maxBytes / MiB} MB limit of renderer.max_page_mb`);
 }
 
-/** @param {number} length */
-function fieldHeaderLength(length) {
+/**
+ * The length of a length-delimited field's tag and length (fields below 16).
+ * @param {number} length
+ */
+export function fieldHeaderLength(length) {
   let bytes = 2; // the tag (fields below 16 take one byte) and the first length byte
   for (let n = length; n >= 0x80; n = Math.floor(n / 0x80)) bytes++;
   return bytes;
@@ -109,7 +112,7 @@ function fieldHeaderLength(length) {
  * @param {number} length
  * @returns {number} the offset after the header
  */
-function writeFieldHeader(out, at, field, length) {
+export function writeFieldHeader(out, at, field, length) {
   out[at++] = (field << 3) | LENGTH_DELIMITED;
   let n = length;
   while (n >= 0x80) {

@@ -10,7 +10,8 @@ import { Piscina } from 'piscina';
 import { InternalError, RenderError } from '../errors.js';
 import { answerHeapSnapshots } from './heap-snapshot-writer.js';
 import { answerProbes, sharedWord } from './loop-probe.js';
-import { renderPage } from './render-page.js';
+import { preparePage, renderPage } from './render-page.js';
+import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
 import { encodeRenderResponse } from './wire.js';
 
@@ -126,6 +127,7 @@ parentPort?.postMessage(warmMessage, [control.port2]);
  * @returns {Promise<RenderOutcome>}
  */
 export default async function render(task) {
+  if (task.port) return renderStream(task, task.port);
   const startedAt = performance.timeOrigin + performance.now();
   const measured = retention.begin();
   let result;
@@ -154,6 +156,57 @@ export default async function render(task) {
   });
   // Typed as what the pool receives once Piscina has unwrapped it.
   return /** @type {RenderOutcome} */ (/** @type {unknown} */ (Piscina.move(movable)));
+}
+
+/**
+ * A page that streams: the head and the body go out on the task's port as they
+ * are produced (stream.js); the result carries the trailer, encoded, and is
+ * posted only after the port's `end`, which tells the main thread that every
+ * message of the render was posted (the port and Piscina's own are two
+ * channels, with no order between them).
+ * @param {PoolTask} task
+ * @param {MessagePort} port
+ * @returns {Promise<RenderOutcome>}
+ */
+async function renderStream(task, port) {
+  const startedAt = performance.timeOrigin + performance.now();
+  const measured = retention.begin();
+  const queueUs = Math.max(0, Math.round((startedAt - task.arrivedAt) * 1000));
+  let prepared;
+  let rendered;
+  try {
+    checkProps?.(task);
+    prepared = await preparePage(bundle, task);
+    const { page, status, headers, cache, loadUs } = prepared;
+    rendered = await streamPage(bundle, prepared, port, (head) => ({
+      head, status, headers, cache, page,
+      timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
+    }), options.maxPageBytes);
+  } catch (err) {
+    const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
+    return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
+  } finally {
+    retention.end(measured, task.page);
+    port.postMessage({ end: true });
+  }
+  const heap = getHeapStatistics();
+  /** @type {RenderTiming} */
+  const timing = {
+    startedAt,
+    loadAt: performance.timeOrigin + prepared.loadStart,
+    loadUs: prepared.loadUs,
+    renderAt: rendered.renderStart === undefined ? undefined : performance.timeOrigin + rendered.renderStart,
+    renderUs: rendered.renderUs,
+    workerUs: Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000),
+    workerId: threadId,
+    heapUsedBytes: heap.used_heap_size,
+    heapLimitBytes: heap.heap_size_limit,
+    externalBytes: heap.external_memory,
+  };
+  const response = encodeTrailer({ ...timing, queueUs });
+  /** @type {RenderSuccess} */
+  const value = { ok: true, page: prepared.page, response, timing, report: report(heap) };
+  return /** @type {RenderOutcome} */ (value);
 }
 
 /**

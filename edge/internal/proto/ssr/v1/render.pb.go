@@ -406,6 +406,199 @@ func (x *RenderResponse) GetPage() string {
 	return ""
 }
 
+type RenderStreamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Render        *RenderRequest         `protobuf:"bytes,1,opt,name=render,proto3" json:"render,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderStreamRequest) Reset() {
+	*x = RenderStreamRequest{}
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderStreamRequest) ProtoMessage() {}
+
+func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderStreamRequest.ProtoReflect.Descriptor instead.
+func (*RenderStreamRequest) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RenderStreamRequest) GetRender() *RenderRequest {
+	if x != nil {
+		return x.Render
+	}
+	return nil
+}
+
+type RenderStreamResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*RenderStreamResponse_Head
+	//	*RenderStreamResponse_Html
+	//	*RenderStreamResponse_Trailer
+	Part          isRenderStreamResponse_Part `protobuf_oneof:"part"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderStreamResponse) Reset() {
+	*x = RenderStreamResponse{}
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderStreamResponse) ProtoMessage() {}
+
+func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderStreamResponse.ProtoReflect.Descriptor instead.
+func (*RenderStreamResponse) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *RenderStreamResponse) GetPart() isRenderStreamResponse_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *RenderStreamResponse) GetHead() *RenderResponse {
+	if x != nil {
+		if x, ok := x.Part.(*RenderStreamResponse_Head); ok {
+			return x.Head
+		}
+	}
+	return nil
+}
+
+func (x *RenderStreamResponse) GetHtml() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*RenderStreamResponse_Html); ok {
+			return x.Html
+		}
+	}
+	return nil
+}
+
+func (x *RenderStreamResponse) GetTrailer() *RenderStreamTrailer {
+	if x != nil {
+		if x, ok := x.Part.(*RenderStreamResponse_Trailer); ok {
+			return x.Trailer
+		}
+	}
+	return nil
+}
+
+type isRenderStreamResponse_Part interface {
+	isRenderStreamResponse_Part()
+}
+
+type RenderStreamResponse_Head struct {
+	// Everything Render's response holds except html and the render's timing (queue and
+	// load only): status, head tags, headers, cache hints, the page rendered, and props_json
+	// under the same rule as Render's. The props come first, not in the trailer, because the
+	// edge may close the document before the render ends (a boundary past its deadline), and
+	// the document's hydration data needs them then.
+	Head *RenderResponse `protobuf:"bytes,1,opt,name=head,proto3,oneof"`
+}
+
+type RenderStreamResponse_Html struct {
+	// The next bytes of the body HTML (UTF-8 may split between chunks).
+	Html []byte `protobuf:"bytes,2,opt,name=html,proto3,oneof"`
+}
+
+type RenderStreamResponse_Trailer struct {
+	// The render's end: its timing.
+	Trailer *RenderStreamTrailer `protobuf:"bytes,3,opt,name=trailer,proto3,oneof"`
+}
+
+func (*RenderStreamResponse_Head) isRenderStreamResponse_Part() {}
+
+func (*RenderStreamResponse_Html) isRenderStreamResponse_Part() {}
+
+func (*RenderStreamResponse_Trailer) isRenderStreamResponse_Part() {}
+
+type RenderStreamTrailer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Timing        *Timing                `protobuf:"bytes,1,opt,name=timing,proto3" json:"timing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderStreamTrailer) Reset() {
+	*x = RenderStreamTrailer{}
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderStreamTrailer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderStreamTrailer) ProtoMessage() {}
+
+func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderStreamTrailer.ProtoReflect.Descriptor instead.
+func (*RenderStreamTrailer) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RenderStreamTrailer) GetTiming() *Timing {
+	if x != nil {
+		return x.Timing
+	}
+	return nil
+}
+
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -416,7 +609,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -428,7 +621,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -441,7 +634,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Header) GetName() string {
@@ -473,7 +666,7 @@ type CacheHint struct {
 
 func (x *CacheHint) Reset() {
 	*x = CacheHint{}
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +678,7 @@ func (x *CacheHint) String() string {
 func (*CacheHint) ProtoMessage() {}
 
 func (x *CacheHint) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +691,7 @@ func (x *CacheHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheHint.ProtoReflect.Descriptor instead.
 func (*CacheHint) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CacheHint) GetMaxAgeSeconds() uint32 {
@@ -550,7 +743,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +755,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +768,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Timing) GetQueueUs() uint64 {
@@ -672,7 +865,16 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"props_json\x18\x06 \x01(\fR\tpropsJson\x12&\n" +
 	"\x06timing\x18\a \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x12\n" +
-	"\x04page\x18\b \x01(\tR\x04page\"2\n" +
+	"\x04page\x18\b \x01(\tR\x04page\"D\n" +
+	"\x13RenderStreamRequest\x12-\n" +
+	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\"\x9b\x01\n" +
+	"\x14RenderStreamResponse\x12,\n" +
+	"\x04head\x18\x01 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\x04head\x12\x14\n" +
+	"\x04html\x18\x02 \x01(\fH\x00R\x04html\x127\n" +
+	"\atrailer\x18\x03 \x01(\v2\x1b.ssr.v1.RenderStreamTrailerH\x00R\atrailerB\x06\n" +
+	"\x04part\"=\n" +
+	"\x13RenderStreamTrailer\x12&\n" +
+	"\x06timing\x18\x01 \x01(\v2\x0e.ssr.v1.TimingR\x06timing\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"b\n" +
@@ -706,9 +908,10 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x12\x1a\n" +
 	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
-	"\x13RENDER_ERR_INTERNAL\x10\r2\x8a\x01\n" +
+	"\x13RENDER_ERR_INTERNAL\x10\r2\xd7\x01\n" +
 	"\rRenderService\x127\n" +
-	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12@\n" +
+	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12K\n" +
+	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse0\x01\x12@\n" +
 	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
 
 var (
@@ -724,34 +927,43 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 }
 
 var file_ssr_v1_render_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_ssr_v1_render_proto_goTypes = []any{
-	(RenderErr)(0),            // 0: ssr.v1.RenderErr
-	(*ListPagesRequest)(nil),  // 1: ssr.v1.ListPagesRequest
-	(*ListPagesResponse)(nil), // 2: ssr.v1.ListPagesResponse
-	(*RenderRequest)(nil),     // 3: ssr.v1.RenderRequest
-	(*RenderResponse)(nil),    // 4: ssr.v1.RenderResponse
-	(*Header)(nil),            // 5: ssr.v1.Header
-	(*CacheHint)(nil),         // 6: ssr.v1.CacheHint
-	(*Timing)(nil),            // 7: ssr.v1.Timing
-	nil,                       // 8: ssr.v1.RenderRequest.ParamsEntry
-	nil,                       // 9: ssr.v1.RenderRequest.VariantsEntry
+	(RenderErr)(0),               // 0: ssr.v1.RenderErr
+	(*ListPagesRequest)(nil),     // 1: ssr.v1.ListPagesRequest
+	(*ListPagesResponse)(nil),    // 2: ssr.v1.ListPagesResponse
+	(*RenderRequest)(nil),        // 3: ssr.v1.RenderRequest
+	(*RenderResponse)(nil),       // 4: ssr.v1.RenderResponse
+	(*RenderStreamRequest)(nil),  // 5: ssr.v1.RenderStreamRequest
+	(*RenderStreamResponse)(nil), // 6: ssr.v1.RenderStreamResponse
+	(*RenderStreamTrailer)(nil),  // 7: ssr.v1.RenderStreamTrailer
+	(*Header)(nil),               // 8: ssr.v1.Header
+	(*CacheHint)(nil),            // 9: ssr.v1.CacheHint
+	(*Timing)(nil),               // 10: ssr.v1.Timing
+	nil,                          // 11: ssr.v1.RenderRequest.ParamsEntry
+	nil,                          // 12: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	8, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	9, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	5, // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	6, // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	7, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	3, // 5: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	1, // 6: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
-	4, // 7: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	2, // 8: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	11, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	12, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	8,  // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	9,  // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	10, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	3,  // 5: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
+	4,  // 6: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
+	7,  // 7: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
+	10, // 8: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
+	3,  // 9: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	5,  // 10: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
+	1,  // 11: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	4,  // 12: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	6,  // 13: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
+	2,  // 14: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_ssr_v1_render_proto_init() }
@@ -759,13 +971,18 @@ func file_ssr_v1_render_proto_init() {
 	if File_ssr_v1_render_proto != nil {
 		return
 	}
+	file_ssr_v1_render_proto_msgTypes[5].OneofWrappers = []any{
+		(*RenderStreamResponse_Head)(nil),
+		(*RenderStreamResponse_Html)(nil),
+		(*RenderStreamResponse_Trailer)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,8 +23,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RenderService_Render_FullMethodName    = "/ssr.v1.RenderService/Render"
-	RenderService_ListPages_FullMethodName = "/ssr.v1.RenderService/ListPages"
+	RenderService_Render_FullMethodName       = "/ssr.v1.RenderService/Render"
+	RenderService_RenderStream_FullMethodName = "/ssr.v1.RenderService/RenderStream"
+	RenderService_ListPages_FullMethodName    = "/ssr.v1.RenderService/ListPages"
 )
 
 // RenderServiceClient is the client API for RenderService service.
@@ -36,6 +37,13 @@ type RenderServiceClient interface {
 	// a RenderErr value, which says which status it comes with; a
 	// RESOURCE_EXHAUSTED without that trailer is a message over a size limit.
 	Render(ctx context.Context, in *RenderRequest, opts ...grpc.CallOption) (*RenderResponse, error)
+	// RenderStream renders a page that streams (a route with `stream: true`): React's
+	// renderToPipeableStream, with Suspense boundaries sent as they resolve. The messages come
+	// in this order: one `head`, once the page's decision is known and, for a page that
+	// renders, its shell is ready; then `html` chunks of the body, each sent as React flushes
+	// it; then one `trailer`. A redirect has no `html`. Failures are those of Render, and may
+	// come after the head (a page whose shell rendered and that then threw).
+	RenderStream(ctx context.Context, in *RenderStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RenderStreamResponse], error)
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
 	//
@@ -61,6 +69,25 @@ func (c *renderServiceClient) Render(ctx context.Context, in *RenderRequest, opt
 	return out, nil
 }
 
+func (c *renderServiceClient) RenderStream(ctx context.Context, in *RenderStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RenderStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RenderService_ServiceDesc.Streams[0], RenderService_RenderStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RenderStreamRequest, RenderStreamResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RenderService_RenderStreamClient = grpc.ServerStreamingClient[RenderStreamResponse]
+
 func (c *renderServiceClient) ListPages(ctx context.Context, in *ListPagesRequest, opts ...grpc.CallOption) (*ListPagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListPagesResponse)
@@ -80,6 +107,13 @@ type RenderServiceServer interface {
 	// a RenderErr value, which says which status it comes with; a
 	// RESOURCE_EXHAUSTED without that trailer is a message over a size limit.
 	Render(context.Context, *RenderRequest) (*RenderResponse, error)
+	// RenderStream renders a page that streams (a route with `stream: true`): React's
+	// renderToPipeableStream, with Suspense boundaries sent as they resolve. The messages come
+	// in this order: one `head`, once the page's decision is known and, for a page that
+	// renders, its shell is ready; then `html` chunks of the body, each sent as React flushes
+	// it; then one `trailer`. A redirect has no `html`. Failures are those of Render, and may
+	// come after the head (a page whose shell rendered and that then threw).
+	RenderStream(*RenderStreamRequest, grpc.ServerStreamingServer[RenderStreamResponse]) error
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
 	//
@@ -97,6 +131,9 @@ type UnimplementedRenderServiceServer struct{}
 
 func (UnimplementedRenderServiceServer) Render(context.Context, *RenderRequest) (*RenderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Render not implemented")
+}
+func (UnimplementedRenderServiceServer) RenderStream(*RenderStreamRequest, grpc.ServerStreamingServer[RenderStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method RenderStream not implemented")
 }
 func (UnimplementedRenderServiceServer) ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPages not implemented")
@@ -140,6 +177,17 @@ func _RenderService_Render_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RenderService_RenderStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(RenderStreamRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RenderServiceServer).RenderStream(m, &grpc.GenericServerStream[RenderStreamRequest, RenderStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RenderService_RenderStreamServer = grpc.ServerStreamingServer[RenderStreamResponse]
+
 func _RenderService_ListPages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListPagesRequest)
 	if err := dec(in); err != nil {
@@ -174,6 +222,12 @@ var RenderService_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _RenderService_ListPages_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "RenderStream",
+			Handler:       _RenderService_RenderStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "ssr/v1/render.proto",
 }

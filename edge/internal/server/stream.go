@@ -1,0 +1,297 @@
+package server
+
+// Pages that stream (a route's `stream: true`): the renderer's RenderStream sends the head at
+// the shell, then the body as React flushes it. The flight keeps what arrives in a tee, so
+// every request waiting on it, coalesced ones included, writes the bytes as they come
+// (streamFrom), and the flight still ends with the whole response, stored as any other.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/andybalholm/brotli"
+	kgzip "github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+)
+
+// StreamRenderer renders pages that stream; *renderclient.Client is the real one. A Renderer
+// without it renders every page whole.
+type StreamRenderer interface {
+	RenderStream(ctx context.Context, req *ssrv1.RenderRequest) (RenderStream, error)
+}
+
+// RenderStream is one RenderStream call: Recv returns io.EOF after the last message. An
+// alias of the literal type, which renderclient's method returns too.
+type RenderStream = interface {
+	Recv() (*ssrv1.RenderStreamResponse, error)
+}
+
+// tee is what a streaming render has produced so far, for every request that waits on it.
+type tee struct {
+	// ready is closed once head is set: the page's decision is known and its shell rendered.
+	ready chan struct{}
+	// head is the page's answer without its body (the Go loader's decision applied), and
+	// private whether it belongs to the request that started the flight alone. Both are
+	// written before ready is closed and only read after.
+	head    *ssrv1.RenderResponse
+	private bool
+	// shellAt is when the head arrived.
+	shellAt time.Time
+
+	mu     sync.Mutex
+	chunks [][]byte      // guarded by mu: the body so far
+	more   chan struct{} // guarded by mu: closed, and replaced, when chunks grow or the render ends
+	ended  bool          // guarded by mu
+	err    error         // guarded by mu: why the render ended early; nil when it completed
+}
+
+func newTee() *tee { return &tee{ready: make(chan struct{}), more: make(chan struct{})} }
+
+func (t *tee) add(chunk []byte) {
+	t.mu.Lock()
+	t.chunks = append(t.chunks, chunk)
+	close(t.more)
+	t.more = make(chan struct{})
+	t.mu.Unlock()
+}
+
+func (t *tee) end(err error) {
+	t.mu.Lock()
+	t.ended, t.err = true, err
+	close(t.more)
+	t.mu.Unlock()
+}
+
+// from returns the chunks from the i-th on, whether the render has ended (and how), and a
+// channel closed when there is more to read.
+func (t *tee) from(i int) (chunks [][]byte, ended bool, err error, more <-chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.chunks[i:], t.ended, t.err, t.more
+}
+
+// renderStream is render for a page that streams: it fills the flight's tee as messages come
+// and returns the whole response, its body joined, as Render would have.
+func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, req *ssrv1.RenderRequest) (resp *ssrv1.RenderResponse, err error) {
+	t := fl.tee
+	defer func() { t.end(err) }()
+	stream, err := sr.RenderStream(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var body []byte
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch part := m.GetPart().(type) {
+		case *ssrv1.RenderStreamResponse_Head:
+			if resp != nil {
+				return nil, errInvalidStream("a second head")
+			}
+			resp = part.Head
+			resp.PropsJson = renderedProps(req, resp)
+			head := proto.Clone(resp).(*ssrv1.RenderResponse)
+			if l := fl.loaded.Load(); l != nil {
+				applyLoaded(head, l)
+			}
+			t.head, t.private, t.shellAt = head, private(head), time.Now()
+			close(t.ready)
+		case *ssrv1.RenderStreamResponse_Html:
+			if resp == nil {
+				return nil, errInvalidStream("body before the head")
+			}
+			body = append(body, part.Html...)
+			t.add(part.Html)
+		case *ssrv1.RenderStreamResponse_Trailer:
+			if resp == nil {
+				return nil, errInvalidStream("trailer before the head")
+			}
+			resp.Timing = part.Trailer.GetTiming()
+		}
+	}
+	if resp == nil {
+		return nil, errInvalidStream("no head")
+	}
+	resp.Html = body
+	return resp, nil
+}
+
+// errInvalidStream is a RenderStream whose messages break render.proto's order: a renderer
+// bug, which falls back as an invalid reply.
+type errInvalidStream string
+
+func (e errInvalidStream) Error() string { return "renderer stream: " + string(e) }
+
+// streamFrom answers with the flight's render as it is produced, once its head is ready. It
+// reports false, having written nothing, when the head is not for streaming: a redirect, a
+// status the edge refuses, a private result this request only joined, or a page error that
+// a stale copy answers better; the request then waits for the flight's end as before.
+//
+// The body goes out as it comes, each batch flushed through the compressor and the
+// connection. At the route's stream deadline, counted from the request's arrival, the
+// document is closed with the boundaries still pending left to the browser (partial); the
+// render goes on for the cache.
+func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, own bool, cacheStatus string, stale bool, arrived time.Time) bool {
+	t := fl.tee
+	code := p.status(t.head)
+	if code == 0 || (code >= 300 && code < 400) || (t.private && !own) || (stale && code >= 500) {
+		return false
+	}
+	h := w.Header()
+	for k, vs := range pageHeaders(t.head) {
+		h[k] = vs
+	}
+	h.Set("Cache-Status", fmt.Sprintf("%s; fwd-status=%d; detail=streamed", cacheStatus, code))
+	h.Add("Vary", p.vary)
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	// nginx buffers a proxied response unless told otherwise, which would hold the shell.
+	h.Set("X-Accel-Buffering", "no")
+	ms := func(us uint64) float64 { return float64(us) / 1e3 }
+	timing := t.head.GetTiming()
+	h.Set("Server-Timing", fmt.Sprintf("cache;desc=miss, queue;dur=%.2f, load;dur=%.2f, shell;dur=%.2f",
+		ms(timing.GetQueueUs()), ms(timing.GetLoadUs()), float64(t.shellAt.Sub(arrived))/1e6))
+	out := newStreamWriter(w, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
+	defer out.release()
+	w.WriteHeader(code)
+
+	doc := p.documentPage(req, t.head)
+	doc.Nonce = p.nonceFor(r)
+	open, closing := p.shell.Split(doc)
+	out.Write(open)
+	deadline := time.NewTimer(time.Until(arrived.Add(p.streamTimeout)))
+	defer deadline.Stop()
+	next := 0
+	for {
+		chunks, ended, err, more := t.from(next)
+		for _, c := range chunks {
+			out.Write(c)
+		}
+		next += len(chunks)
+		if ended {
+			if err != nil {
+				p.log.Warn("streamed render failed after its shell: boundaries still pending are left to the browser",
+					"err", err, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
+				p.closePartial(out, w, doc.Nonce, closing, "error")
+				return true
+			}
+			out.Write(closing)
+			out.Close()
+			w.Header().Set(http.TrailerPrefix+"Server-Timing", fmt.Sprintf("stream;dur=%.2f", float64(time.Since(arrived))/1e6))
+			return true
+		}
+		if !out.Flush() {
+			return true // the client has gone
+		}
+		select {
+		case <-more:
+		case <-deadline.C:
+			p.closePartial(out, w, doc.Nonce, closing, "timeout")
+			return true
+		case <-r.Context().Done():
+			return true
+		}
+	}
+}
+
+// closePartial ends a streamed document whose render has not completed: the boundaries
+// still pending are switched to client rendering, as React's own abort does (it marks each
+// pending boundary's comment "$!" and retries its hydration), and marked in the trailers.
+func (p *page) closePartial(out *streamWriter, w http.ResponseWriter, nonce string, closing []byte, why string) {
+	p.metrics.streamPartial.WithLabelValues(p.route, why).Inc()
+	out.Write(document.AbortPending(nonce))
+	out.Write(closing)
+	out.Close()
+	w.Header().Set(http.TrailerPrefix+"X-SSR-Fallback", "partial")
+	w.Header().Set(http.TrailerPrefix+"Server-Timing", "ssr-fallback;desc=partial-"+why)
+}
+
+// streamWriter writes a streamed response through its compressor, if any, and flushes both
+// on Flush.
+type streamWriter struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	enc     streamEncoder // nil: identity
+	release func()
+}
+
+type streamEncoder interface {
+	io.Writer
+	Flush() error
+	Close() error
+}
+
+// zstdWriters are streaming encoders, unlike zstdEncoder's EncodeAll; one goroutine each,
+// since a response's flushes are small.
+var zstdWriters = sync.Pool{New: func() any {
+	w, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
+	return w
+}}
+
+// newStreamWriter sets Content-Encoding for coding ("" for identity); call it before
+// WriteHeader.
+func newStreamWriter(w http.ResponseWriter, coding string) *streamWriter {
+	s := &streamWriter{w: w, rc: http.NewResponseController(w), release: func() {}}
+	switch coding {
+	case "zstd":
+		z := zstdWriters.Get().(*zstd.Encoder)
+		z.Reset(w)
+		s.enc, s.release = z, func() { zstdWriters.Put(z) }
+	case "br":
+		b := brotliWriters.Get().(*brotli.Writer)
+		b.Reset(w)
+		s.enc, s.release = b, func() { brotliWriters.Put(b) }
+	case "gzip":
+		g := gzipWriters.Get().(*kgzip.Writer)
+		g.Reset(w)
+		s.enc, s.release = g, func() { gzipWriters.Put(g) }
+	}
+	if s.enc != nil {
+		w.Header().Set("Content-Encoding", coding)
+	}
+	return s
+}
+
+func (s *streamWriter) Write(b []byte) {
+	if s.enc != nil {
+		s.enc.Write(b)
+		return
+	}
+	s.w.Write(b)
+}
+
+// Flush pushes what was written to the client; false when the connection is gone.
+func (s *streamWriter) Flush() bool {
+	if s.enc != nil {
+		if s.enc.Flush() != nil {
+			return false
+		}
+	}
+	return s.rc.Flush() == nil
+}
+
+// Close ends the compressed stream (its last block and checksum).
+func (s *streamWriter) Close() {
+	if s.enc != nil {
+		s.enc.Close()
+	}
+}
+
+// isCrawler reports whether r comes from a crawler, which gets a streaming page's complete
+// document only.
+func (p *page) isCrawler(r *http.Request) bool {
+	return p.crawler != nil && p.crawler.MatchString(r.UserAgent())
+}

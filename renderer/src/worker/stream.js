@@ -1,0 +1,188 @@
+// A page that streams (RenderStream, render.proto): React's renderToPipeableStream
+// in this worker, its output sent to the main thread over the task's own
+// MessagePort as it is produced, each message already encoded as a
+// RenderStreamResponse whose buffer is transferred (the same spirit as
+// wire.js: the main thread hands grpc-js finished bytes).
+//
+// Chunks are gathered between React's flushes: React writes many small views
+// (a 4 KB buffer, or a long string on its own) and then calls the
+// destination's flush() once per batch of completed work (the shell, a
+// boundary). One message per flush, not per write, keeps the messages, the
+// HTTP/2 frames and the edge's flushes to one per boundary.
+import { performance } from 'node:perf_hooks';
+import protobuf from 'protobufjs';
+import { PageThrewError, PageTooLargeError } from '../errors.js';
+import { pageThrew, micros, renderHead } from './render-page.js';
+import { encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from './wire.js';
+
+/** @import { MessagePort } from 'node:worker_threads' */
+/** @import { Bundle, PreparedPage } from './render-page.js' */
+/** @import { ResponseFields } from './wire.js' */
+
+/**
+ * What the worker posts on the task's port: an encoded RenderStreamResponse
+ * (`bytes`), or `end` once every message of the render was posted.
+ * @typedef {{bytes: Uint8Array} | {end: true}} StreamMessage
+ */
+
+/** Field numbers of RenderStreamResponse's oneof. */
+const HEAD_FIELD = 1;
+const HTML_FIELD = 2;
+
+/** @type {protobuf.Type | undefined} */
+let streamType;
+
+/**
+ * Renders a prepared page to the port: the head message at the shell (or at
+ * once for a redirect), then the body as React flushes it. Resolves when React
+ * has written everything; rejects with PageThrewError when the shell failed.
+ * A boundary that throws after the shell is React's to handle: it sends the
+ * browser an instruction to render that boundary itself.
+ * @param {Bundle} bundle
+ * @param {PreparedPage} prepared
+ * @param {MessagePort} port
+ * @param {(head: string) => ResponseFields} fields the head message's small fields
+ * @param {number} maxBytes renderer.max_page_mb, over the head and the body
+ * @returns {Promise<{renderStart?: number, renderUs: number}>}
+ */
+export function streamPage(bundle, prepared, port, fields, maxBytes) {
+  if (prepared.redirect !== undefined) {
+    post(port, wrap(HEAD_FIELD, encodeRenderResponse('', '', fields(''), maxBytes)));
+    return Promise.resolve({ renderUs: 0 });
+  }
+  const { renderToPipeableStream } = bundle;
+  if (typeof renderToPipeableStream !== 'function') {
+    return Promise.reject(new PageThrewError(`page "${prepared.page}" streams, but the bundle does not export renderToPipeableStream (see docs/app-contract.md)`));
+  }
+  const { entry, props, ctx } = prepared;
+  let head;
+  try {
+    head = renderHead(bundle, entry, props, ctx);
+  } catch (err) {
+    return Promise.reject(pageThrew(err));
+  }
+  const renderStart = performance.now();
+  return new Promise((resolve, reject) => {
+    let sent = 0;
+    /** @type {PageTooLargeError | undefined} */
+    let tooLarge;
+    const destination = new Destination(port, (bytes) => {
+      sent += bytes;
+      if (sent <= maxBytes) return true;
+      tooLarge ??= new PageTooLargeError(`page "${prepared.page}" is too large: its body passed ${sent} bytes, `
+        + `over the ${maxBytes / (1024 * 1024)} MB limit of renderer.max_page_mb`);
+      stream.abort(tooLarge);
+      return false;
+    }, () => {
+      if (tooLarge) reject(tooLarge);
+      else resolve({ renderStart, renderUs: micros(performance.now() - renderStart) });
+    });
+    /** @type {ReturnType<NonNullable<Bundle['renderToPipeableStream']>>} */
+    let stream;
+    try {
+      stream = renderToPipeableStream(bundle.createElement(entry.component, props), {
+        onShellReady() {
+          const encoded = encodeRenderResponse('', prepared.propsJson, fields(head), maxBytes);
+          sent = encoded.byteLength;
+          post(port, wrap(HEAD_FIELD, encoded));
+          stream.pipe(destination);
+        },
+        onShellError(err) {
+          reject(pageThrew(err));
+        },
+        // A boundary's error: React sends the browser its client-render
+        // instruction, and the rest of the page streams on.
+        onError() {},
+      });
+    } catch (err) {
+      reject(pageThrew(err));
+    }
+  });
+}
+
+/**
+ * The minimal Writable React's pipe() needs: write, end, on, and flush, which
+ * React calls after each batch of writes.
+ */
+class Destination {
+  /** @type {Array<string | Uint8Array>} */
+  #pending = [];
+  #port;
+  #admit;
+  #ended;
+
+  /**
+   * @param {MessagePort} port
+   * @param {(bytes: number) => boolean} admit counts each message's bytes; false: too large, drop it
+   * @param {() => void} ended
+   */
+  constructor(port, admit, ended) {
+    this.#port = port;
+    this.#admit = admit;
+    this.#ended = ended;
+  }
+
+  /** @param {string | Uint8Array} chunk */
+  write(chunk) {
+    this.#pending.push(chunk);
+    return true;
+  }
+
+  flush() {
+    if (this.#pending.length === 0) return;
+    let length = 0;
+    for (const chunk of this.#pending) length += typeof chunk === 'string' ? Buffer.byteLength(chunk, 'utf8') : chunk.byteLength;
+    const out = Buffer.allocUnsafeSlow(fieldHeaderLength(length) + length);
+    let at = writeFieldHeader(out, 0, HTML_FIELD, length);
+    for (const chunk of this.#pending) {
+      if (typeof chunk === 'string') at += out.write(chunk, at, 'utf8');
+      else {
+        out.set(chunk, at);
+        at += chunk.byteLength;
+      }
+    }
+    this.#pending = [];
+    if (this.#admit(out.byteLength)) post(this.#port, out);
+  }
+
+  end() {
+    this.flush();
+    this.#ended();
+  }
+
+  // React listens for drain, error and close: this destination never emits them.
+  on() {
+    return this;
+  }
+}
+
+/**
+ * The trailer message: the render's timing.
+ * @param {ResponseFields['timing']} timing
+ * @returns {Uint8Array}
+ */
+export function encodeTrailer(timing) {
+  streamType ??= protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderStreamResponse');
+  return streamType.encode({ trailer: { timing } }).finish();
+}
+
+/**
+ * @param {MessagePort} port
+ * @param {Uint8Array} bytes transferred: gone from this thread once posted
+ */
+function post(port, bytes) {
+  /** @type {StreamMessage} */
+  const message = { bytes };
+  port.postMessage(message, [/** @type {ArrayBuffer} */ (bytes.buffer)]);
+}
+
+/**
+ * An encoded RenderResponse as RenderStreamResponse's `head`.
+ * @param {number} field
+ * @param {Uint8Array} inner
+ */
+function wrap(field, inner) {
+  const out = Buffer.allocUnsafeSlow(fieldHeaderLength(inner.byteLength) + inner.byteLength);
+  out.set(inner, writeFieldHeader(out, 0, field, inner.byteLength));
+  return out;
+}
