@@ -41,14 +41,18 @@ func startRenderer(t *testing.T, socket string, env ...string) *harness.Process 
 // edgeConfig routes the demo pages and the fixture's misbehaving pages; only the /cached/
 // routes are cached. Their windows are minutes long: the tests move the edge's clock
 // through them (edgeProcess.advance) rather than sleep, and a slow runner's seconds cannot
-// move a request out of the window it was meant for.
+// move a request out of the window it was meant for. For the same reason the soft deadline
+// is 5 s, not 150 ms: a loaded runner's first render of "/" missed 150 ms and fell back.
+// Only the routes whose tests are about the soft deadline (/sleep, /cached/slow) keep 150 ms.
 const edgeConfig = `
 edge:
+  render_timeout: 5s
+  hard_timeout: 10s
   routes:
     - {pattern: "GET /{$}", page: home}
     - {pattern: "GET /products/{id}", page: product}
     - {pattern: "GET /throws", page: throws}
-    - {pattern: "GET /sleep", page: sleep}
+    - {pattern: "GET /sleep", page: sleep, render_timeout: 150ms, hard_timeout: 2s}
     - {pattern: "GET /xss", page: xss}
     - {pattern: "GET /huge", page: huge}
     - {pattern: "GET /redirect", page: redirect}
@@ -59,6 +63,8 @@ edge:
       cache: {ttl: 1m, stale_while_revalidate: 1m, stale_if_error: 3m}
     - pattern: "GET /cached/slow"
       page: sleep
+      render_timeout: 150ms
+      hard_timeout: 2s
       cache: {ttl: 60s}
     - pattern: "GET /cached/cookie"
       page: cookie
