@@ -166,12 +166,15 @@ func (r Route) EffectiveTimeouts(e Edge) (soft, hard time.Duration) {
 }
 
 // EffectiveStreamTimeout is how long the route's streamed responses may keep boundaries
-// pending, counted from the request's arrival.
+// pending, counted from the request's arrival. The route's own is checked against its
+// deadlines; edge.stream_timeout, a default for every route, is brought within them (a
+// route whose render_timeout is 2 s streams from 2 s, not an invalid 1 s).
 func (r Route) EffectiveStreamTimeout(e Edge) time.Duration {
 	if r.StreamTimeout > 0 {
 		return r.StreamTimeout
 	}
-	return e.StreamTimeout
+	soft, hard := r.EffectiveTimeouts(e)
+	return min(max(e.StreamTimeout, soft), hard)
 }
 
 // MaxPageBytes is the largest render response the edge accepts.

@@ -191,3 +191,23 @@ func TestValidate(t *testing.T) {
 		t.Errorf("ValidateRoute: got %v, want the route's keys", err)
 	}
 }
+
+// TestStreamTimeoutDefault: a route's own stream_timeout is checked, the edge's default is
+// brought within the route's deadlines.
+func TestStreamTimeoutDefault(t *testing.T) {
+	e := Edge{RenderTimeout: 150 * time.Millisecond, HardTimeout: 2 * time.Second, StreamTimeout: time.Second}
+	for _, tt := range []struct {
+		name  string
+		route Route
+		want  time.Duration
+	}{
+		{"the edge's", Route{}, time.Second},
+		{"the route's own", Route{StreamTimeout: 1500 * time.Millisecond}, 1500 * time.Millisecond},
+		{"not before the route's soft deadline", Route{RenderTimeout: 2 * time.Second}, 2 * time.Second},
+		{"not past the route's hard deadline", Route{HardTimeout: 500 * time.Millisecond}, 500 * time.Millisecond},
+	} {
+		if got := tt.route.EffectiveStreamTimeout(e); got != tt.want {
+			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
+		}
+	}
+}
