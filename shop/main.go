@@ -43,6 +43,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	assets := flags.String("assets", "", "the app's client build (default: app/dist/client)")
 	seedOnly := flags.Bool("seed", false, "create and seed the database at -db, then exit")
 	renderTimeout := flags.Duration("render-timeout", 0, "how long a request waits for its page before the browser renders it (default: 150ms)")
+	streamTimeout := flags.Duration("stream-timeout", 0, "how long a streamed page's Suspense boundaries may stay pending, from the request's arrival, before the browser renders them (default: 1s, held within -render-timeout and -hard-timeout)")
+	hardTimeout := flags.Duration("hard-timeout", 0, "how long a render may go on, after -render-timeout, to fill the cache (default: 2s; at least -render-timeout)")
+	csp := flags.Bool("csp", false, "send a strict Content-Security-Policy with a nonce per response, which every script of the pages carries (a hit then costs a compression)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -58,17 +61,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	pages, err := ssr.New(ssr.Options{
-		Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, Registerer: registry, Logger: log,
+	o := ssr.Options{
+		Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, StreamTimeout: *streamTimeout, HardTimeout: *hardTimeout,
+		Registerer: registry, Logger: log,
 		Listen: *listen, AdminListen: *adminListen,
-	})
+	}
+	if *csp {
+		o.Nonce = func(r *http.Request) string { return nonceFrom(r.Context()) }
+	}
+	pages, err := ssr.New(o)
 	if err != nil {
 		return err
 	}
 	defer pages.Close()
+	handler := pages.ServeMux(routes(pages, db))
+	if *csp {
+		handler = withCSP(handler)
+	}
 	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
 	// loopback: the admin listener is on loopback by default.
-	return pages.ListenAndServe(ctx, pages.ServeMux(routes(pages, db)), ssr.AdminOptions{Gatherer: registry, TrustLoopback: true})
+	return pages.ListenAndServe(ctx, handler, ssr.AdminOptions{Gatherer: registry, TrustLoopback: true})
 }
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
@@ -85,20 +97,28 @@ func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
 			return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
 		}),
 	}))
+	productCache := ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}}
+	loadProduct := func(r *http.Request) (productProps, ssr.Result, error) {
+		id, ok := productID(r.PathValue("id"))
+		if !ok {
+			return productProps{}, ssr.Result{NotFound: true}, nil
+		}
+		product, related, err := db.Product(r.Context(), id)
+		if err != nil || product == nil {
+			return productProps{}, ssr.Result{NotFound: product == nil}, err
+		}
+		return productProps{Product: *product, Related: related}, ssr.Result{}, nil
+	}
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
-		Route: "GET /products/{id}",
-		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
-		Load: ssr.Typed(func(r *http.Request) (productProps, ssr.Result, error) {
-			id, ok := productID(r.PathValue("id"))
-			if !ok {
-				return productProps{}, ssr.Result{NotFound: true}, nil
-			}
-			product, related, err := db.Product(r.Context(), id)
-			if err != nil || product == nil {
-				return productProps{}, ssr.Result{NotFound: product == nil}, err
-			}
-			return productProps{Product: *product, Related: related}, ssr.Result{}, nil
-		}),
+		Route: "GET /products/{id}", Cache: productCache, Load: ssr.Typed(loadProduct),
+	}))
+	// The product page with its reviews in a Suspense boundary, streamed: the product, from
+	// the database, goes out at once, the reviews when they come. The reviews are the app's
+	// own (app/src/reviews.js), slow on the server only: props from Go would be there before
+	// the first byte, leaving nothing to stream, and the browser computes the same reviews
+	// to hydrate them.
+	mux.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
+		Route: "GET /products/{id}/reviews", Stream: true, Cache: productCache, Load: ssr.Typed(loadProduct),
 	}))
 	mux.Handle("GET /", pages.NotFound())
 	return mux

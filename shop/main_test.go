@@ -29,15 +29,15 @@ func TestMain(m *testing.M) {
 
 // startRenderer runs the real renderer on the demo app's bundle, on a socket in dir, and
 // waits until its workers are warm. It is killed when the test ends, or before.
-func startRenderer(t *testing.T, dir string) (address string, renderer *harness.Process) {
+func startRenderer(t *testing.T, dir string, env ...string) (address string, renderer *harness.Process) {
 	t.Helper()
 	socket := filepath.Join(dir, "renderer.sock")
-	return "unix://" + socket, harness.StartRenderer(t, socket)
+	return "unix://" + socket, harness.StartRenderer(t, socket, env...)
 }
 
 // startShop runs the shop's run() on free ports against renderer, with its database at db,
-// and returns its public URL.
-func startShop(t *testing.T, renderer, db string) string {
+// and flags added or overriding, and returns its public URL.
+func startShop(t *testing.T, renderer, db string, flags ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
@@ -45,11 +45,11 @@ func startShop(t *testing.T, renderer, db string) string {
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
-		runErr = run(ctx, []string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", db, "-renderer", renderer,
+		runErr = run(ctx, append([]string{"-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", db, "-renderer", renderer,
 			"-assets", filepath.Join(repoRoot, "app", "dist", "client"),
 			// The hard deadline: a slow runner must not turn these tests of data
 			// into tests of deadlines.
-			"-render-timeout", "2s"}, func(string) string { return "" }, w)
+			"-render-timeout", "2s"}, flags...), func(string) string { return "" }, w)
 		w.Close()
 	}()
 	t.Cleanup(func() {
@@ -101,20 +101,28 @@ func get(t *testing.T, url string) page {
 	return p
 }
 
-// TestPagesRenderWhatTheDatabaseHolds: the shop reads its catalog from SQLite and the
-// React pages render it; a row changed in the database shows on the page.
-func TestPagesRenderWhatTheDatabaseHolds(t *testing.T) {
-	dir := t.TempDir()
-	renderer, _ := startRenderer(t, dir)
+// renamedInSQLite is a database in dir whose product 7 is named "Renamed in SQLite", for a
+// test that sees the database's values reach the page.
+func renamedInSQLite(t *testing.T, dir string) string {
+	t.Helper()
 	db := filepath.Join(dir, "shop.db")
 	s, err := catalog.Open(context.Background(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer s.Close()
 	if _, err := s.DB().Exec("UPDATE products SET name = 'Renamed in SQLite' WHERE id = 7"); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	return db
+}
+
+// TestPagesRenderWhatTheDatabaseHolds: the shop reads its catalog from SQLite and the
+// React pages render it; a row changed in the database shows on the page.
+func TestPagesRenderWhatTheDatabaseHolds(t *testing.T) {
+	dir := t.TempDir()
+	renderer, _ := startRenderer(t, dir)
+	db := renamedInSQLite(t, dir)
 	shop := startShop(t, renderer, db)
 
 	home := get(t, shop+"/?page=2")

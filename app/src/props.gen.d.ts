@@ -4,6 +4,7 @@
 export interface PageProps {
   home: ListingProps;
   product: ProductProps;
+  "product-reviews": ProductProps;
 }
 
 /** Go: github.com/sidecar-ssr/sidecar-ssr/shop/catalog.ListingProps */

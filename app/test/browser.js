@@ -56,20 +56,23 @@ export const OWNED_BY_REACT = (node) => !!node && Object.keys(node).some((key) =
 
 /**
  * Opens url in a fresh context, with the first root child remembered and problems collected;
- * returns the page, its document response and its problems. stepMs bounds each later wait.
+ * returns the page, its document response and its problems. stepMs bounds each later wait;
+ * waitUntil is page.goto's ('commit' returns while a streamed document is still arriving);
+ * init is one more script to run before any of the page's own.
  */
-export async function openPage(browser, url, { route, stepMs = 10_000 } = {}) {
+export async function openPage(browser, url, { route, stepMs = 10_000, waitUntil = 'load', init } = {}) {
   const context = await browser.newContext();
   // Chromium asks every origin for /favicon.ico on its own; an app that declares no icon
   // answers it with its not-found page (404), which Chromium logs as a console error that
   // has nothing to do with the page. Answer it here; every other request is real.
   await context.route(/\/favicon\.ico$/, (fulfil) => fulfil.fulfill({ status: 204 }));
   await context.addInitScript(rememberFirstRootChild);
+  if (init) await context.addInitScript(init);
   const page = await context.newPage();
   page.setDefaultTimeout(stepMs);
   const problems = collectProblems(page);
   if (route) await page.route(url, route);
-  const response = await page.goto(url, { waitUntil: 'load' });
+  const response = await page.goto(url, { waitUntil });
   return { context, page, response, problems };
 }
 

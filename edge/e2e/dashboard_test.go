@@ -40,12 +40,13 @@ const (
 func TestDashboardAndRunbookQueryTheStack(t *testing.T) {
 	snapshots := t.TempDir()
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	g, gateEnv := startGates(t)
 	renderer := startRenderer(t, socket, "SSR_RENDERER_DEBUG_LISTEN=127.0.0.1:0", "SSR_RENDERER_HEAP_SNAPSHOT_DIR="+snapshots,
 		// Every render measured for renderer_page_heap_growth_bytes: by default one in 100
 		// per worker is, and this test renders a few dozen pages.
-		"SSR_RENDERER_HEAP_GROWTH_SAMPLE_EVERY=1")
+		"SSR_RENDERER_HEAP_GROWTH_SAMPLE_EVERY=1", gateEnv)
 	edge := startEdge(t, socket)
-	exposeEverySeries(t, renderer, edge)
+	exposeEverySeries(t, renderer, edge, g)
 	stack := stackMetrics{
 		"edge":     metricFamilies(scrape(t, edge.admin+"/metrics")),
 		"renderer": metricFamilies(scrape(t, renderer.HTTPURL("/metrics"))),
@@ -307,7 +308,7 @@ func TestRunbookNamesWhatExists(t *testing.T) {
 // series the documents query: a miss, a hit and a stale hit with its background refresh,
 // coalesced requests on a page that sets a cookie (each waiter renders again for itself), a
 // page that throws, and a request quarantined after its renders killed two workers.
-func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProcess) {
+func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProcess, g *gates) {
 	t.Helper()
 	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
 	assertFallback(t, harness.Get(t, edge.url+"/throws"), 200, "render-error")
@@ -325,6 +326,17 @@ func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProces
 		})
 	}
 	wg.Wait()
+
+	// A streamed page whose reviews are held back past its stream deadline ends partial;
+	// then they are let through, and its render, stored, has freed its worker for the
+	// quarantine below.
+	if body := harness.Get(t, edge.url+"/streamed-partial/1").Text; !strings.Contains(body, abortedMark) {
+		t.Fatalf("the streamed page did not end partial:\n%.3000s", body)
+	}
+	g.open("1")
+	harness.WaitUntil(t, 20*time.Second, "the complete render is cached", func() bool {
+		return strings.Contains(harness.Get(t, edge.url+"/streamed-partial/1").Header.Get("Cache-Status"), "hit")
+	})
 
 	harness.Get(t, edge.url+"/cached/products/1")
 	harness.Get(t, edge.url+"/cached/products/1")

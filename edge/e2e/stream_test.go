@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
 // The demo's streaming page (app/src/pages/ProductReviews.jsx) shows its reviews in a
@@ -324,5 +326,104 @@ http {
 	g.open("21")
 	if body := r.rest(t); !strings.Contains(body, reviewsMark) || !strings.HasSuffix(body, "</html>\n") {
 		t.Errorf("the document through nginx is not complete:\n%.3000s", body)
+	}
+}
+
+// TestStreamingNonce: a Go server that gives each response a CSP nonce (ssr.Options.Nonce)
+// streams a page whose inline scripts are React's own ($RC moves a boundary into place) as
+// well as the document's. Every script element carries the nonce of the response it is in:
+// on a live stream, on a request coalesced onto it with a nonce of its own, at the stream
+// deadline (the edge's own script), and on each hit of the stored document.
+func TestStreamingNonce(t *testing.T) {
+	g, gateEnv := startGates(t)
+	socket := filepath.Join(t.TempDir(), "renderer.sock")
+	startRenderer(t, socket, gateEnv)
+	pages, err := ssr.New(ssr.Options{
+		Renderer:  "unix://" + socket,
+		AssetsDir: assetsDir(),
+		Nonce:     func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pages.Close() })
+	mux := http.NewServeMux()
+	// As harness_test.go's routes of the same names: generous on a loaded runner, except
+	// for the deadline that is the behaviour.
+	mux.Handle("GET /streamed/{id}", pages.Page("product-reviews", ssr.PageOptions{
+		Route: "streamed", Stream: true, Cache: ssr.Cache{TTL: time.Minute},
+		RenderTimeout: 10 * time.Second, StreamTimeout: 15 * time.Second, HardTimeout: 30 * time.Second,
+	}))
+	mux.Handle("GET /streamed-partial/{id}", pages.Page("product-reviews", ssr.PageOptions{
+		Route: "streamed-partial", Stream: true,
+		RenderTimeout: time.Second, StreamTimeout: time.Second, HardTimeout: 30 * time.Second,
+	}))
+	srv := httptest.NewServer(pages.ServeMux(mux))
+	t.Cleanup(srv.Close)
+	nonced := func(nonce string) http.Header { return http.Header{"X-Test-Nonce": {nonce}} }
+
+	t.Run("live, coalesced and stored", func(t *testing.T) {
+		url := srv.URL + "/streamed/31"
+		first := open(t, url, nonced("first"))
+		first.until(t, shellMark)
+		second := open(t, url, nonced("second"))
+		second.until(t, shellMark)
+		g.open("31")
+		for _, r := range []struct {
+			reading *reading
+			nonce   string
+		}{{first, "first"}, {second, "second"}} {
+			body := r.reading.rest(t)
+			if !strings.Contains(body, reviewsMark) {
+				t.Fatalf("no reviews in the streamed document:\n%.3000s", body)
+			}
+			checkNonces(t, body, r.nonce)
+		}
+		for i, nonce := range []string{"hit1", "hit2"} {
+			var hit harness.Response
+			harness.WaitUntil(t, 10*time.Second, "the streamed page is cached", func() bool {
+				req, _ := http.NewRequest(http.MethodGet, url, nil)
+				req.Header.Set("X-Test-Nonce", nonce)
+				resp, err := streamClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				hit = harness.Response{Response: resp, Text: string(body)}
+				return strings.Contains(resp.Header.Get("Cache-Status"), "hit")
+			})
+			if !strings.Contains(hit.Text, reviewsMark) {
+				t.Fatalf("hit %d: not the complete document:\n%.3000s", i, hit.Text)
+			}
+			checkNonces(t, hit.Text, nonce)
+		}
+	})
+
+	t.Run("past the stream deadline", func(t *testing.T) {
+		body := open(t, srv.URL+"/streamed-partial/32", nonced("late")).rest(t)
+		g.open("32")
+		if !strings.Contains(body, abortedMark) {
+			t.Fatalf("the document was not closed at the deadline:\n%.3000s", body)
+		}
+		checkNonces(t, body, "late")
+	})
+}
+
+// checkNonces fails unless every script element of body carries nonce, and nothing else
+// in it looks like a nonce attribute (a placeholder left behind, another response's).
+func checkNonces(t *testing.T, body, nonce string) {
+	t.Helper()
+	tags := regexp.MustCompile(`<script\b[^>]*>`).FindAllString(body, -1)
+	if len(tags) < 3 {
+		t.Errorf("got %d script elements, want the client's, the data's and React's own at least:\n%.3000s", len(tags), body)
+	}
+	for _, tag := range tags {
+		if !strings.Contains(tag, ` nonce="`+nonce+`"`) {
+			t.Errorf("script %s lacks the response's nonce %q", tag, nonce)
+		}
+	}
+	if got := strings.Count(body, ` nonce="`); got != len(tags) {
+		t.Errorf("got %d nonce attributes for %d script elements:\n%.3000s", got, len(tags), body)
 	}
 }

@@ -165,6 +165,10 @@ type Page struct {
 	// nonce). It must be new for each response: a stored document is made without it
 	// (AppendTemplate) and gets each response's own (WithNonce).
 	Nonce string
+	// NoncePlaceholder, if not empty, is what HTML carries where Nonce goes: a streamed
+	// body's inline scripts, React's own, hold nonce="<NoncePlaceholder>"
+	// (RenderStreamRequest.nonce), each replaced by Nonce, or by a slot in a template.
+	NoncePlaceholder string
 }
 
 // dataPrefix is the serialized hydration envelope without its props.
@@ -218,6 +222,33 @@ func WithNonce(dst, doc []byte, slots []int, nonce string) []byte {
 
 func nonceAttr(nonce string) string { return " nonce=\"" + html.EscapeString(nonce) + "\"" }
 
+// AppendNonced appends html, a streamed body or a part of it, to dst with each of its
+// placeholder's nonce attributes (Page.NoncePlaceholder) replaced by nonce's, or removed
+// when nonce is empty. A part must hold whole attributes: the renderer's messages end
+// where React flushes, after a complete instruction.
+func AppendNonced(dst, html []byte, placeholder, nonce string) []byte {
+	return appendNonced(dst, html, placeholder, nonce, func(int) {})
+}
+
+// appendNonced is AppendNonced calling slot with len(dst) where each placeholder was.
+func appendNonced(dst, html []byte, placeholder, nonce string, slot func(int)) []byte {
+	from := []byte(nonceAttr(placeholder))
+	to := ""
+	if nonce != "" {
+		to = nonceAttr(nonce)
+	}
+	for {
+		i := bytes.Index(html, from)
+		if i < 0 {
+			return append(dst, html...)
+		}
+		dst = append(dst, html[:i]...)
+		slot(len(dst))
+		dst = append(dst, to...)
+		html = html[i+len(from):]
+	}
+}
+
 func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 	s.checkManifest()
 	start := len(dst)
@@ -249,7 +280,15 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 		dst = append(dst, "\"></script>\n"...)
 	}
 	dst = append(dst, rootOpen...)
-	dst = append(dst, p.HTML...)
+	if p.NoncePlaceholder == "" {
+		dst = append(dst, p.HTML...)
+	} else {
+		dst = appendNonced(dst, p.HTML, p.NoncePlaceholder, p.Nonce, func(i int) {
+			if slots {
+				at = append(at, i-start)
+			}
+		})
+	}
 	dst = append(script(append(dst, "</div>\n"...)), dataOpen...)
 
 	// json.Marshal already escapes <, >, &, U+2028 and U+2029 in strings.

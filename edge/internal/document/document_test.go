@@ -83,6 +83,54 @@ func TestAppendLayout(t *testing.T) {
 	}
 }
 
+// A streamed body's inline scripts carry the renderer's placeholder: each document, live,
+// stored or served from the store, has the response's nonce there and nowhere else.
+func TestNoncePlaceholder(t *testing.T) {
+	shell := NewShell(&Manifest{Scripts: []string{"/assets/a.js"}})
+	const ph = "PH"
+	body := []byte(`<p nonce="PH">text</p><script nonce="PH">$RC("B:0","S:0")</script><script nonce="PH">$RC("B:1","S:1")</script>`)
+	page := Page{Name: "p", URL: "/", HTML: body, PropsJSON: []byte(`{}`), NoncePlaceholder: ph}
+	scripts := regexp.MustCompile(`<script\b[^>]*>`)
+	check := func(t *testing.T, doc, nonce string) {
+		t.Helper()
+		if strings.Contains(doc, ph) {
+			t.Errorf("the placeholder is left in:\n%s", doc)
+		}
+		tags := scripts.FindAllString(doc, -1)
+		if len(tags) != 4 {
+			t.Fatalf("got %d script elements, want 4:\n%s", len(tags), doc)
+		}
+		for _, tag := range tags {
+			if got := strings.Contains(tag, ` nonce="`+nonce+`"`); got != (nonce != "") {
+				t.Errorf("got %s, want nonce %q", tag, nonce)
+			}
+		}
+	}
+	for _, tt := range []struct{ name, nonce string }{{"with a nonce", "n1"}, {"without", ""}} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := page
+			p.Nonce = tt.nonce
+			live := shell.Append(nil, p)
+			check(t, string(live), tt.nonce)
+			template, slots := shell.AppendTemplate(nil, p)
+			check(t, string(template), "")
+			if got := WithNonce(nil, template, slots, tt.nonce); string(got) != string(live) {
+				t.Errorf("the stored document with its nonce differs from the live one:\n%s\n%s", got, live)
+			}
+			if got, want := string(AppendNonced(nil, body, ph, tt.nonce)), strings.ReplaceAll(string(body), ` nonce="PH"`, nonceOrNot(tt.nonce)); got != want {
+				t.Errorf("AppendNonced: got %s, want %s", got, want)
+			}
+		})
+	}
+}
+
+func nonceOrNot(nonce string) string {
+	if nonce == "" {
+		return ""
+	}
+	return ` nonce="` + nonce + `"`
+}
+
 func TestLoadManifest(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := LoadManifest(dir); err == nil || !strings.Contains(err.Error(), "make build") {

@@ -17,8 +17,10 @@ func (s *Shell) Split(p Page) (open, closing []byte) {
 // React's own abort instruction ($RX) does, for every boundary at once. A pending boundary is
 // a "$?" comment before a template whose id React gives the "B:" prefix; "$!" makes
 // hydration render it in the browser, and _reactRetry wakes a hydration already waiting on it.
+// The empty digest is React's own mark of a boundary handed to the browser on purpose: any
+// other (none included) is reported as a recoverable error, a console error in most apps.
 const abortPending = `for(const t of document.querySelectorAll('template[id^="B:"]')){const c=t.previousSibling;` +
-	`if(c&&c.nodeType===8&&c.data==="$?"){c.data="$!";t.dataset.msg="past the stream deadline";if(c._reactRetry)c._reactRetry()}}`
+	`if(c&&c.nodeType===8&&c.data==="$?"){c.data="$!";t.dataset.dgst="";if(c._reactRetry)c._reactRetry()}}`
 
 // AbortPending is the script element, with nonce if not empty, that a streamed document
 // ends with when its render has not completed.

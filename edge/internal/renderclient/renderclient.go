@@ -220,13 +220,13 @@ type Stream struct {
 //
 // The result's type is the interface literal the server package's StreamRenderer names, so
 // that a *Client is one; it is a *Stream.
-func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderRequest) (interface {
+func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderStreamRequest) (interface {
 	Recv() (*ssrv1.RenderStreamResponse, error)
 }, error) {
 	if !c.circuit.Allow(time.Now()) {
 		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
 	}
-	call, err := c.rpc.RenderStream(ctx, &ssrv1.RenderStreamRequest{Render: req})
+	call, err := c.rpc.RenderStream(ctx, req)
 	if err != nil {
 		return nil, c.failed(err, nil)
 	}

@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -115,6 +116,10 @@ type page struct {
 	// how long its boundaries may stay pending.
 	stream        bool
 	streamTimeout time.Duration
+	// noncePlaceholder, for a page that streams with nonces, is what its renders put in
+	// React's inline scripts for the edge to replace with each response's nonce (document
+	// Page.NoncePlaceholder). Random, so that no page content can carry it; "" otherwise.
+	noncePlaceholder string
 	deps
 }
 
@@ -132,6 +137,9 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		stream: r.Stream, streamTimeout: r.EffectiveStreamTimeout(e),
 	}
 	p.params = wildcards(r.Pattern)
+	if p.stream && d.nonce != nil {
+		p.noncePlaceholder = rand.Text()
+	}
 	return p
 }
 
@@ -444,7 +452,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	}
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
-		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props,
+		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
 	})
 }
 

@@ -26,7 +26,7 @@ import (
 // StreamRenderer renders pages that stream; *renderclient.Client is the real one. A Renderer
 // without it renders every page whole.
 type StreamRenderer interface {
-	RenderStream(ctx context.Context, req *ssrv1.RenderRequest) (RenderStream, error)
+	RenderStream(ctx context.Context, req *ssrv1.RenderStreamRequest) (RenderStream, error)
 }
 
 // RenderStream is one RenderStream call: Recv returns io.EOF after the last message. An
@@ -84,7 +84,7 @@ func (t *tee) from(i int) (chunks [][]byte, ended bool, err error, more <-chan s
 func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, req *ssrv1.RenderRequest) (resp *ssrv1.RenderResponse, err error) {
 	t := fl.tee
 	defer func() { t.end(err) }()
-	stream, err := sr.RenderStream(ctx, req)
+	stream, err := sr.RenderStream(ctx, &ssrv1.RenderStreamRequest{Render: req, Nonce: p.noncePlaceholder})
 	if err != nil {
 		return nil, err
 	}
@@ -175,9 +175,14 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	deadline := time.NewTimer(time.Until(arrived.Add(p.streamTimeout)))
 	defer deadline.Stop()
 	next := 0
+	var nonced []byte // a chunk with this response's nonce
 	for {
 		chunks, ended, err, more := t.from(next)
 		for _, c := range chunks {
+			if p.noncePlaceholder != "" {
+				nonced = document.AppendNonced(nonced[:0], c, p.noncePlaceholder, doc.Nonce)
+				c = nonced
+			}
 			out.Write(c)
 		}
 		next += len(chunks)

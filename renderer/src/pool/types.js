@@ -10,8 +10,10 @@
  * A render as the pool takes it: the worker reports the queue wait measured
  * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
  * With `port`, the page streams: the worker posts its messages there
- * (worker/stream.js), and the port moves to the worker with the task.
- * @typedef {RenderTask & {arrivedAt: number, port?: MessagePort}} PoolTask
+ * (worker/stream.js), and the port moves to the worker with the task; `nonce`
+ * is then RenderStreamRequest.nonce, the placeholder React's inline scripts
+ * carry for the edge to replace.
+ * @typedef {RenderTask & {arrivedAt: number, port?: MessagePort, nonce?: string}} PoolTask
  */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */

@@ -227,6 +227,7 @@ function renderStreamHandler(deps) {
     try {
       await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), call.request.render ?? {}, {
         port: port2,
+        nonce: call.request.nonce,
         succeeded: async (trailerMessage, trailer) => {
           await posted;
           call.write(view(trailerMessage));
@@ -253,7 +254,7 @@ function view(bytes) {
  * @param {grpc.ServerUnaryCall<any, any>} call (a ServerWritableStream has
  *   the same metadata, deadline and 'cancelled' event)
  * @param {any} req the RenderRequest
- * @param {{port?: MessagePort, succeeded: (response: Uint8Array, trailer: grpc.Metadata) => Promise<void>,
+ * @param {{port?: MessagePort, nonce?: string, succeeded: (response: Uint8Array, trailer: grpc.Metadata) => Promise<void>,
  *   failed: (error: RenderError) => void}} reply
  */
 async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }, call, req, reply) {
@@ -268,6 +269,7 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
     propsJson: req.propsJson?.length > 0 ? req.propsJson : undefined,
     arrivedAt,
     ...(reply.port && { port: reply.port }),
+    ...(reply.nonce && { nonce: reply.nonce }),
   };
   /** @type {string | undefined} */
   let key;

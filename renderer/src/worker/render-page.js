@@ -23,6 +23,7 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  * @property {() => void} onShellReady
  * @property {(error: unknown) => void} onShellError
  * @property {(error: unknown) => string | void} onError
+ * @property {string} [nonce] set on React's inline scripts
  */
 
 /**

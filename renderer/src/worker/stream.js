@@ -43,9 +43,11 @@ let streamType;
  * @param {MessagePort} port
  * @param {(head: string) => ResponseFields} fields the head message's small fields
  * @param {number} maxBytes renderer.max_page_mb, over the head and the body
+ * @param {string} [nonce] on React's inline scripts: the caller's placeholder for
+ *   each response's CSP nonce (RenderStreamRequest.nonce)
  * @returns {Promise<{renderStart?: number, renderUs: number}>}
  */
-export function streamPage(bundle, prepared, port, fields, maxBytes) {
+export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
   if (prepared.redirect !== undefined) {
     post(port, wrap(HEAD_FIELD, encodeRenderResponse('', '', fields(''), maxBytes)));
     return Promise.resolve({ renderUs: 0 });
@@ -81,6 +83,7 @@ export function streamPage(bundle, prepared, port, fields, maxBytes) {
     let stream;
     try {
       stream = renderToPipeableStream(bundle.createElement(entry.component, props), {
+        nonce,
         onShellReady() {
           const encoded = encodeRenderResponse('', prepared.propsJson, fields(head), maxBytes);
           sent = encoded.byteLength;

@@ -181,7 +181,7 @@ async function renderStream(task, port) {
     rendered = await streamPage(bundle, prepared, port, (head) => ({
       head, status, headers, cache, page,
       timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
-    }), options.maxPageBytes);
+    }), options.maxPageBytes, task.nonce);
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
     return { ok: false, error: error.toDescriptor(), startedAt, report: report() };

@@ -407,8 +407,13 @@ func (x *RenderResponse) GetPage() string {
 }
 
 type RenderStreamRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Render        *RenderRequest         `protobuf:"bytes,1,opt,name=render,proto3" json:"render,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Render *RenderRequest         `protobuf:"bytes,1,opt,name=render,proto3" json:"render,omitempty"`
+	// A Content-Security-Policy nonce's placeholder: React's inline scripts (in the shell and
+	// with each boundary) carry nonce="<it>", and the caller puts each response's own nonce
+	// there, so that one render, live or stored, serves many nonces. The caller
+	// makes it unguessable, so that no content of the page can carry it. Empty: no nonce.
+	Nonce         string `protobuf:"bytes,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -448,6 +453,13 @@ func (x *RenderStreamRequest) GetRender() *RenderRequest {
 		return x.Render
 	}
 	return nil
+}
+
+func (x *RenderStreamRequest) GetNonce() string {
+	if x != nil {
+		return x.Nonce
+	}
+	return ""
 }
 
 type RenderStreamResponse struct {
@@ -865,9 +877,10 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"props_json\x18\x06 \x01(\fR\tpropsJson\x12&\n" +
 	"\x06timing\x18\a \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x12\n" +
-	"\x04page\x18\b \x01(\tR\x04page\"D\n" +
+	"\x04page\x18\b \x01(\tR\x04page\"Z\n" +
 	"\x13RenderStreamRequest\x12-\n" +
-	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\"\x9b\x01\n" +
+	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\x12\x14\n" +
+	"\x05nonce\x18\x02 \x01(\tR\x05nonce\"\x9b\x01\n" +
 	"\x14RenderStreamResponse\x12,\n" +
 	"\x04head\x18\x01 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\x04head\x12\x14\n" +
 	"\x04html\x18\x02 \x01(\fH\x00R\x04html\x127\n" +

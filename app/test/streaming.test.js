@@ -1,0 +1,284 @@
+// Hydration of a streamed page in Chromium: the demo's product page with its reviews in a
+// Suspense boundary (app/src/pages/ProductReviews.jsx, a route with `stream: true`), against
+// the real renderer and edge, with both client builds (production React does not report
+// attribute mismatches), and the Go shop (bin/shop, props from Go) under a strict nonce
+// Content-Security-Policy (`-csp`): a script without the response's nonce, React's own
+// included, would not run and Chromium would log the refusal as a console error.
+//
+//   renderer/node_modules/.bin/node --test app/test/streaming.test.js   # once `make test-browser` built
+//
+// The renderer fetches each product's reviews from a gate this test serves
+// (SSR_DEMO_REVIEWS_URL) and opens when it chooses: "the browser shows the shell before the
+// reviews" is an order of events, not a race with a clock. Each page is checked three ways:
+// - live: the shell is in the browser's DOM while the reviews are held back; released, they
+//   stream in, and the page hydrates;
+// - from the cache: the complete document the streamed render stored, served whole;
+// - past the stream deadline: the edge closes the document with the boundary still pending
+//   and leaves it to the browser, which renders the reviews itself.
+// Each passes with no console error, no page error, no hydration warning, the server's nodes
+// adopted by React (not replaced), and the reviews visible; under the CSP, every script
+// element of the document carries the nonce its policy names.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { chromium } from 'playwright-core';
+import { assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, settle } from './browser.js';
+import { builds, paths, repoDir, startProcess, stopProcess, waitLog } from './stack.js';
+
+const STEP_MS = 10_000; // any single wait (page load, hydration, the reviews appearing)
+// The route past its stream deadline: the shell has render_timeout (3 s, far above its
+// few milliseconds on a loaded 2-core runner) and the boundary, whose gate stays shut, is
+// left to the browser when stream_timeout (as long, the least the config allows) runs out.
+const EDGE_CONFIG = `edge:
+  routes:
+    - pattern: "GET /products/{id}/reviews"
+      page: product-reviews
+      stream: true
+      render_timeout: 10s
+      stream_timeout: 20s
+      hard_timeout: 30s
+      cache: {ttl: 5m}
+    - pattern: "GET /late/products/{id}/reviews"
+      page: product-reviews
+      stream: true
+      render_timeout: 3s
+      stream_timeout: 3s
+      hard_timeout: 30s
+      cache: {ttl: 5m}
+`;
+const LOADING = '[data-testid="reviews-loading"]';
+const REVIEWS = '[data-testid="reviews"]';
+
+/** Holds back each product's reviews until open(id). */
+async function startGates() {
+  /** @type {Map<string, {opened: Promise<void>, open: () => void}>} */
+  const gates = new Map();
+  const gate = (id) => {
+    if (!gates.has(id)) {
+      const { promise, resolve } = Promise.withResolvers();
+      gates.set(id, { opened: promise, open: resolve });
+    }
+    return gates.get(id);
+  };
+  const server = http.createServer(async (req, res) => {
+    await gate(new URL(req.url, 'http://gate').searchParams.get('product')).opened;
+    res.end();
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/`,
+    open: (id) => gate(String(id)).open(),
+    close() {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
+}
+
+// Runs before any page script: remembers the first reviews list the HTML parser inserts,
+// i.e. the server's (streamed into a hidden segment and moved into place by React's script).
+function rememberServerReviews() {
+  const observer = new MutationObserver(() => {
+    const reviews = document.querySelector('[data-testid="reviews"]');
+    if (reviews) {
+      window.__serverReviews = reviews;
+      observer.disconnect();
+    }
+  });
+  observer.observe(document, { childList: true, subtree: true });
+}
+
+/**
+ * Waits until React owns the reviews list: hydrated from the server's, or rendered here.
+ * Polled with page.evaluate (DevTools' evaluation, which no page's CSP governs): a strict
+ * CSP refuses waitForFunction's evaluation of its predicate.
+ */
+async function waitForReviews(page) {
+  const owned = () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${REVIEWS}'))`);
+  for (const deadline = Date.now() + STEP_MS; !(await owned());) {
+    assert.ok(Date.now() < deadline, `React did not take over the reviews within ${STEP_MS} ms`);
+    await delay(50);
+  }
+  assert.ok(await page.locator(REVIEWS).isVisible(), 'the reviews are not visible');
+  assert.equal(await page.locator(`${REVIEWS} li`).count(), 3, 'the product\'s three reviews');
+  assert.equal(await page.locator(LOADING).count(), 0, 'the loading fallback is still there');
+}
+
+/** The server's root markup and reviews were adopted by React, not replaced. */
+async function assertAdopted(page, { reviews }) {
+  assert.ok(
+    await page.evaluate(`(${OWNED_BY_REACT})(window.__firstRootChild) && window.__firstRootChild === document.getElementById('root').firstElementChild`),
+    'the server-rendered <header> was replaced instead of hydrated',
+  );
+  if (reviews) {
+    assert.ok(
+      await page.evaluate(`window.__serverReviews === document.querySelector('${REVIEWS}')`),
+      'the server-rendered reviews were replaced instead of hydrated',
+    );
+  }
+}
+
+/** Every script element of html carries the nonce of the response's policy. */
+function assertNonced(headers, html) {
+  const nonce = headers['content-security-policy']?.match(/'nonce-([^']+)'/)?.[1];
+  assert.ok(nonce, `no nonce in the response's Content-Security-Policy: ${headers['content-security-policy']}`);
+  const scripts = html.match(/<script\b[^>]*>/g) ?? [];
+  assert.ok(scripts.length >= 3, `want the client's, the data's and React's own scripts at least, got ${scripts.length}`);
+  for (const tag of scripts) assert.ok(tag.includes(` nonce="${nonce}"`), `${tag} lacks the response's nonce`);
+}
+
+function missingPrerequisite() {
+  if (!existsSync(CHROMIUM)) {
+    return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
+  }
+  for (const need of [paths.node, paths.edge, paths.shop, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
+    if (!existsSync(need)) return `${path.relative(repoDir, need)} is missing: run \`make test-browser\``;
+  }
+  return null;
+}
+
+test('prerequisites: Chromium, the edge and shop binaries, the server bundle and both client builds', () => {
+  const missing = missingPrerequisite();
+  if (missing) assert.fail(missing);
+});
+
+describe('a streamed page hydrates in Chromium: live, from the cache, past the stream deadline', { timeout: 180_000 }, () => {
+  let tmpDir;
+  let gates;
+  let renderer;
+  let browser;
+  /** @type {Promise<import('playwright-core').Browser> | undefined} */
+  let browserLaunch;
+  /** @type {Record<string, {proc: any, url: string}>} */
+  const edges = {};
+  /** The shop under its CSP: one with room for the reviews, one whose deadline passes. */
+  /** @type {Record<'live' | 'late', {proc: any, url: string}>} */
+  const shops = {};
+
+  before(async () => {
+    const missing = missingPrerequisite();
+    if (missing) throw new Error(missing);
+    tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-ssr-streaming-'));
+    const socket = path.join(tmpDir, 'r.sock');
+    const config = path.join(tmpDir, 'edge.yaml');
+    writeFileSync(config, EDGE_CONFIG);
+    gates = await startGates();
+
+    browserLaunch = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+    renderer = startProcess('renderer', paths.node, [paths.renderer], {
+      SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
+      SSR_RENDERER_HTTP_LISTEN: '127.0.0.1:0',
+      SSR_RENDERER_BUNDLE: paths.bundle,
+      SSR_RENDERER_THREADS: '2',
+      SSR_DEMO_REVIEWS_URL: gates.url,
+    });
+    await Promise.all([
+      waitLog(renderer, { msg: 'ready' }, 60_000),
+      ...builds.map(async (build) => {
+        const proc = startProcess(`edge (${build.name})`, paths.edge, [], {
+          SSR_CONFIG: config,
+          SSR_EDGE_LISTEN: '127.0.0.1:0',
+          SSR_EDGE_ADMIN_LISTEN: '127.0.0.1:0',
+          SSR_EDGE_ASSETS_DIR: build.dir,
+          SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
+        });
+        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
+        edges[build.name] = { proc, url: `http://${line.address}` };
+      }),
+      // The timeouts as EDGE_CONFIG's, for the same reasons.
+      ...[['live', '10s', '20s'], ['late', '3s', '3s']].map(async ([which, render, stream]) => {
+        const proc = startProcess(`shop (${which})`, paths.shop, [
+          '-listen', '127.0.0.1:0', '-admin-listen', '127.0.0.1:0', '-db', path.join(tmpDir, `shop-${which}.db`),
+          '-renderer', `unix://${socket}`, '-assets', builds[0].dir, '-csp',
+          '-render-timeout', render, '-stream-timeout', stream, '-hard-timeout', '30s',
+        ], {});
+        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
+        shops[which] = { proc, url: `http://${line.address}` };
+      }),
+    ]);
+    browser = await browserLaunch;
+  });
+
+  after(async () => {
+    const launched = await browserLaunch?.catch(() => null);
+    await launched?.close().catch(() => {});
+    await Promise.all([renderer, ...[...Object.values(edges), ...Object.values(shops)].map((e) => e.proc)].filter(Boolean).map(stopProcess));
+    gates?.close();
+    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
+  });
+
+  const servers = [
+    ...builds.map((build) => ({ name: build.name, live: () => edges[build.name].url, late: () => `${edges[build.name].url}/late`, csp: false })),
+    { name: 'shop under a strict CSP', live: () => shops.live.url, late: () => shops.late.url, csp: true },
+  ];
+  // A product of its own per server and case: each has its own gate and cache entry.
+  for (const [i, server] of servers.entries()) {
+    const live = 31 + 10 * i;
+    const late = live + 1;
+
+    test(`${server.name}: live, the shell before the reviews, then hydrated`, async () => {
+      const url = `${server.live()}/products/${live}/reviews`;
+      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, waitUntil: 'commit', init: rememberServerReviews });
+      try {
+        assert.equal(response.status(), 200);
+        assert.match(response.headers()['cache-status'] ?? '', /detail=streamed/);
+        await page.waitForSelector(LOADING, { state: 'attached' });
+        assert.equal(await page.locator(REVIEWS).count(), 0, 'the reviews arrived before their gate opened');
+        gates.open(live);
+        await page.waitForLoadState('load');
+        await waitForReviews(page);
+        await assertAdopted(page, { reviews: true });
+        if (server.csp) assertNonced(response.headers(), await response.text());
+        await settle(page);
+        assertNoProblems(problems, `${server.name} live stream`);
+      } finally {
+        await context.close();
+      }
+    });
+
+    test(`${server.name}: from the cache, served whole, then hydrated`, async () => {
+      const url = `${server.live()}/products/${live}/reviews`;
+      // The flight stores the document when its render ends, just after the live response.
+      for (const deadline = Date.now() + STEP_MS; ;) {
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        if (/hit/.test(res.headers.get('cache-status') ?? '')) break;
+        assert.ok(Date.now() < deadline, `no cached copy within ${STEP_MS} ms`);
+        await delay(50);
+      }
+      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, init: rememberServerReviews });
+      try {
+        assert.match(response.headers()['cache-status'] ?? '', /hit/);
+        assert.ok(Number(response.headers()['content-length']) > 0, 'a hit is served whole');
+        await waitForReviews(page);
+        await assertAdopted(page, { reviews: true });
+        if (server.csp) assertNonced(response.headers(), await response.text());
+        await settle(page);
+        assertNoProblems(problems, `${server.name} cache hit`);
+      } finally {
+        await context.close();
+      }
+    });
+
+    test(`${server.name}: past the stream deadline, the reviews rendered by the browser`, async () => {
+      const url = `${server.late()}/products/${late}/reviews`;
+      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, init: rememberServerReviews });
+      try {
+        const html = await response.text();
+        assert.ok(html.includes('c.data="$!"') && !html.includes('data-testid="reviews"'), 'the document was not closed with its boundary left to the browser');
+        if (server.csp) assertNonced(response.headers(), html);
+        await waitForReviews(page);
+        await assertAdopted(page, { reviews: false });
+        await settle(page);
+        assertNoProblems(problems, `${server.name} past the stream deadline`);
+      } finally {
+        await context.close();
+        gates.open(late);
+      }
+    });
+  }
+});

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TestReviewsStream: the product page with its reviews streams from the shop. The product,
+// read from the database by the Go loader, arrives in the shell while the reviews are held
+// back; they follow in the same response once let through. The renderer fetches them from
+// a gate this test opens (SSR_DEMO_REVIEWS_URL, app/src/reviews.js): an order of events,
+// not a race with a clock.
+func TestReviewsStream(t *testing.T) {
+	dir := t.TempDir()
+	release := make(chan struct{})
+	gate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	t.Cleanup(gate.Close)
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // before gate.Close, which waits for the requests it holds
+	renderer, _ := startRenderer(t, dir, "SSR_DEMO_REVIEWS_URL="+gate.URL)
+	db := renamedInSQLite(t, dir)
+	// Deadlines far beyond a loaded runner's: this test is about the order, not the clock.
+	shop := startShop(t, renderer, db, "-render-timeout", "10s", "-stream-timeout", "20s", "-hard-timeout", "30s")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, shop+"/products/7/reviews", nil)
+	resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if got := resp.Header.Get("Cache-Status"); resp.StatusCode != 200 || !strings.Contains(got, "detail=streamed") {
+		t.Fatalf("got %d, Cache-Status %q: want a streamed page", resp.StatusCode, got)
+	}
+	var got bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(got.String(), `data-testid="reviews-loading"`) {
+		n, err := resp.Body.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("the response ended (%v) before the shell's fallback; got:\n%.3000s", err, got.String())
+		}
+	}
+	if shell := got.String(); !strings.Contains(shell, "Renamed in SQLite") || strings.Contains(shell, `data-testid="reviews"`) {
+		t.Fatalf("want the shell with the product from the database and no reviews yet, got:\n%.3000s", shell)
+	}
+	open()
+	if _, err := io.Copy(&got, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	body := got.String()
+	if !strings.Contains(body, `data-testid="reviews"`) || !strings.HasSuffix(body, "</html>\n") {
+		t.Fatalf("the streamed document is not complete:\n%.3000s", body)
+	}
+	m := dataRE.FindStringSubmatch(body)
+	var data struct {
+		Page  string
+		Props productProps
+	}
+	if m == nil || json.Unmarshal([]byte(m[1]), &data) != nil || data.Page != "product-reviews" || data.Props.Product.ID != 7 || len(data.Props.Related) != 8 {
+		t.Errorf("the hydration data lacks the Go loader's props: %+v", data)
+	}
+}
