@@ -3,17 +3,26 @@ package server
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestDecideAsTheRendererDoes runs the renderer's cases (renderer/test/decision.test.js runs
-// them against its decide()).
-func TestDecideAsTheRendererDoes(t *testing.T) {
-	b, err := os.ReadFile("../../../proto/testdata/page-decisions.json")
+// readSharedCases decodes a case file both sides run (proto/testdata) into file.
+func readSharedCases(t *testing.T, name string, file any) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "proto", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := json.Unmarshal(b, file); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+}
+
+// TestDecideAsTheRendererDoes runs the renderer's cases (renderer/test/decision.test.js runs
+// them against its decide()).
+func TestDecideAsTheRendererDoes(t *testing.T) {
 	var file struct {
 		Cases []struct {
 			Name   string
@@ -34,9 +43,7 @@ func TestDecideAsTheRendererDoes(t *testing.T) {
 			}
 		}
 	}
-	if err := json.Unmarshal(b, &file); err != nil {
-		t.Fatal(err)
-	}
+	readSharedCases(t, "page-decisions.json", &file)
 	for _, c := range file.Cases {
 		if c.JSOnly {
 			continue

@@ -1,8 +1,6 @@
 package server
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 
@@ -14,10 +12,6 @@ import (
 // the request sent, escaped for the script element, by the renderer's cases
 // (renderer/test/props-crossing.test.js says what it sends back).
 func TestPropsCrossOnce(t *testing.T) {
-	b, err := os.ReadFile("../../../proto/testdata/props-crossing.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var file struct {
 		Cases []struct {
 			Name                        string
@@ -25,9 +19,7 @@ func TestPropsCrossOnce(t *testing.T) {
 			Request, Response, Embedded string
 		}
 	}
-	if err := json.Unmarshal(b, &file); err != nil {
-		t.Fatal(err)
-	}
+	readSharedCases(t, "props-crossing.json", &file)
 	shell := document.NewShell(&document.Manifest{})
 	for _, c := range file.Cases {
 		if c.JSOnly {
