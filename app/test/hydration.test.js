@@ -17,7 +17,7 @@
 // self-check serves tampered documents and proves the collector and the "not replaced" check
 // would catch a mismatch.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -25,7 +25,7 @@ import { chromium } from 'playwright-core';
 import {
   assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, parseDocument, settle,
 } from './browser.js';
-import { builds, paths, repoDir, startProcess, stopProcess, waitLog } from './stack.js';
+import { builds, missingPrerequisite, paths, startProcess, stopProcess, waitLog } from './stack.js';
 
 const PAGES = ['/', '/products/42'];
 const STEP_MS = 10_000; // any single wait (page load, hydration, a click's effect)
@@ -61,18 +61,6 @@ async function assertCartCounts(page) {
 
 // ---------------------------------------------------------------------------------------
 
-/** Why the test cannot run (a message saying what to do), or null. */
-function missingPrerequisite() {
-  if (!existsSync(CHROMIUM)) {
-    return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
-  }
-  for (const need of [paths.node, paths.edge, paths.shop, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
-    if (!existsSync(need)) {
-      return `${path.relative(repoDir, need)} is missing: run \`make test-browser\` (it builds the edge, the shop, the app and the development client)`;
-    }
-  }
-  return null;
-}
 
 // Its own test, so that a missing browser counts as a failure, not only as cancelled tests.
 test('prerequisites: Chromium, the edge and shop binaries, the server bundle and both client builds', () => {

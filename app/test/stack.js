@@ -1,8 +1,10 @@
 // The processes of the stack the browser tests drive (hydration.test.js, streaming.test.js):
 // started from the repository root with JSON logs on stdout, killed at the end whatever happens.
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { CHROMIUM } from './browser.js';
 
 export const repoDir = path.resolve(import.meta.dirname, '..', '..');
 export const paths = {
@@ -16,6 +18,19 @@ export const builds = [
   { name: 'production', dir: path.join(repoDir, 'app', 'dist', 'client') },
   { name: 'development', dir: path.join(repoDir, 'app', 'dist', 'client-dev') },
 ];
+
+/** Why a browser test cannot run (a message saying what to do), or null. */
+export function missingPrerequisite() {
+  if (!existsSync(CHROMIUM)) {
+    return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
+  }
+  for (const need of [paths.node, paths.edge, paths.shop, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
+    if (!existsSync(need)) {
+      return `${path.relative(repoDir, need)} is missing: run \`make test-browser\` (it builds the edge, the shop, the app and the development client)`;
+    }
+  }
+  return null;
+}
 
 /** @type {Set<import('node:child_process').ChildProcess>} */
 const children = new Set();

@@ -19,7 +19,7 @@
 // adopted by React (not replaced), and the reviews visible; under the CSP, every script
 // element of the document carries the nonce its policy names.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,7 +27,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { chromium } from 'playwright-core';
 import { assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, settle } from './browser.js';
-import { builds, paths, repoDir, startProcess, stopProcess, waitLog } from './stack.js';
+import { builds, missingPrerequisite, paths, startProcess, stopProcess, waitLog } from './stack.js';
 
 const STEP_MS = 10_000; // any single wait (page load, hydration, the reviews appearing)
 // The route past its stream deadline: the shell has render_timeout (3 s, far above its
@@ -131,15 +131,6 @@ function assertNonced(headers, html) {
   for (const tag of scripts) assert.ok(tag.includes(` nonce="${nonce}"`), `${tag} lacks the response's nonce`);
 }
 
-function missingPrerequisite() {
-  if (!existsSync(CHROMIUM)) {
-    return `${CHROMIUM} is missing: install Chromium (apt-get install -y chromium), or run \`make test-browser\`, which installs it`;
-  }
-  for (const need of [paths.node, paths.edge, paths.shop, paths.bundle, ...builds.map((b) => path.join(b.dir, 'manifest.json'))]) {
-    if (!existsSync(need)) return `${path.relative(repoDir, need)} is missing: run \`make test-browser\``;
-  }
-  return null;
-}
 
 test('prerequisites: Chromium, the edge and shop binaries, the server bundle and both client builds', () => {
   const missing = missingPrerequisite();

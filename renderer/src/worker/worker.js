@@ -190,19 +190,7 @@ async function renderStream(task, port) {
     port.postMessage({ end: true });
   }
   const heap = getHeapStatistics();
-  /** @type {RenderTiming} */
-  const timing = {
-    startedAt,
-    loadAt: performance.timeOrigin + prepared.loadStart,
-    loadUs: prepared.loadUs,
-    renderAt: rendered.renderStart === undefined ? undefined : performance.timeOrigin + rendered.renderStart,
-    renderUs: rendered.renderUs,
-    workerUs: Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000),
-    workerId: threadId,
-    heapUsedBytes: heap.used_heap_size,
-    heapLimitBytes: heap.heap_size_limit,
-    externalBytes: heap.external_memory,
-  };
+  const timing = timingOf(startedAt, prepared, rendered, heap);
   const response = encodeTrailer({ ...timing, queueUs });
   /** @type {RenderSuccess} */
   const value = { ok: true, page: prepared.page, response, timing, report: report(heap) };
@@ -215,23 +203,10 @@ async function renderStream(task, port) {
  * @param {number} arrivedAt epoch ms the call reached the renderer
  */
 function encode(result, startedAt, arrivedAt) {
-  const workerUs = Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000);
   // heap_size_limit, used and external (which includes ArrayBuffers) are all
   // per isolate, so per worker; one call gives the three.
   const heap = getHeapStatistics();
-  /** @type {RenderTiming} */
-  const timing = {
-    startedAt,
-    loadAt: performance.timeOrigin + result.loadStart,
-    loadUs: result.loadUs,
-    renderAt: result.renderStart === undefined ? undefined : performance.timeOrigin + result.renderStart,
-    renderUs: result.renderUs,
-    workerUs,
-    workerId: threadId,
-    heapUsedBytes: heap.used_heap_size,
-    heapLimitBytes: heap.heap_size_limit,
-    externalBytes: heap.external_memory,
-  };
+  const timing = timingOf(startedAt, result, result, heap);
   const response = encodeRenderResponse(result.html, result.propsJson, {
     head: result.head,
     status: result.status,
@@ -242,6 +217,29 @@ function encode(result, startedAt, arrivedAt) {
     timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
   }, options.maxPageBytes);
   return { response, timing, heap };
+}
+
+/**
+ * What a render cost, up to now.
+ * @param {number} startedAt epoch ms this worker picked the task up
+ * @param {{loadStart: number, loadUs: number}} loaded
+ * @param {{renderStart?: number, renderUs: number}} rendered
+ * @param {ReturnType<typeof getHeapStatistics>} heap
+ * @returns {RenderTiming}
+ */
+function timingOf(startedAt, loaded, rendered, heap) {
+  return {
+    startedAt,
+    loadAt: performance.timeOrigin + loaded.loadStart,
+    loadUs: loaded.loadUs,
+    renderAt: rendered.renderStart === undefined ? undefined : performance.timeOrigin + rendered.renderStart,
+    renderUs: rendered.renderUs,
+    workerUs: Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000),
+    workerId: threadId,
+    heapUsedBytes: heap.used_heap_size,
+    heapLimitBytes: heap.heap_size_limit,
+    externalBytes: heap.external_memory,
+  };
 }
 
 /**
