@@ -30,8 +30,9 @@ COPY --from=renderer-deps /app/renderer/node_modules /src/renderer/node_modules
 COPY renderer/package.json /src/renderer/
 COPY renderer/build /src/renderer/build
 COPY renderer/client /src/renderer/client
-# What a load() decided, which the client helper shares with the worker.
+# What a load() decided, and the deferred values' promises: the client helper shares both with the worker.
 COPY renderer/src/decision.js /src/renderer/src/decision.js
+COPY renderer/src/deferred.js /src/renderer/src/deferred.js
 COPY app/ ./
 RUN node build.mjs
 

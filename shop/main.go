@@ -45,6 +45,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	renderTimeout := flags.Duration("render-timeout", 0, "how long a request waits for its page before the browser renders it (default: 150ms)")
 	streamTimeout := flags.Duration("stream-timeout", 0, "how long a streamed page's Suspense boundaries may stay pending, from the request's arrival, before the browser renders them (default: 1s, held within -render-timeout and -hard-timeout)")
 	hardTimeout := flags.Duration("hard-timeout", 0, "how long a render may go on, after -render-timeout, to fill the cache (default: 2s; at least -render-timeout)")
+	reviewsDelay := flags.Duration("reviews-delay", 300*time.Millisecond, "how long the reviews service takes (the product page's deferred reviews)")
+	reviewsURL := flags.String("reviews-url", "", "if set, the reviews service: the reviews of product N are ready once GET <url>?product=N answers (instead of -reviews-delay)")
 	csp := flags.Bool("csp", false, "send a strict Content-Security-Policy with a nonce per response, which every script of the pages carries (a hit then costs a compression)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -74,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer pages.Close()
-	handler := pages.ServeMux(routes(pages, db))
+	handler := pages.ServeMux(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}))
 	if *csp {
 		handler = withCSP(handler)
 	}
@@ -85,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
 // and hand it to the React pages as props.
-func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
+func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", pages.Assets())
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
@@ -113,12 +115,18 @@ func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
 		Route: "GET /products/{id}", Cache: productCache, Load: ssr.Typed(loadProduct),
 	}))
 	// The product page with its reviews in a Suspense boundary, streamed: the product, from
-	// the database, goes out at once, the reviews when they come. The reviews are the app's
-	// own (app/src/reviews.js), slow on the server only: props from Go would be there before
-	// the first byte, leaving nothing to stream, and the browser computes the same reviews
-	// to hydrate them.
+	// the database, goes out at once; the reviews, from a slower service, follow in the same
+	// response as a deferred value, computed while the page renders.
 	mux.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
-		Route: "GET /products/{id}/reviews", Stream: true, Cache: productCache, Load: ssr.Typed(loadProduct),
+		Route: "GET /products/{id}/reviews", Stream: true, Cache: productCache,
+		Load: ssr.Typed(func(r *http.Request) (productProps, ssr.Result, error) {
+			props, res, err := loadProduct(r)
+			if err == nil && !res.NotFound {
+				id := props.Product.ID
+				res.Deferred = map[string]ssr.Deferred{"reviews": func(ctx context.Context) (any, error) { return reviews.of(ctx, id) }}
+			}
+			return props, res, err
+		}),
 	}))
 	mux.Handle("GET /", pages.NotFound())
 	return mux
@@ -132,6 +140,38 @@ func routes(pages *ssr.Server, db *catalog.Store) *http.ServeMux {
 type productProps struct {
 	Product catalog.Product   `json:"product"`
 	Related []catalog.Product `json:"related"`
+}
+
+// reviewsService stands for the shop's reviews service: slower than its database.
+type reviewsService struct {
+	delay time.Duration
+	// url, if not empty, answers when the reviews are ready: the tests hold it back to show
+	// the page's shell arriving first.
+	url string
+}
+
+func (s reviewsService) of(ctx context.Context, id int) ([]catalog.Review, error) {
+	if s.url == "" {
+		select {
+		case <-time.After(s.delay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return catalog.Reviews(id), nil
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+"?product="+strconv.Itoa(id), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reviews service: %s", resp.Status)
+	}
+	return catalog.Reviews(id), nil
 }
 
 var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)

@@ -10,13 +10,15 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
 // TestReviewsStream: the product page with its reviews streams from the shop. The product,
-// read from the database by the Go loader, arrives in the shell while the reviews are held
-// back; they follow in the same response once let through. The renderer fetches them from
-// a gate this test opens (SSR_DEMO_REVIEWS_URL, app/src/reviews.js): an order of events,
-// not a race with a clock.
+// read from the database by the Go loader, arrives in the shell while the reviews, the
+// loader's deferred value, are held back; they follow in the same response once let
+// through, with the value for the browser to hydrate with. The shop's reviews service is a
+// gate this test opens (-reviews-url): an order of events, not a race with a clock.
 func TestReviewsStream(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
@@ -30,10 +32,10 @@ func TestReviewsStream(t *testing.T) {
 	var once sync.Once
 	open := func() { once.Do(func() { close(release) }) }
 	t.Cleanup(open) // before gate.Close, which waits for the requests it holds
-	renderer, _ := startRenderer(t, dir, "SSR_DEMO_REVIEWS_URL="+gate.URL)
+	renderer, _ := startRenderer(t, dir)
 	db := renamedInSQLite(t, dir)
 	// Deadlines far beyond a loaded runner's: this test is about the order, not the clock.
-	shop := startShop(t, renderer, db, "-render-timeout", "10s", "-stream-timeout", "20s", "-hard-timeout", "30s")
+	shop := startShop(t, renderer, db, "-render-timeout", "10s", "-stream-timeout", "20s", "-hard-timeout", "30s", "-reviews-url", gate.URL)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -65,6 +67,10 @@ func TestReviewsStream(t *testing.T) {
 	body := got.String()
 	if !strings.Contains(body, `data-testid="reviews"`) || !strings.HasSuffix(body, "</html>\n") {
 		t.Fatalf("the streamed document is not complete:\n%.3000s", body)
+	}
+	reviews, _ := json.Marshal(map[string]any{"value": catalog.Reviews(7)})
+	if want := `<script type="application/json" data-ssr-deferred="reviews">` + string(reviews) + `</script>`; !strings.Contains(body, want) {
+		t.Errorf("the document lacks the deferred reviews for the browser, %s", want)
 	}
 	m := dataRE.FindStringSubmatch(body)
 	var data struct {

@@ -8,13 +8,17 @@
 //   renderer/node_modules/.bin/node --test app/test/streaming.test.js   # once `make test-browser` built
 //
 // The renderer fetches each product's reviews from a gate this test serves
-// (SSR_DEMO_REVIEWS_URL) and opens when it chooses: "the browser shows the shell before the
-// reviews" is an order of events, not a race with a clock. Each page is checked three ways:
+// (SSR_DEMO_REVIEWS_URL), and so does the shop, whose reviews are its Go loader's deferred
+// value (-reviews-url); the gate opens when the test chooses: "the browser shows the shell
+// before the reviews" is an order of events, not a race with a clock. Each page is checked
+// three ways:
 // - live: the shell is in the browser's DOM while the reviews are held back; released, they
 //   stream in, and the page hydrates;
 // - from the cache: the complete document the streamed render stored, served whole;
 // - past the stream deadline: the edge closes the document with the boundary still pending
-//   and leaves it to the browser, which renders the reviews itself.
+//   and leaves it to the browser, which renders the reviews itself; the shop's reviews, a
+//   value only its server has, did not come in time, and the section says so while the rest
+//   of the page hydrates.
 // Each passes with no console error, no page error, no hydration warning, the server's nodes
 // adopted by React (not replaced), and the reviews visible; under the CSP, every script
 // element of the document carries the nonce its policy names.
@@ -52,6 +56,7 @@ const EDGE_CONFIG = `edge:
 `;
 const LOADING = '[data-testid="reviews-loading"]';
 const REVIEWS = '[data-testid="reviews"]';
+const UNAVAILABLE = '[data-testid="unavailable"]';
 
 /** Holds back each product's reviews until open(id). */
 async function startGates() {
@@ -185,7 +190,7 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
         const proc = startProcess(`shop (${which})`, paths.shop, [
           '-listen', '127.0.0.1:0', '-admin-listen', '127.0.0.1:0', '-db', path.join(tmpDir, `shop-${which}.db`),
           '-renderer', `unix://${socket}`, '-assets', builds[0].dir, '-csp',
-          '-render-timeout', render, '-stream-timeout', stream, '-hard-timeout', '30s',
+          '-render-timeout', render, '-stream-timeout', stream, '-hard-timeout', '30s', '-reviews-url', gates.url,
         ], {});
         const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
         shops[which] = { proc, url: `http://${line.address}` };
@@ -203,8 +208,8 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
   });
 
   const servers = [
-    ...builds.map((build) => ({ name: build.name, live: () => edges[build.name].url, late: () => `${edges[build.name].url}/late`, csp: false })),
-    { name: 'shop under a strict CSP', live: () => shops.live.url, late: () => shops.late.url, csp: true },
+    ...builds.map((build) => ({ name: build.name, live: () => edges[build.name].url, late: () => `${edges[build.name].url}/late`, csp: false, goReviews: false })),
+    { name: 'shop under a strict CSP', live: () => shops.live.url, late: () => shops.late.url, csp: true, goReviews: true },
   ];
   // A product of its own per server and case: each has its own gate and cache entry.
   for (const [i, server] of servers.entries()) {
@@ -255,14 +260,20 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
       }
     });
 
-    test(`${server.name}: past the stream deadline, the reviews rendered by the browser`, async () => {
+    test(`${server.name}: past the stream deadline, the reviews left to the browser`, async () => {
       const url = `${server.late()}/products/${late}/reviews`;
       const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, init: rememberServerReviews });
       try {
         const html = await response.text();
         assert.ok(html.includes('c.data="$!"') && !html.includes('data-testid="reviews"'), 'the document was not closed with its boundary left to the browser');
         if (server.csp) assertNonced(response.headers(), html);
-        await waitForReviews(page);
+        if (server.goReviews) {
+          assert.ok(html.includes('data-ssr-deferred="reviews">{"error":'), 'the late deferred value is not marked for the browser');
+          await page.waitForSelector(UNAVAILABLE);
+          assert.equal(await page.locator(LOADING).count(), 0, 'the loading fallback is still there');
+        } else {
+          await waitForReviews(page);
+        }
         await assertAdopted(page, { reviews: false });
         await settle(page);
         assertNoProblems(problems, `${server.name} past the stream deadline`);

@@ -97,14 +97,22 @@ func open(t *testing.T, url string, header http.Header) *reading {
 // until reads until what has arrived holds want; it fails if the response ends first.
 func (r *reading) until(t *testing.T, want string) {
 	t.Helper()
+	if err := r.wait(want); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wait is until for a goroutine other than the test's.
+func (r *reading) wait(want string) error {
 	buf := make([]byte, 4096)
 	for !strings.Contains(r.got.String(), want) {
 		n, err := r.body.Read(buf)
 		r.got.Write(buf[:n])
 		if err != nil {
-			t.Fatalf("the response ended (%v) before %q; got:\n%.3000s", err, want, r.got.String())
+			return fmt.Errorf("the response ended (%v) before %q; got:\n%.3000s", err, want, r.got.String())
 		}
 	}
+	return nil
 }
 
 // rest reads to the end.

@@ -2,6 +2,7 @@ package ssr
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -69,7 +70,23 @@ type Result struct {
 	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
 	// that carries one, on every replica with a shared cache.
 	Tags []string
+	// Deferred are the page's slow data, by name (letters, digits, '_' and '-'): each
+	// function runs on its own goroutine while the page renders, and the page's component
+	// reads its value from its `deferred` prop inside a Suspense boundary. A page that
+	// streams (PageOptions.Stream) sends its shell at once and each boundary once its value
+	// is in; one that does not renders when all are in. See Deferred.
+	Deferred map[string]Deferred
 }
+
+// A Deferred computes one deferred value of a render, on the render's context: its
+// deadline is HardTimeout less a margin (a tenth, at most 100 ms) in which the page ends.
+// The value is marshalled to JSON (a json.RawMessage passes as it is). An error, a panic or
+// a value not ready by that deadline is logged, counted (edge_deferred_total), and reaches
+// the page as a rejected promise: the boundary that reads it shows the page's error UI, the
+// rest of the page is not affected. The browser gets each value with the document and
+// hydrates without asking again; a cache hit calls no Deferred, and the requests that share
+// a render share its calls. A redirect or NotFound calls none.
+type Deferred func(ctx context.Context) (any, error)
 
 // PageOptions configure a page. The zero value renders on every request, uncached, with
 // the page's own load().
@@ -166,7 +183,40 @@ func (res Result) loaded() (*server.Loaded, error) {
 	return &server.Loaded{
 		Props: props, Status: res.Status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: res.RedirectStatus,
 		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore, Tags: res.Tags,
+		Deferred: deferredJSON(res.Deferred),
 	}, nil
+}
+
+// deferredJSON gives each Deferred as the edge calls it: its value as JSON.
+func deferredJSON(funcs map[string]Deferred) map[string]server.DeferredFunc {
+	if len(funcs) == 0 {
+		return nil
+	}
+	out := make(map[string]server.DeferredFunc, len(funcs))
+	for name, f := range funcs {
+		if f == nil {
+			out[name] = nil // the edge names it
+			continue
+		}
+		out[name] = func(ctx context.Context) ([]byte, error) {
+			v, err := f(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if raw, ok := v.(json.RawMessage); ok {
+				if !json.Valid(raw) {
+					return nil, errors.New("the value is a json.RawMessage that is not valid JSON")
+				}
+				return raw, nil
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, fmt.Errorf("the value is not JSON: %w", err)
+			}
+			return b, nil
+		}
+	}
+	return out
 }
 
 // errPropsNotObject is a Loader's props that are not a JSON object.

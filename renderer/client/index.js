@@ -7,6 +7,7 @@
 import { createElement } from 'react';
 import { createRoot, hydrateRoot } from 'react-dom/client';
 import { decide } from '../src/decision.js';
+import { DEFERRED_PROP, trackedPromise } from '../src/deferred.js';
 
 /**
  * @typedef {object} Page
@@ -41,16 +42,20 @@ export function start({ pages, notFoundPage, errorPage }) {
     console.warn(`sidecar-ssr: no page "${data.page}" and no notFoundPage to render instead`);
     return;
   }
-  if (data.props && root.hasChildNodes()) {
-    hydrateRoot(root, createElement(pages[name].component, data.props), {
+  // A Go loader's deferred values, each settled as the server rendered with it.
+  const deferred = readDeferred();
+  const props = data.props && deferred ? { ...data.props, [DEFERRED_PROP]: deferred } : data.props;
+  if (props && root.hasChildNodes()) {
+    hydrateRoot(root, createElement(pages[name].component, props), {
       onRecoverableError(error, info) {
         // Hydration mismatches land here; the browser test watches the console.
         console.error('hydration error:', error, info?.componentStack ?? '');
       },
+      onCaughtError,
     });
     return;
   }
-  clientRender(root, data, pages, name, notFoundPage, errorPage).catch((error) => {
+  clientRender(root, { ...data, props }, pages, name, notFoundPage, errorPage).catch((error) => {
     console.error('client render failed:', error);
   });
 }
@@ -97,8 +102,24 @@ async function clientRender(root, data, pages, name, notFoundPage, errorPage) {
     page = pages[errorPage];
     props = { status: data.status ?? 503 };
   }
-  createRoot(root).render(createElement(page.component, props));
+  createRoot(root, { onCaughtError }).render(createElement(page.component, props));
 }
+
+/**
+ * An error an error boundary of the page caught. A deferred value that failed or came too
+ * late is the server's to report (the edge logs and counts it): here it is a warning, the
+ * page showing that section's error UI as it should. Anything else is an error, as React
+ * reports it by default.
+ * @param {unknown} error
+ * @param {{componentStack?: string}} info
+ */
+function onCaughtError(error, info) {
+  const log = error instanceof Error && error.name === DEFERRED_ERROR ? console.warn : console.error;
+  log('caught by an error boundary:', error, info?.componentStack ?? '');
+}
+
+/** The name of the errors deferred values that did not arrive reject with. */
+const DEFERRED_ERROR = 'DeferredError';
 
 /**
  * @param {Record<string, Page>} pages
@@ -107,6 +128,27 @@ async function clientRender(root, data, pages, name, notFoundPage, errorPage) {
  */
 function has(pages, name) {
   return name !== undefined && Object.hasOwn(pages, name);
+}
+
+/**
+ * The deferred values the edge wrote after the root (one data element each, a value or the
+ * error that took its place), as promises already settled; undefined when there are none.
+ * The document is complete when the client entry runs (a module script), so every one the
+ * server sent is there.
+ */
+function readDeferred() {
+  const elements = document.querySelectorAll('script[type="application/json"][data-ssr-deferred]');
+  if (elements.length === 0) return undefined;
+  /** @type {Record<string, Promise<unknown>>} */
+  const deferred = {};
+  for (const el of elements) {
+    const { promise, resolve, reject } = trackedPromise();
+    const outcome = JSON.parse(el.textContent ?? '{}');
+    if ('error' in outcome) reject(Object.assign(new Error(outcome.error), { name: DEFERRED_ERROR }));
+    else resolve(outcome.value);
+    deferred[/** @type {HTMLElement} */ (el).dataset.ssrDeferred ?? ''] = promise;
+  }
+  return deferred;
 }
 
 /** @returns {Record<string, any>} */

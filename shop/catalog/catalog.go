@@ -12,7 +12,7 @@ import (
 )
 
 // The catalog is the one the demo app computes for itself when it runs without a Go server
-// (app/src/catalog.js): TestCatalogMatchesTheApp holds the two equal.
+// (app/src/catalog.js, reviews.js): TestCatalogMatchesTheApp holds the two equal.
 
 // The catalog's ids, and its listing pages.
 const (
@@ -147,4 +147,33 @@ func RelatedIDs(id, count int) []int {
 		}
 	}
 	return ids
+}
+
+// Review is one of a product's reviews, as app/src/reviews.js computes it.
+type Review struct {
+	Author string `json:"author"`
+	Stars  int    `json:"stars"`
+	Text   string `json:"text"`
+}
+
+var (
+	reviewAuthors = []string{"Ada", "Grace", "Linus", "Ken", "Barbara", "Edsger", "Margaret", "Dennis"}
+	reviewTexts   = []string{
+		"Exactly as described, and it arrived early.",
+		"Solid build; I would buy it again.",
+		"Good value for the price.",
+		"The colour is a little darker than in the photo.",
+		"Works well, though the manual could be clearer.",
+	}
+)
+
+// Reviews are product id's reviews: the shop's slow data (a reviews service, in a real
+// shop), which its product page streams in as a deferred value.
+func Reviews(id int) []Review {
+	reviews := make([]Review, 3)
+	for i := range reviews {
+		n := id*7 + i*3
+		reviews[i] = Review{Author: reviewAuthors[n%len(reviewAuthors)], Stars: 3 + n%3, Text: reviewTexts[n%len(reviewTexts)]}
+	}
+	return reviews
 }

@@ -12,14 +12,17 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 )
 
-// TestCatalogMatchesTheApp: the catalog the shop seeds is the one the demo app computes for
-// itself without a Go server (app/src/catalog.js), product for product.
+// TestCatalogMatchesTheApp: the catalog the shop seeds, and its reviews, are the ones the demo
+// app computes for itself without a Go server (app/src/catalog.js, reviews.js), product for
+// product.
 func TestCatalogMatchesTheApp(t *testing.T) {
 	ids := []int{1, 2, 3, 42, 500, 999, 1000}
 	script := fmt.Sprintf(`const c = await import(%q);
+const r = await import(%q);
 const ids = %s;
-console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((id) => c.relatedProducts(id, 8).map((p) => p.id))}));`,
-		filepath.Join(harness.RepoRoot, "app", "src", "catalog.js"), mustJSON(ids))
+console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((id) => c.relatedProducts(id, 8).map((p) => p.id)),
+  reviews: ids.map((id) => r.reviewsOf({id}))}));`,
+		filepath.Join(harness.RepoRoot, "app", "src", "catalog.js"), filepath.Join(harness.RepoRoot, "app", "src", "reviews.js"), mustJSON(ids))
 	if err := harness.Check(harness.NodeBinary); err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +33,7 @@ console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((i
 	var js struct {
 		Products []json.RawMessage
 		Related  [][]int
+		Reviews  []json.RawMessage
 	}
 	if err := json.Unmarshal(out, &js); err != nil {
 		t.Fatal(err)
@@ -40,6 +44,9 @@ console.log(JSON.stringify({products: ids.map(c.getProduct), related: ids.map((i
 		}
 		if got := RelatedIDs(id, 8); mustJSON(got) != mustJSON(js.Related[i]) {
 			t.Errorf("related to %d: Go %v, JS %v", id, got, js.Related[i])
+		}
+		if got := mustJSON(Reviews(id)); got != string(js.Reviews[i]) {
+			t.Errorf("reviews of %d:\n  Go %s\n  JS %s", id, got, js.Reviews[i])
 		}
 	}
 }

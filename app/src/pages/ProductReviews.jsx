@@ -1,14 +1,22 @@
 import { Suspense, use } from 'react';
+import { Unavailable } from '../components/Unavailable.jsx';
 import { reviewsResource } from '../reviews.js';
 import { Product } from './Product.jsx';
 
 /** @import { ProductProps } from '../props.gen.js' */
+/** @import { Review } from '../reviews.js' */
+
+/**
+ * The page's props: the product's, and, from a Go shop, the reviews as a deferred value
+ * (docs/go.md, "Deferred values").
+ * @typedef {ProductProps & {deferred?: {reviews: Promise<Review[]>}}} ProductReviewsProps
+ */
 
 /**
  * The product page with its reviews in a Suspense boundary: the page that streams (the
  * route's `stream: true`). The shell, the product itself, goes out at once; the reviews follow
- * when they arrive.
- * @param {ProductProps} props
+ * when they arrive: the app's own (reviews.js), or the Go shop's deferred value.
+ * @param {ProductReviewsProps} props
  */
 export function ProductReviews(props) {
   return (
@@ -16,17 +24,19 @@ export function ProductReviews(props) {
       <Product {...props} />
       <section className="reviews" aria-labelledby="reviews-title">
         <h2 id="reviews-title">Reviews</h2>
-        <Suspense fallback={<p className="reviews-loading" data-testid="reviews-loading">Loading reviews…</p>}>
-          <Reviews product={props.product} />
-        </Suspense>
+        <Unavailable what="Reviews">
+          <Suspense fallback={<p className="reviews-loading" data-testid="reviews-loading">Loading reviews…</p>}>
+            <Reviews product={props.product} deferred={props.deferred?.reviews} />
+          </Suspense>
+        </Unavailable>
       </section>
     </>
   );
 }
 
-/** @param {{product: ProductProps['product']}} props */
-function Reviews({ product }) {
-  const reviews = use(reviewsResource(product));
+/** @param {{product: ProductProps['product'], deferred?: Promise<Review[]>}} props */
+function Reviews({ product, deferred }) {
+  const reviews = use(deferred ?? reviewsResource(product));
   return (
     <ul className="review-list" data-testid="reviews">
       {reviews.map((r, i) => (

@@ -169,6 +169,19 @@ type Page struct {
 	// body's inline scripts, React's own, hold nonce="<NoncePlaceholder>"
 	// (RenderStreamRequest.nonce), each replaced by Nonce, or by a slot in a template.
 	NoncePlaceholder string
+	// Deferred are the page's deferred values, each written after the root as a JSON data
+	// element the client entry reads before it hydrates.
+	Deferred []Deferred
+}
+
+// Deferred is one deferred value as the browser gets it: its JSON, or the error that took its
+// place.
+type Deferred struct {
+	Name string
+	// JSON is the value; nil when Error is set.
+	JSON []byte
+	// Error is a message safe to show in a browser.
+	Error string
 }
 
 // dataPrefix is the serialized hydration envelope without its props.
@@ -289,7 +302,11 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 			}
 		})
 	}
-	dst = append(script(append(dst, "</div>\n"...)), dataOpen...)
+	dst = append(dst, "</div>\n"...)
+	for _, d := range p.Deferred {
+		dst = appendDeferred(script(dst), d)
+	}
+	dst = append(script(dst), dataOpen...)
 
 	// json.Marshal already escapes <, >, &, U+2028 and U+2029 in strings.
 	prefix, err := json.Marshal(dataPrefix{Page: p.Name, URL: p.URL, Params: nonNil(p.Params)})
@@ -305,6 +322,27 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 		dst = append(dst, '}')
 	}
 	return append(dst, closing...), at
+}
+
+// appendDeferred appends the rest of d's data element, after its "<script" and nonce (a data
+// element runs nothing, but a policy checker need not know that). Like the hydration data,
+// its JSON cannot end the element or open a comment.
+func appendDeferred(dst []byte, d Deferred) []byte {
+	dst = append(dst, ` type="application/json" data-ssr-deferred="`...)
+	dst = append(dst, html.EscapeString(d.Name)...)
+	dst = append(dst, `">`...)
+	if d.JSON != nil {
+		dst = append(dst, `{"value":`...)
+		dst = appendHTMLEscape(dst, d.JSON)
+	} else {
+		msg, err := json.Marshal(d.Error)
+		if err != nil { // a string always marshals
+			panic(err)
+		}
+		dst = append(dst, `{"error":`...)
+		dst = append(dst, msg...)
+	}
+	return append(dst, "}</script>\n"...)
 }
 
 // appendHTMLEscape appends src to dst escaped exactly as json.HTMLEscape does. json.HTMLEscape

@@ -211,27 +211,40 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 // Stream is a RenderStream call in progress.
 type Stream struct {
 	client *Client
-	call   grpc.ServerStreamingClient[ssrv1.RenderStreamResponse]
+	call   grpc.BidiStreamingClient[ssrv1.RenderStreamRequest, ssrv1.RenderStreamResponse]
 }
 
 // RenderStream asks the renderer for a page that streams: its messages come from Recv as
-// the renderer produces them. ctx carries the hard deadline; cancelling it ends the call.
+// the renderer produces them, and Send settles the request's pending deferred values; call
+// CloseSend once none is left. ctx carries the hard deadline; cancelling it ends the call.
 // Failures, from this call or from Recv, are *Error, as Render's.
 //
 // The result's type is the interface literal the server package's StreamRenderer names, so
 // that a *Client is one; it is a *Stream.
 func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderStreamRequest) (interface {
 	Recv() (*ssrv1.RenderStreamResponse, error)
+	Send(*ssrv1.RenderStreamRequest) error
+	CloseSend() error
 }, error) {
 	if !c.circuit.Allow(time.Now()) {
 		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
 	}
-	call, err := c.rpc.RenderStream(ctx, req)
+	call, err := c.rpc.RenderStream(ctx)
+	if err == nil {
+		err = call.Send(req)
+	}
 	if err != nil {
 		return nil, c.failed(err, nil)
 	}
 	return &Stream{client: c, call: call}, nil
 }
+
+// Send sends one of the request's deferred values, settled. An error means the call has
+// ended: Recv says how.
+func (s *Stream) Send(m *ssrv1.RenderStreamRequest) error { return s.call.Send(m) }
+
+// CloseSend tells the renderer that nothing more will be sent.
+func (s *Stream) CloseSend() error { return s.call.CloseSend() }
 
 // Recv returns the next message, or io.EOF after the last. The trailer's timing gets the
 // renderer's time from the call's trailer metadata (Timing.renderer_us), as Render's does.

@@ -135,7 +135,7 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 				h[k] = vs
 			}
 		}
-		doc.PropsJSON = decision.Props
+		doc.PropsJSON, doc.Deferred = decision.Props, decision.deferred.forDocument()
 		d := decision.decided
 		if d.redirect != "" {
 			// Complete without the renderer: not a fallback.

@@ -37,9 +37,14 @@ type Loaded struct {
 	NoStore       bool
 	// Tags are the page's surrogate keys, for purges by tag.
 	Tags []string
+	// Deferred are values computed while the page renders (deferred.go), by name; a redirect
+	// or the not-found page calls none.
+	Deferred map[string]DeferredFunc
 
 	// decided is what the fields above decide, set by page.load.
 	decided decision
+	// deferred runs Deferred for the render, once it starts.
+	deferred *deferredRun
 }
 
 // private: a decision that sets a cookie or is marked private or no-store belongs to the
@@ -105,6 +110,9 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded,
 	}
 	if loaded.decided.redirect != "" {
 		return loaded, nil
+	}
+	if err := checkDeferred(loaded.Deferred); err != nil {
+		return nil, fmt.Errorf("page %q: the loader returned %w", req.Page, err)
 	}
 	if len(loaded.Props) == 0 {
 		loaded.Props = []byte("{}")

@@ -24,6 +24,7 @@ type Metrics struct {
 	evictions       prometheus.Counter
 	dialFailures    prometheus.Counter
 	streamPartial   *prometheus.CounterVec
+	deferred        *prometheus.CounterVec
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -81,8 +82,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_stream_partial_total",
 			Help: "Streamed responses closed before their render completed, its pending Suspense boundaries left to the browser, by route and why: timeout (the route's stream_timeout) or error (the render failed after its shell).",
 		}, []string{"route", "reason"}),
+		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_deferred_total",
+			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked) or late (not done within the render's hard deadline, less a margin for the render to end).",
+		}, []string{"route", "outcome"}),
 	}
-	reg.MustRegister(m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	reg.MustRegister(m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 

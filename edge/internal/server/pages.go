@@ -137,6 +137,12 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		stream: r.Stream, streamTimeout: r.EffectiveStreamTimeout(e),
 	}
 	p.params = wildcards(r.Pattern)
+	if d.metrics != nil {
+		// Zero is a count worth seeing: the series exist before the first deferred value.
+		for _, outcome := range []string{"ok", "error", "late"} {
+			d.metrics.deferred.WithLabelValues(r.Pattern, outcome)
+		}
+	}
 	if p.stream && d.nonce != nil {
 		p.noncePlaceholder = rand.Text()
 	}
@@ -440,8 +446,9 @@ func pageHeaders(resp *ssrv1.RenderResponse) http.Header {
 	return h
 }
 
-// documentPage is what the document of a rendered response holds.
-func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) document.Page {
+// documentPage is what the document of a rendered response holds; fl's deferred values as
+// settled so far.
+func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse, fl *flight) document.Page {
 	name := resp.GetPage()
 	if name == "" {
 		name = req.Page
@@ -453,6 +460,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
+		Deferred: fl.deferred().forDocument(),
 	})
 }
 
@@ -504,7 +512,7 @@ func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		w.WriteHeader(status)
 		return
 	}
-	doc := p.documentPage(req, resp)
+	doc := p.documentPage(req, resp, fl)
 	doc.Nonce = p.nonceFor(r)
 	p.respondDocument(w, r, status, doc)
 }

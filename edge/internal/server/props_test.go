@@ -29,7 +29,7 @@ func TestPropsCrossOnce(t *testing.T) {
 			req := &ssrv1.RenderRequest{Page: "p", Url: "/", PropsJson: []byte(c.Request)}
 			resp := &ssrv1.RenderResponse{Html: []byte("<p>x</p>"), PropsJson: []byte(c.Response)}
 			resp.PropsJson = renderedProps(req, resp)
-			doc := string(shell.Append(nil, (&page{}).documentPage(req, resp)))
+			doc := string(shell.Append(nil, (&page{}).documentPage(req, resp, nil)))
 			if want := `"props":` + c.Embedded + "}</script>"; !strings.Contains(doc, want) {
 				t.Errorf("the document does not end its data with %s:\n%s", want, doc)
 			}

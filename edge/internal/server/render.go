@@ -27,8 +27,8 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	began := time.Now()
 	var resp *ssrv1.RenderResponse
 	var err error
-	if sr, ok := p.renderer.(StreamRenderer); ok && fl.tee != nil {
-		resp, err = p.renderStream(p.outgoing(ctx), sr, fl, req)
+	if p.streams(fl) {
+		resp, err = p.renderStream(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req)
 	} else {
 		resp, err = p.renderer.Render(p.outgoing(ctx), req)
 	}
@@ -39,6 +39,12 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 		resp.PropsJson = renderedProps(req, resp)
 	}
 	return resp, err
+}
+
+// streams reports whether fl's render streams: its page does and the renderer can.
+func (p *page) streams(fl *flight) bool {
+	_, ok := p.renderer.(StreamRenderer)
+	return ok && fl.tee != nil
 }
 
 // renderedProps are the props the page rendered with: the renderer sends them back only
@@ -101,7 +107,7 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 		return
 	}
 	fl.private = private(fl.resp)
-	e := p.stored(key, req, fl.resp)
+	e := p.stored(key, req, fl)
 	if e == nil {
 		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
 	}
@@ -122,15 +128,16 @@ func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, re
 		if fl.err != nil || key == "" {
 			return
 		}
-		if e := p.stored(key, req, fl.resp); e != nil {
+		if e := p.stored(key, req, fl); e != nil {
 			p.cache.Set(e, fl.gen)
 		}
 	})
 }
 
-// stored builds the cache entry for a rendered response, the document in every coding, or
+// stored builds the cache entry for fl's rendered response, the document in every coding, or
 // returns nil when the response may not be stored or its document would not fit the cache.
-func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) *htmlcache.Entry {
+func (p *page) stored(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcache.Entry {
+	resp := fl.resp
 	status := p.status(resp)
 	if !storable(status, resp) {
 		return nil
@@ -154,9 +161,9 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, resp *ssrv1.RenderRe
 	bp := buffers.Get().(*[]byte)
 	var doc []byte
 	if p.nonce != nil {
-		doc, e.NonceAt = p.shell.AppendTemplate((*bp)[:0], p.documentPage(req, resp))
+		doc, e.NonceAt = p.shell.AppendTemplate((*bp)[:0], p.documentPage(req, resp, fl))
 	} else {
-		doc = p.shell.Append((*bp)[:0], p.documentPage(req, resp))
+		doc = p.shell.Append((*bp)[:0], p.documentPage(req, resp, fl))
 	}
 	defer func() { *bp = doc[:0]; buffers.Put(bp) }()
 	// Checked before compressing: a document that cannot be stored is not worth encoding.
@@ -229,10 +236,13 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	if err != nil {
 		return nil, &errLoad{err}
 	}
-	// Made before the render: a render that fails or is late still answers with the
-	// loader's status, redirect, not-found page and props.
-	fl.loaded.Store(loaded)
 	d := loaded.decided
+	if d.redirect == "" && !d.notFound {
+		loaded.deferred = p.startDeferred(ctx, req, loaded)
+	}
+	// Made before the render: a render that fails or is late still answers with the
+	// loader's status, redirect, not-found page and props, and the deferred values so far.
+	fl.loaded.Store(loaded)
 	if d.redirect != "" {
 		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(d.status), Headers: append(headerList(loaded.Header),
 			&ssrv1.Header{Name: "Location", Value: d.redirect}), Cache: cacheHint(loaded)}, nil
@@ -240,6 +250,18 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
 	if d.notFound {
 		withProps.Page = p.notFoundPage
+	}
+	if run := loaded.deferred; run != nil {
+		if p.streams(fl) {
+			withProps.Deferred = run.pending() // settled as the render runs: renderStream
+		} else {
+			select {
+			case <-run.done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			withProps.Deferred = run.all()
+		}
 	}
 	resp, err := p.render(ctx, fl, withProps)
 	if err != nil {

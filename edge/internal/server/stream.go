@@ -29,10 +29,13 @@ type StreamRenderer interface {
 	RenderStream(ctx context.Context, req *ssrv1.RenderStreamRequest) (RenderStream, error)
 }
 
-// RenderStream is one RenderStream call: Recv returns io.EOF after the last message. An
-// alias of the literal type, which renderclient's method returns too.
+// RenderStream is one RenderStream call: Recv returns io.EOF after the last message; Send
+// settles a deferred value, and CloseSend says that no more will come. An alias of the
+// literal type, which renderclient's method returns too.
 type RenderStream = interface {
 	Recv() (*ssrv1.RenderStreamResponse, error)
+	Send(*ssrv1.RenderStreamRequest) error
+	CloseSend() error
 }
 
 // tee is what a streaming render has produced so far, for every request that waits on it.
@@ -88,6 +91,7 @@ func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, 
 	if err != nil {
 		return nil, err
 	}
+	go sendDeferred(ctx, fl.deferred(), stream)
 	var body []byte
 	for {
 		m, err := stream.Recv()
@@ -168,9 +172,15 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	defer out.release()
 	w.WriteHeader(code)
 
-	doc := p.documentPage(req, t.head)
+	doc := p.documentPage(req, t.head, fl)
 	doc.Nonce = p.nonceFor(r)
-	open, closing := p.shell.Split(doc)
+	open, _ := p.shell.Split(doc)
+	// The document's end holds the deferred values as they are when it is written.
+	closing := func() []byte {
+		doc.Deferred = fl.deferred().forDocument()
+		_, c := p.shell.Split(doc)
+		return c
+	}
 	out.Write(open)
 	deadline := time.NewTimer(time.Until(arrived.Add(p.streamTimeout)))
 	defer deadline.Stop()
@@ -190,10 +200,10 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 			if err != nil {
 				p.log.Warn("streamed render failed after its shell: boundaries still pending are left to the browser",
 					"err", err, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
-				p.closePartial(out, w, doc.Nonce, closing, "error")
+				p.closePartial(out, w, doc.Nonce, closing(), "error")
 				return true
 			}
-			out.Write(closing)
+			out.Write(closing())
 			out.Close()
 			w.Header().Set(http.TrailerPrefix+"Server-Timing", fmt.Sprintf("stream;dur=%.2f", float64(time.Since(arrived))/1e6))
 			return true
@@ -204,7 +214,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 		select {
 		case <-more:
 		case <-deadline.C:
-			p.closePartial(out, w, doc.Nonce, closing, "timeout")
+			p.closePartial(out, w, doc.Nonce, closing(), "timeout")
 			return true
 		case <-r.Context().Done():
 			return true

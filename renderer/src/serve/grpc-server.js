@@ -10,6 +10,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, RenderError } from '../errors.js';
 import { splitHostPort, unixSocketPath } from '../config.js';
 import { OK } from '../ops/metrics.js';
+import { ownDeferred } from '../pool/pool.js';
 import { renderKey } from '../ops/quarantine.js';
 import { addReflection } from './reflection.js';
 import { prepareSocketPath } from './socket.js';
@@ -22,7 +23,7 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 /** @import { Quarantine, Sentence } from '../ops/quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
-/** @import { StreamMessage } from '../worker/stream.js' */
+/** @import { SettledMessage, StreamMessage } from '../worker/stream.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -209,13 +210,38 @@ function renderHandler(deps) {
  * RenderStream: the worker posts each message on a port of the task's own
  * (worker/stream.js), already encoded, and this thread passes them on as they
  * come. grpc-js buffers what the socket does not take at once; the page's size
- * is bounded by max_page_mb in the worker.
+ * is bounded by max_page_mb in the worker. The caller's first message is the
+ * request; each later one settles a deferred value, posted to the worker on
+ * the same port.
  * @param {RenderDeps} deps
- * @returns {grpc.handleServerStreamingCall<any, any>}
+ * @returns {grpc.handleBidiStreamingCall<any, any>}
  */
 function renderStreamHandler(deps) {
   return async (call) => {
     const { port1, port2 } = new MessageChannel();
+    // One listener for every message: grpc-js may emit several in one go, and a settled
+    // value may follow the request at once.
+    /** @type {any} */
+    const first = await new Promise((resolve) => {
+      let asked = false;
+      call.on('data', (/** @type {any} */ message) => {
+        if (!asked) {
+          asked = true;
+          resolve(message);
+        } else if (message.settled) {
+          const { value, transfer } = ownDeferred(message.settled);
+          /** @type {SettledMessage} */
+          const settled = { settled: value };
+          port1.postMessage(settled, transfer);
+        }
+      });
+      for (const event of ['end', 'cancelled', 'error']) call.once(event, () => resolve(undefined));
+    });
+    if (!first?.render) {
+      port1.close();
+      if (!call.cancelled) call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'RenderStream: the first message must hold the request' });
+      return;
+    }
     /** @type {Promise<void>} */
     const posted = new Promise((resolve) => {
       port1.on('message', (/** @type {StreamMessage} */ message) => {
@@ -225,9 +251,9 @@ function renderStreamHandler(deps) {
       port1.once('close', () => resolve());
     });
     try {
-      await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), call.request.render ?? {}, {
+      await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), first.render, {
         port: port2,
-        nonce: call.request.nonce,
+        nonce: first.nonce,
         succeeded: async (trailerMessage, trailer) => {
           await posted;
           call.write(view(trailerMessage));
@@ -267,6 +293,7 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
     params: req.params ?? {},
     variants: req.variants ?? {},
     propsJson: req.propsJson?.length > 0 ? req.propsJson : undefined,
+    ...(req.deferred?.length > 0 && { deferred: req.deferred }),
     arrivedAt,
     ...(reply.port && { port: reply.port }),
     ...(reply.nonce && { nonce: reply.nonce }),

@@ -4,6 +4,9 @@
 import { performance } from 'node:perf_hooks';
 import { decide } from '../decision.js';
 import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
+import { DeferredValues, componentProps } from './deferred.js';
+
+/** @import { WireDeferred } from './deferred.js' */
 
 /**
  * What the server bundle exports (docs/app-contract.md).
@@ -62,6 +65,7 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  * @property {Record<string, unknown>} [props] caller props already parsed,
  *   instead of propsJson (make bench's bare-Node contender, which hands them
  *   to its workers by structured clone)
+ * @property {WireDeferred[]} [deferred] the caller's deferred values (deferred.js)
  */
 
 /**
@@ -89,6 +93,9 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  * @property {string} page the page to render (the not-found page after notFound)
  * @property {PageEntry} entry
  * @property {Record<string, unknown>} props
+ * @property {Record<string, unknown>} elementProps the component's: props, and the
+ *   deferred values' promises when the caller sent any
+ * @property {DeferredValues} [deferred]
  * @property {LoadContext} ctx
  * @property {number} status
  * @property {Array<{name: string, value: string}>} headers
@@ -106,12 +113,16 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
  */
 export async function renderPage(bundle, task) {
   const prepared = await preparePage(bundle, task);
+  const pending = prepared.deferred?.pending ?? [];
+  if (pending.length > 0) {
+    throw new InvalidPropsError(`deferred value "${pending[0]}" is pending: a page that does not stream renders once every value has settled`);
+  }
   const { page, status, headers, cache, propsJson, loadStart, loadUs } = prepared;
   if (prepared.redirect !== undefined) {
     return { page, html: '', head: '', status, headers, cache, propsJson, loadStart, loadUs, renderUs: 0 };
   }
   const renderStart = performance.now();
-  const rendered = render(bundle, prepared.entry, prepared.props, prepared.ctx);
+  const rendered = render(bundle, prepared.entry, prepared, prepared.ctx);
   const renderUs = micros(performance.now() - renderStart);
   return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
 }
@@ -151,11 +162,19 @@ export async function preparePage(bundle, task) {
 
   if ('redirect' in decision) {
     headers.push({ name: 'Location', value: decision.redirect });
-    return { page, entry, props: callerProps, ctx, status: decision.status, headers, cache, redirect: decision.redirect, propsJson: '', loadStart, loadUs };
+    return {
+      page, entry, props: callerProps, elementProps: callerProps, ctx, status: decision.status, headers, cache,
+      redirect: decision.redirect, propsJson: '', loadStart, loadUs,
+    };
   }
   const props = result.props ?? callerProps;
   const propsJson = props === callerProps ? '' : stringifyProps(props);
-  return { page, entry, props, ctx, status: decision.status || 200, headers, cache, propsJson, loadStart, loadUs };
+  // The not-found page answers instead of the one the values were for.
+  const deferred = task.deferred?.length && !('notFound' in decision) ? new DeferredValues(task.deferred) : undefined;
+  return {
+    page, entry, props, elementProps: componentProps(props, deferred), deferred, ctx, status: decision.status || 200,
+    headers, cache, propsJson, loadStart, loadUs,
+  };
 }
 
 /**
@@ -215,12 +234,12 @@ async function runLoad(entry, ctx) {
 /**
  * @param {Bundle} bundle
  * @param {PageEntry} entry
- * @param {Record<string, unknown>} props
+ * @param {{props: Record<string, unknown>, elementProps: Record<string, unknown>}} with
  * @param {LoadContext} ctx
  */
-function render(bundle, entry, props, ctx) {
+function render(bundle, entry, { props, elementProps }, ctx) {
   try {
-    const html = bundle.renderToString(bundle.createElement(entry.component, props));
+    const html = bundle.renderToString(bundle.createElement(entry.component, elementProps));
     return { html, head: renderHead(bundle, entry, props, ctx) };
   } catch (err) {
     throw pageThrew(err);

@@ -18,11 +18,17 @@ import { encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader }
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { Bundle, PreparedPage } from './render-page.js' */
 /** @import { ResponseFields } from './wire.js' */
+/** @import { WireDeferred } from './deferred.js' */
 
 /**
  * What the worker posts on the task's port: an encoded RenderStreamResponse
  * (`bytes`), or `end` once every message of the render was posted.
  * @typedef {{bytes: Uint8Array} | {end: true}} StreamMessage
+ */
+
+/**
+ * What the main thread posts on it: a deferred value the caller settled.
+ * @typedef {{settled: WireDeferred}} SettledMessage
  */
 
 /** Field numbers of RenderStreamResponse's oneof. */
@@ -56,7 +62,9 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
   if (typeof renderToPipeableStream !== 'function') {
     return Promise.reject(new PageThrewError(`page "${prepared.page}" streams, but the bundle does not export renderToPipeableStream (see docs/app-contract.md)`));
   }
-  const { entry, props, ctx } = prepared;
+  const { entry, props, elementProps, ctx, deferred } = prepared;
+  // The caller's deferred values, settled while React waits on them (main thread: grpc-server.js).
+  if (deferred) port.on('message', (/** @type {SettledMessage} */ m) => deferred.settle(m.settled));
   let head;
   try {
     head = renderHead(bundle, entry, props, ctx);
@@ -82,7 +90,7 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
     /** @type {ReturnType<NonNullable<Bundle['renderToPipeableStream']>>} */
     let stream;
     try {
-      stream = renderToPipeableStream(bundle.createElement(entry.component, props), {
+      stream = renderToPipeableStream(bundle.createElement(entry.component, elementProps), {
         nonce,
         onShellReady() {
           const encoded = encodeRenderResponse('', prepared.propsJson, fields(head), maxBytes);
@@ -133,17 +141,9 @@ class Destination {
 
   flush() {
     if (this.#pending.length === 0) return;
-    let length = 0;
-    for (const chunk of this.#pending) length += typeof chunk === 'string' ? Buffer.byteLength(chunk, 'utf8') : chunk.byteLength;
+    const length = byteLengthOf(this.#pending);
     const out = Buffer.allocUnsafeSlow(fieldHeaderLength(length) + length);
-    let at = writeFieldHeader(out, 0, HTML_FIELD, length);
-    for (const chunk of this.#pending) {
-      if (typeof chunk === 'string') at += out.write(chunk, at, 'utf8');
-      else {
-        out.set(chunk, at);
-        at += chunk.byteLength;
-      }
-    }
+    writeChunks(out, writeFieldHeader(out, 0, HTML_FIELD, length), this.#pending);
     this.#pending = [];
     if (this.#admit(out.byteLength)) post(this.#port, out);
   }
@@ -156,6 +156,32 @@ class Destination {
   // React listens for drain, error and close: this destination never emits them.
   on() {
     return this;
+  }
+}
+
+/**
+ * The UTF-8 length of what React wrote.
+ * @param {Array<string | Uint8Array>} chunks
+ */
+export function byteLengthOf(chunks) {
+  let length = 0;
+  for (const chunk of chunks) length += typeof chunk === 'string' ? Buffer.byteLength(chunk, 'utf8') : chunk.byteLength;
+  return length;
+}
+
+/**
+ * Writes what React wrote into out from at, strings as UTF-8.
+ * @param {Buffer} out
+ * @param {number} at
+ * @param {Array<string | Uint8Array>} chunks
+ */
+export function writeChunks(out, at, chunks) {
+  for (const chunk of chunks) {
+    if (typeof chunk === 'string') at += out.write(chunk, at, 'utf8');
+    else {
+      out.set(chunk, at);
+      at += chunk.byteLength;
+    }
   }
 }
 

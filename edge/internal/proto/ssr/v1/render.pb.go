@@ -226,7 +226,12 @@ type RenderRequest struct {
 	// The request variants the route declares, e.g. {"header:accept-language": "de"}.
 	Variants map[string]string `protobuf:"bytes,4,rep,name=variants,proto3" json:"variants,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Optional props from the caller: a JSON object, merged in by the page's load().
-	PropsJson     []byte `protobuf:"bytes,5,opt,name=props_json,json=propsJson,proto3" json:"props_json,omitempty"`
+	PropsJson []byte `protobuf:"bytes,5,opt,name=props_json,json=propsJson,proto3" json:"props_json,omitempty"`
+	// Values the caller computes while the page renders (a Go loader's deferred functions):
+	// the page's component reads each, by name, from its `deferred` prop, a promise it passes
+	// to React's use() inside a Suspense boundary. Render needs every one settled; RenderStream
+	// takes pending ones, settled later in the call.
+	Deferred      []*Deferred `protobuf:"bytes,6,rep,name=deferred,proto3" json:"deferred,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -296,6 +301,108 @@ func (x *RenderRequest) GetPropsJson() []byte {
 	return nil
 }
 
+func (x *RenderRequest) GetDeferred() []*Deferred {
+	if x != nil {
+		return x.Deferred
+	}
+	return nil
+}
+
+// One deferred value: pending (neither field set), or settled with its value or an error.
+type Deferred struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique in the request; letters, digits, '_' and '-'.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*Deferred_ValueJson
+	//	*Deferred_Error
+	Outcome       isDeferred_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Deferred) Reset() {
+	*x = Deferred{}
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Deferred) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Deferred) ProtoMessage() {}
+
+func (x *Deferred) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Deferred.ProtoReflect.Descriptor instead.
+func (*Deferred) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Deferred) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Deferred) GetOutcome() isDeferred_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *Deferred) GetValueJson() []byte {
+	if x != nil {
+		if x, ok := x.Outcome.(*Deferred_ValueJson); ok {
+			return x.ValueJson
+		}
+	}
+	return nil
+}
+
+func (x *Deferred) GetError() string {
+	if x != nil {
+		if x, ok := x.Outcome.(*Deferred_Error); ok {
+			return x.Error
+		}
+	}
+	return ""
+}
+
+type isDeferred_Outcome interface {
+	isDeferred_Outcome()
+}
+
+type Deferred_ValueJson struct {
+	// The value as JSON: the promise resolves to it.
+	ValueJson []byte `protobuf:"bytes,2,opt,name=value_json,json=valueJson,proto3,oneof"`
+}
+
+type Deferred_Error struct {
+	// Why there is none: the promise rejects with an Error of this message (one safe to show
+	// in a browser; the caller logs the cause).
+	Error string `protobuf:"bytes,3,opt,name=error,proto3,oneof"`
+}
+
+func (*Deferred_ValueJson) isDeferred_Outcome() {}
+
+func (*Deferred_Error) isDeferred_Outcome() {}
+
 type RenderResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Rendered body HTML (UTF-8), placed inside the document's root element.
@@ -322,7 +429,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -334,7 +441,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -347,7 +454,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RenderResponse) GetHtml() []byte {
@@ -407,20 +514,24 @@ func (x *RenderResponse) GetPage() string {
 }
 
 type RenderStreamRequest struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Render *RenderRequest         `protobuf:"bytes,1,opt,name=render,proto3" json:"render,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first message's: the page to render.
+	Render *RenderRequest `protobuf:"bytes,1,opt,name=render,proto3" json:"render,omitempty"`
 	// A Content-Security-Policy nonce's placeholder: React's inline scripts (in the shell and
 	// with each boundary) carry nonce="<it>", and the caller puts each response's own nonce
 	// there, so that one render, live or stored, serves many nonces. The caller
 	// makes it unguessable, so that no content of the page can carry it. Empty: no nonce.
-	Nonce         string `protobuf:"bytes,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// First message only.
+	Nonce string `protobuf:"bytes,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
+	// Any later message's: the outcome of a value the request named pending.
+	Settled       *Deferred `protobuf:"bytes,3,opt,name=settled,proto3" json:"settled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RenderStreamRequest) Reset() {
 	*x = RenderStreamRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -432,7 +543,7 @@ func (x *RenderStreamRequest) String() string {
 func (*RenderStreamRequest) ProtoMessage() {}
 
 func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -445,7 +556,7 @@ func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamRequest.ProtoReflect.Descriptor instead.
 func (*RenderStreamRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RenderStreamRequest) GetRender() *RenderRequest {
@@ -462,6 +573,13 @@ func (x *RenderStreamRequest) GetNonce() string {
 	return ""
 }
 
+func (x *RenderStreamRequest) GetSettled() *Deferred {
+	if x != nil {
+		return x.Settled
+	}
+	return nil
+}
+
 type RenderStreamResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Types that are valid to be assigned to Part:
@@ -476,7 +594,7 @@ type RenderStreamResponse struct {
 
 func (x *RenderStreamResponse) Reset() {
 	*x = RenderStreamResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +606,7 @@ func (x *RenderStreamResponse) String() string {
 func (*RenderStreamResponse) ProtoMessage() {}
 
 func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +619,7 @@ func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamResponse.ProtoReflect.Descriptor instead.
 func (*RenderStreamResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RenderStreamResponse) GetPart() isRenderStreamResponse_Part {
@@ -576,7 +694,7 @@ type RenderStreamTrailer struct {
 
 func (x *RenderStreamTrailer) Reset() {
 	*x = RenderStreamTrailer{}
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -588,7 +706,7 @@ func (x *RenderStreamTrailer) String() string {
 func (*RenderStreamTrailer) ProtoMessage() {}
 
 func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -601,7 +719,7 @@ func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamTrailer.ProtoReflect.Descriptor instead.
 func (*RenderStreamTrailer) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RenderStreamTrailer) GetTiming() *Timing {
@@ -621,7 +739,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +751,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +764,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Header) GetName() string {
@@ -678,7 +796,7 @@ type CacheHint struct {
 
 func (x *CacheHint) Reset() {
 	*x = CacheHint{}
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -690,7 +808,7 @@ func (x *CacheHint) String() string {
 func (*CacheHint) ProtoMessage() {}
 
 func (x *CacheHint) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -703,7 +821,7 @@ func (x *CacheHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheHint.ProtoReflect.Descriptor instead.
 func (*CacheHint) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CacheHint) GetMaxAgeSeconds() uint32 {
@@ -755,7 +873,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +885,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +898,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Timing) GetQueueUs() uint64 {
@@ -854,20 +972,27 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x10ListPagesRequest\"F\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
-	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\"\xc8\x02\n" +
+	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
 	"\x06params\x18\x03 \x03(\v2!.ssr.v1.RenderRequest.ParamsEntryR\x06params\x12?\n" +
 	"\bvariants\x18\x04 \x03(\v2#.ssr.v1.RenderRequest.VariantsEntryR\bvariants\x12\x1d\n" +
 	"\n" +
-	"props_json\x18\x05 \x01(\fR\tpropsJson\x1a9\n" +
+	"props_json\x18\x05 \x01(\fR\tpropsJson\x12,\n" +
+	"\bdeferred\x18\x06 \x03(\v2\x10.ssr.v1.DeferredR\bdeferred\x1a9\n" +
 	"\vParamsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
 	"\rVariantsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfe\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"b\n" +
+	"\bDeferred\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\n" +
+	"value_json\x18\x02 \x01(\fH\x00R\tvalueJson\x12\x16\n" +
+	"\x05error\x18\x03 \x01(\tH\x00R\x05errorB\t\n" +
+	"\aoutcome\"\xfe\x01\n" +
 	"\x0eRenderResponse\x12\x12\n" +
 	"\x04html\x18\x01 \x01(\fR\x04html\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\tR\x04head\x12\x16\n" +
@@ -877,10 +1002,11 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"props_json\x18\x06 \x01(\fR\tpropsJson\x12&\n" +
 	"\x06timing\x18\a \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x12\n" +
-	"\x04page\x18\b \x01(\tR\x04page\"Z\n" +
+	"\x04page\x18\b \x01(\tR\x04page\"\x86\x01\n" +
 	"\x13RenderStreamRequest\x12-\n" +
 	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\x12\x14\n" +
-	"\x05nonce\x18\x02 \x01(\tR\x05nonce\"\x9b\x01\n" +
+	"\x05nonce\x18\x02 \x01(\tR\x05nonce\x12*\n" +
+	"\asettled\x18\x03 \x01(\v2\x10.ssr.v1.DeferredR\asettled\"\x9b\x01\n" +
 	"\x14RenderStreamResponse\x12,\n" +
 	"\x04head\x18\x01 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\x04head\x12\x14\n" +
 	"\x04html\x18\x02 \x01(\fH\x00R\x04html\x127\n" +
@@ -921,10 +1047,10 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x12\x1a\n" +
 	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
-	"\x13RENDER_ERR_INTERNAL\x10\r2\xd7\x01\n" +
+	"\x13RENDER_ERR_INTERNAL\x10\r2\xd9\x01\n" +
 	"\rRenderService\x127\n" +
-	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12K\n" +
-	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse0\x01\x12@\n" +
+	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12M\n" +
+	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse(\x010\x01\x12@\n" +
 	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
 
 var (
@@ -940,43 +1066,46 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 }
 
 var file_ssr_v1_render_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_ssr_v1_render_proto_goTypes = []any{
 	(RenderErr)(0),               // 0: ssr.v1.RenderErr
 	(*ListPagesRequest)(nil),     // 1: ssr.v1.ListPagesRequest
 	(*ListPagesResponse)(nil),    // 2: ssr.v1.ListPagesResponse
 	(*RenderRequest)(nil),        // 3: ssr.v1.RenderRequest
-	(*RenderResponse)(nil),       // 4: ssr.v1.RenderResponse
-	(*RenderStreamRequest)(nil),  // 5: ssr.v1.RenderStreamRequest
-	(*RenderStreamResponse)(nil), // 6: ssr.v1.RenderStreamResponse
-	(*RenderStreamTrailer)(nil),  // 7: ssr.v1.RenderStreamTrailer
-	(*Header)(nil),               // 8: ssr.v1.Header
-	(*CacheHint)(nil),            // 9: ssr.v1.CacheHint
-	(*Timing)(nil),               // 10: ssr.v1.Timing
-	nil,                          // 11: ssr.v1.RenderRequest.ParamsEntry
-	nil,                          // 12: ssr.v1.RenderRequest.VariantsEntry
+	(*Deferred)(nil),             // 4: ssr.v1.Deferred
+	(*RenderResponse)(nil),       // 5: ssr.v1.RenderResponse
+	(*RenderStreamRequest)(nil),  // 6: ssr.v1.RenderStreamRequest
+	(*RenderStreamResponse)(nil), // 7: ssr.v1.RenderStreamResponse
+	(*RenderStreamTrailer)(nil),  // 8: ssr.v1.RenderStreamTrailer
+	(*Header)(nil),               // 9: ssr.v1.Header
+	(*CacheHint)(nil),            // 10: ssr.v1.CacheHint
+	(*Timing)(nil),               // 11: ssr.v1.Timing
+	nil,                          // 12: ssr.v1.RenderRequest.ParamsEntry
+	nil,                          // 13: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	11, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	12, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	8,  // 2: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	9,  // 3: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	10, // 4: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	3,  // 5: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
-	4,  // 6: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
-	7,  // 7: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
-	10, // 8: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
-	3,  // 9: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	5,  // 10: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
-	1,  // 11: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
-	4,  // 12: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	6,  // 13: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
-	2,  // 14: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	12, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	13, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	4,  // 2: ssr.v1.RenderRequest.deferred:type_name -> ssr.v1.Deferred
+	9,  // 3: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	10, // 4: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	11, // 5: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	3,  // 6: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
+	4,  // 7: ssr.v1.RenderStreamRequest.settled:type_name -> ssr.v1.Deferred
+	5,  // 8: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
+	8,  // 9: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
+	11, // 10: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
+	3,  // 11: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	6,  // 12: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
+	1,  // 13: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	5,  // 14: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	7,  // 15: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
+	2,  // 16: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	14, // [14:17] is the sub-list for method output_type
+	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_ssr_v1_render_proto_init() }
@@ -984,7 +1113,11 @@ func file_ssr_v1_render_proto_init() {
 	if File_ssr_v1_render_proto != nil {
 		return
 	}
-	file_ssr_v1_render_proto_msgTypes[5].OneofWrappers = []any{
+	file_ssr_v1_render_proto_msgTypes[3].OneofWrappers = []any{
+		(*Deferred_ValueJson)(nil),
+		(*Deferred_Error)(nil),
+	}
+	file_ssr_v1_render_proto_msgTypes[6].OneofWrappers = []any{
 		(*RenderStreamResponse_Head)(nil),
 		(*RenderStreamResponse_Html)(nil),
 		(*RenderStreamResponse_Trailer)(nil),
@@ -995,7 +1128,7 @@ func file_ssr_v1_render_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

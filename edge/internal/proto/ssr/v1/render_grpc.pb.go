@@ -43,7 +43,12 @@ type RenderServiceClient interface {
 	// renders, its shell is ready; then `html` chunks of the body, each sent as React flushes
 	// it; then one `trailer`. A redirect has no `html`. Failures are those of Render, and may
 	// come after the head (a page whose shell rendered and that then threw).
-	RenderStream(ctx context.Context, in *RenderStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RenderStreamResponse], error)
+	//
+	// The caller's first message holds the request. A page with deferred values still pending
+	// (RenderRequest.deferred) renders at once, and the caller sends each one's outcome in a
+	// message of its own (`settled`) as its work ends, then closes its side; the render ends
+	// when React has written every boundary, so every pending value must be settled.
+	RenderStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RenderStreamRequest, RenderStreamResponse], error)
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
 	//
@@ -69,24 +74,18 @@ func (c *renderServiceClient) Render(ctx context.Context, in *RenderRequest, opt
 	return out, nil
 }
 
-func (c *renderServiceClient) RenderStream(ctx context.Context, in *RenderStreamRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[RenderStreamResponse], error) {
+func (c *renderServiceClient) RenderStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[RenderStreamRequest, RenderStreamResponse], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &RenderService_ServiceDesc.Streams[0], RenderService_RenderStream_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	x := &grpc.GenericClientStream[RenderStreamRequest, RenderStreamResponse]{ClientStream: stream}
-	if err := x.ClientStream.SendMsg(in); err != nil {
-		return nil, err
-	}
-	if err := x.ClientStream.CloseSend(); err != nil {
-		return nil, err
-	}
 	return x, nil
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type RenderService_RenderStreamClient = grpc.ServerStreamingClient[RenderStreamResponse]
+type RenderService_RenderStreamClient = grpc.BidiStreamingClient[RenderStreamRequest, RenderStreamResponse]
 
 func (c *renderServiceClient) ListPages(ctx context.Context, in *ListPagesRequest, opts ...grpc.CallOption) (*ListPagesResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -113,7 +112,12 @@ type RenderServiceServer interface {
 	// renders, its shell is ready; then `html` chunks of the body, each sent as React flushes
 	// it; then one `trailer`. A redirect has no `html`. Failures are those of Render, and may
 	// come after the head (a page whose shell rendered and that then threw).
-	RenderStream(*RenderStreamRequest, grpc.ServerStreamingServer[RenderStreamResponse]) error
+	//
+	// The caller's first message holds the request. A page with deferred values still pending
+	// (RenderRequest.deferred) renders at once, and the caller sends each one's outcome in a
+	// message of its own (`settled`) as its work ends, then closes its side; the render ends
+	// when React has written every boundary, so every pending value must be settled.
+	RenderStream(grpc.BidiStreamingServer[RenderStreamRequest, RenderStreamResponse]) error
 	// ListPages names the pages the loaded bundle exports, so that the edge finds a page name
 	// the bundle lacks (a typo) at start instead of on every request.
 	//
@@ -132,7 +136,7 @@ type UnimplementedRenderServiceServer struct{}
 func (UnimplementedRenderServiceServer) Render(context.Context, *RenderRequest) (*RenderResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Render not implemented")
 }
-func (UnimplementedRenderServiceServer) RenderStream(*RenderStreamRequest, grpc.ServerStreamingServer[RenderStreamResponse]) error {
+func (UnimplementedRenderServiceServer) RenderStream(grpc.BidiStreamingServer[RenderStreamRequest, RenderStreamResponse]) error {
 	return status.Error(codes.Unimplemented, "method RenderStream not implemented")
 }
 func (UnimplementedRenderServiceServer) ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error) {
@@ -178,15 +182,11 @@ func _RenderService_Render_Handler(srv interface{}, ctx context.Context, dec fun
 }
 
 func _RenderService_RenderStream_Handler(srv interface{}, stream grpc.ServerStream) error {
-	m := new(RenderStreamRequest)
-	if err := stream.RecvMsg(m); err != nil {
-		return err
-	}
-	return srv.(RenderServiceServer).RenderStream(m, &grpc.GenericServerStream[RenderStreamRequest, RenderStreamResponse]{ServerStream: stream})
+	return srv.(RenderServiceServer).RenderStream(&grpc.GenericServerStream[RenderStreamRequest, RenderStreamResponse]{ServerStream: stream})
 }
 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type RenderService_RenderStreamServer = grpc.ServerStreamingServer[RenderStreamResponse]
+type RenderService_RenderStreamServer = grpc.BidiStreamingServer[RenderStreamRequest, RenderStreamResponse]
 
 func _RenderService_ListPages_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListPagesRequest)
@@ -227,6 +227,7 @@ var RenderService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "RenderStream",
 			Handler:       _RenderService_RenderStream_Handler,
 			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "ssr/v1/render.proto",

@@ -1,0 +1,54 @@
+package ssr_test
+
+import (
+	"context"
+	"log"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+)
+
+// Review is one review, as a slower service than the database gives it.
+type Review struct {
+	Author string `json:"author"`
+	Text   string `json:"text"`
+}
+
+// reviewsOf stands for that service.
+func reviewsOf(ctx context.Context, id int) ([]Review, error) {
+	select {
+	case <-time.After(300 * time.Millisecond):
+		return []Review{{Author: "Ada", Text: "Arrived early."}}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// A product page whose reviews come from a slow service: the product, from the database,
+// goes out in the shell at once; the reviews follow in the same response, in the Suspense
+// boundary where the page's component reads `use(deferred.reviews)`. If the service fails
+// or is late, only that boundary shows the page's error UI.
+func ExampleDeferred() {
+	pages, err := ssr.New(ssr.Options{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	http.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
+		Stream: true,
+		Cache:  ssr.Cache{TTL: 5 * time.Minute},
+		Load: ssr.Typed(func(r *http.Request) (ProductPage, ssr.Result, error) {
+			id, err := strconv.Atoi(r.PathValue("id"))
+			if err != nil {
+				return ProductPage{}, ssr.Result{NotFound: true}, nil
+			}
+			var p ProductPage
+			err = db.QueryRowContext(r.Context(), "SELECT id, name, price_cents FROM products WHERE id = ?", id).
+				Scan(&p.Product.ID, &p.Product.Name, &p.Product.PriceCents)
+			return p, ssr.Result{Deferred: map[string]ssr.Deferred{
+				"reviews": func(ctx context.Context) (any, error) { return reviewsOf(ctx, id) },
+			}}, err
+		}),
+	}))
+}
