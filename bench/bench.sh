@@ -13,6 +13,19 @@
 #   node-baseline-db  the fastify handler queries node:sqlite and hands the props to the worker
 #   v8go-db           Go queries the database and passes the props into the isolate
 #   shop-uncached     the demo shop: a Go loader queries and marshals, the props cross the hop
+# and the page that streams, /products/1/reviews (its reviews in a Suspense boundary), its
+# boundary resolving at once (SSR_DEMO_REVIEWS_DELAY_MS=0: what streaming costs in CPU), not
+# default runs:
+#   node-baseline-stream  fastify + Piscina: renderToPipeableStream in the worker, each flush
+#                   moved to the main thread over a MessagePort and written to the reply
+#   stack-stream    edge + gRPC (RenderStream) + renderer, cache bypassed
+#   node-baseline-unstreamed, stack-unstreamed  the product page, /products/1, rendered whole
+#                   (renderToString): what the same page costs without streaming
+# and with the boundary resolving after 300 ms, for the time to first byte:
+#   node-baseline-stream-300, stack-stream-300  each request holds a render worker for the
+#                   300 ms (as a render awaiting its data does), so the knee is near
+#                   threads / 0.3 s: stepped by SLOW_STEPS (2..30 req/s), judged on
+#                   p99 ≤ 150 ms + 300 ms
 # Two modes. Identity: no Accept-Encoding (k6's default), pages go out uncompressed.
 # NAME+compressed: every request sends a browser's `Accept-Encoding: gzip, deflate, br, zstd`
 # and the contender compresses as its users would: node-baseline with @fastify/compress at
@@ -30,9 +43,14 @@
 # workers, V8 helper threads, libuv threads), its total also as a ratio to bare Node's in the
 # same mode on the same page. The fixed rate of a page and mode: FIXED_RATE if set, else 70 %
 # of the median knee in that mode of the product on that page (shop-uncached for the
-# props-from-Go rows, stack-uncached for the demo page), rounded to 5 req/s (compressed
-# without that knee: identity's), else 150 req/s (no such knee: SKIP_KNEE, not among the
-# runs, or 0).
+# props-from-Go rows, stack-uncached for the demo page, stack-stream for the streamed and
+# unstreamed product page), rounded to 5 req/s (compressed without that knee: identity's),
+# else 150 req/s (no such knee: SKIP_KNEE, not among the runs, or 0). The 300 ms boundary's
+# group: SLOW_FIXED_RATE if set, else 70 % of stack-stream-300's median knee rounded to 1
+# req/s, else 70 % of threads / 0.3 s. The streaming runs also report the time to first byte
+# (k6's http_req_waiting, p50/p99), and the stack's the shell's time at low load (the median
+# of the edge's Server-Timing shell;dur over 21 requests one at a time, before the fixed
+# rate); their edge sends no 103 Early Hints, which k6 would count as the first byte.
 # About 60 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
 # about 27 with KNEE_ROUNDS=1.
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
@@ -44,10 +62,16 @@ mkdir -p "$out"
 threads=${THREADS:-$(($(nproc) + 1))} # the renderer's own default: cores + 1
 steps=${STEPS:-$(seq -s, 100 25 800)}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
+stream_steps=${STREAM_STEPS:-$(seq -s, 100 50 1200)}
+slow_reviews_ms=300 # the -300 runs: the reviews arrive after it
+slow_steps=${SLOW_STEPS:-$(seq -s, 2 2 30)}
 step_seconds=${STEP_SECONDS:-10}
 knee_rounds=${KNEE_ROUNDS:-3}
 fixed_duration=${FIXED_DURATION:-30s}
 default_fixed_rate=150 # without a knee of stack-uncached: about 70 % of its knee on 2 cores
+# Without a knee of stack-stream-300: 70 % of what the workers allow when each request holds
+# one for the boundary's wait.
+default_slow_fixed_rate=$((700 * threads / slow_reviews_ms))
 browser_accept_encoding='gzip, deflate, br, zstd' # loadtest/lib/common.js, ENCODING=browser
 runs=(${CONTENDERS:-node-baseline-db node-baseline-db+compressed v8go-db shop-uncached shop-uncached+compressed node-baseline node-baseline+compressed v8go stack-uncached stack-uncached+compressed stack-cached})
 bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop read
@@ -56,7 +80,7 @@ bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop
 # compressed mode.
 start_contender() {
   case $1 in
-    node-baseline|node-baseline-db)
+    node-baseline*)
       args=(); [ "$1" = node-baseline-db ] && args+=(--db "$work/shop.db"); [ "$2" = 1 ] && args+=(--compress)
       "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18083 processes=("node=$!") ;;
@@ -83,8 +107,8 @@ k6() {
 }
 
 # start RUN: starts the run's contender (RUN is NAME or NAME+compressed), warmed up (JIT
-# everywhere) with the run's headers, and sets its k6 arguments, $auth and $accept (the
-# run's headers, for hey and curl); fails (1) when RUN cannot run here.
+# everywhere) on the run's page with the run's headers, and sets its k6 arguments, $page_path,
+# $auth and $accept (the run's headers, for hey and curl); fails (1) when RUN cannot run here.
 start() {
   local name=${1%+compressed} compress=0
   case $1 in
@@ -95,17 +119,39 @@ start() {
     v8go*) [ -x bin/v8go-ssr ] || return 1
       if [ "$compress" = 1 ]; then echo "$1: v8go does not compress: no compressed mode" >&2; return 1; fi ;;
   esac
-  start_contender "$name" "$compress"
-  env_args=(-e "BASE_URL=$url")
-  knee_steps=$steps
+  # The page; for the streaming runs the reviews' delay in the renderer's (or bare Node's)
+  # workers, which other runs' pages do not read, and no 103 Early Hints, which k6 would time
+  # as the first byte.
+  page_path=/ knee_steps=$steps slo=150 reviews_delay=300 early_hints=true
+  case $name in
+    *-stream|*-stream-300|*-unstreamed)
+      if [ "$compress" = 1 ]; then echo "$1: @fastify/compress would hold the flushes back: no compressed mode" >&2; return 1; fi
+      page_path=/products/1 knee_steps=$stream_steps early_hints=false
+      case $name in
+        *-stream) page_path+=/reviews reviews_delay=0 ;;
+        *-stream-300) page_path+=/reviews reviews_delay=$slow_reviews_ms knee_steps=$slow_steps slo=$((150 + slow_reviews_ms)) ;;
+      esac ;;
+  esac
+  SSR_DEMO_REVIEWS_DELAY_MS=$reviews_delay SSR_EDGE_EARLY_HINTS=$early_hints start_contender "$name" "$compress"
+  env_args=(-e "BASE_URL=$url" -e "PAGE_PATH=$page_path" -e "SLO_P99_MS=$slo")
   if [ "$name" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
-  auth=(); case $name in *-uncached) auth=(-H "Authorization: Bearer bench") ;; esac
+  auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed) auth=(-H "Authorization: Bearer bench") ;; esac
   accept=(); hey_accept=(-disable-compression) # hey would ask for gzip
   if [ "$compress" = 1 ]; then
     env_args+=(-e ENCODING=browser)
     accept=(-H "Accept-Encoding: $browser_accept_encoding") hey_accept=("${accept[@]}")
   fi
-  bin/hey -z 5s -c 8 "${auth[@]}" "${hey_accept[@]}" "$url/" > /dev/null
+  bin/hey -z 5s -c 8 "${auth[@]}" "${hey_accept[@]}" "$url$page_path" > /dev/null
+}
+
+# shell_ms URL: the median of the edge's Server-Timing shell;dur over 21 requests of URL, one
+# at a time (a fallback has none), as JSON.
+shell_ms() {
+  for _ in $(seq 21); do
+    curl -s -o /dev/null -D - "${auth[@]}" "$1" | grep -o 'shell;dur=[0-9.]*' | cut -d= -f2 || true
+  done | "$node" -e '
+    const ms = require("node:fs").readFileSync(0, "utf8").split("\n").filter((l) => l !== "").map(Number).sort((a, b) => a - b);
+    console.log(JSON.stringify({ requests: ms.length, p50_ms: ms[Math.floor(ms.length / 2)] }));'
 }
 
 "$node" bench/render-loop.mjs --seconds 10 > "$out/ceiling.json"
@@ -130,18 +176,18 @@ fi
 # decompresses on the same cores); fixed-rate.json says where each came from.
 "$node" -e '
   const fs = require("node:fs");
-  const [dir, given, fallback] = process.argv.slice(1);
+  const [dir, given, fallback, slowGiven, slowFallback] = process.argv.slice(1);
   const kneeOf = (run) => {
     const knees = fs.readdirSync(dir).filter((f) => f.startsWith(`${run}-knee-`) && /-knee-\d+\.json$/.test(f))
       .map((f) => JSON.parse(fs.readFileSync(`${dir}/${f}`, "utf8")).rps).sort((a, b) => a - b);
     const n = knees.length;
     return n === 0 ? 0 : n % 2 ? knees[(n - 1) / 2] : (knees[n / 2 - 1] + knees[n / 2]) / 2;
   };
-  const rateFor = (run) => {
+  const rateFor = (run, round = 5, set = given, otherwise = fallback) => {
     const knee = kneeOf(run);
-    return given ? { rate: Number(given), source: "FIXED_RATE" }
-      : knee > 0 ? { rate: Math.max(5, Math.round((0.7 * knee) / 5) * 5), source: "knee", run, knee }
-      : { rate: Number(fallback), source: "default", run };
+    return set ? { rate: Number(set), source: "FIXED_RATE" }
+      : knee > 0 ? { rate: Math.max(round, Math.round((0.7 * knee) / round) * round), source: "knee", run, knee, round }
+      : { rate: Number(otherwise), source: "default", run };
   };
   const rates = {};
   for (const [page, product] of [["page", "stack-uncached"], ["db", "shop-uncached"]]) {
@@ -149,18 +195,22 @@ fi
     const compressed = `${product}+compressed`;
     rates[`${page}+compressed`] = kneeOf(compressed) > 0 || given ? rateFor(compressed) : rates[page];
   }
+  rates.stream = rateFor("stack-stream");
+  // Knees of a few req/s: rounded to 1.
+  rates["stream-300"] = rateFor("stack-stream-300", 1, slowGiven, slowFallback);
   fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(rates));
-' "$out" "${FIXED_RATE:-}" "$default_fixed_rate"
+' "$out" "${FIXED_RATE:-}" "$default_fixed_rate" "${SLOW_FIXED_RATE:-}" "$default_slow_fixed_rate"
 for r in "${runs[@]}"; do
   start "$r" || continue
-  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; esac
+  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; esac
   case $r in *+compressed) group+=+compressed ;; esac
   fixed_rate=$("$node" -p "require('./$out/fixed-rate.json')['$group'].rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
   mkdir -p "$out/$r-fixed"
   # What the run's client gets: the page's Content-Encoding and its size on the wire.
-  curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url/" \
+  curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url$page_path" \
     -w '{"content_encoding": "%header{content-encoding}", "body_bytes": %{size_download}}' > "$out/$r-encoding.json"
+  case $r in stack-stream|stack-stream-300) shell_ms "$url$page_path" > "$out/$r-shell.json" ;; esac
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-before.json"
   k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e "DURATION=$fixed_duration" -e "RESULTS_DIR=$out/$r-fixed" --out "csv=$out/$r-fixed.csv" loadtest/03-load.js
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-after.json"

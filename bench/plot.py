@@ -11,7 +11,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached", "node-baseline-db", "v8go-db", "shop-uncached"]
+ORDER = ["node-baseline", "v8go", "stack-uncached", "stack-cached", "node-baseline-db", "v8go-db", "shop-uncached",
+         "node-baseline-unstreamed", "stack-unstreamed", "node-baseline-stream", "stack-stream",
+         "node-baseline-stream-300", "stack-stream-300"]
 COMPRESSED = "+compressed"  # runs with a browser's Accept-Encoding (bench/bench.sh)
 
 

@@ -2,6 +2,7 @@
 //   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
 // Runs are named CONTENDER (identity: no Accept-Encoding) or CONTENDER+compressed (a browser's
 // Accept-Encoding); each is compared with bare Node in the same mode, and on the same page.
+// The streaming runs (bench.sh: -stream, -stream-300, -unstreamed) get tables of their own.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
@@ -9,15 +10,24 @@ const [dir, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
 // The props-from-Go rows first: how a Go shop uses the product.
-const contenders = ['node-baseline-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached'];
+const contenders = ['node-baseline-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached',
+  'node-baseline-unstreamed', 'stack-unstreamed', 'node-baseline-stream', 'stack-stream', 'node-baseline-stream-300', 'stack-stream-300'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
 const contender = (n) => n.replace(COMPRESSED, '');
 /** The listing with props from the shop's database: compared with bare Node doing the same. */
 const fromDatabase = (n) => contender(n).endsWith('-db') || contender(n) === 'shop-uncached';
+/**
+ * The product page of the streaming runs: `-stream` (its reviews' boundary resolving at once),
+ * `-stream-300` (after 300 ms) or `-unstreamed` (the page whole, without reviews); '' for the
+ * other runs.
+ */
+const streaming = (n) => /-(stream|stream-300|unstreamed)$/.exec(contender(n))?.[0] ?? '';
+/** Which fixed rate n ran at (bench.sh's fixed-rate.json keys, less the mode). */
+const groupOf = (n) => (fromDatabase(n) ? 'db' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
 /** The run n is compared with: bare Node, on the same page, in the same mode. */
-const baseName = (n) => (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline') + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
+const baseName = (n) => (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
 /** The knee of every round (bench.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
   .map((f) => (f.startsWith(`${n}-knee-`) ? /^(\d+)\.json$/.exec(f.slice(`${n}-knee-`.length)) : null))
@@ -31,7 +41,10 @@ const median = (xs) => {
 const maybe = (f) => (existsSync(`${dir}/${f}`) ? json(f) : undefined);
 const rows = names.map((n) => {
   const rounds = knees(n);
-  return { n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`), served: maybe(`${n}-encoding.json`), cpu: maybe(`${n}-cpu.json`) };
+  return {
+    n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`), served: maybe(`${n}-encoding.json`), cpu: maybe(`${n}-cpu.json`),
+    shell: maybe(`${n}-shell.json`),
+  };
 });
 const row = (n) => rows.find((r) => r.n === n);
 const ratio = (v, base) => (v && base ? (v / base).toFixed(2) + '×' : 'n/a');
@@ -43,10 +56,11 @@ const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node
 
 /** The fixed rate of each page and mode, and why (bench.sh writes fixed-rate.json). */
 const fixedRates = json('fixed-rate.json');
-const rateKey = (n) => `${fromDatabase(n) ? 'db' : 'page'}${n.endsWith(COMPRESSED) ? COMPRESSED : ''}`;
+const rateKey = (n) => `${groupOf(n)}${n.endsWith(COMPRESSED) ? COMPRESSED : ''}`;
 const rateOf = (n) => fixedRates[rateKey(n)];
 const why = (m) => ({
-  knee: `70 % of ${m.run}'s median knee (${m.knee} req/s), rounded to 5`,
+  // (Folders from before the streaming rows give no rounding: 5.)
+  knee: `70 % of ${m.run}'s median knee (${m.knee} req/s), rounded to ${m.round ?? 5}`,
   FIXED_RATE: 'set by FIXED_RATE',
   default: `the default: this run has no knee of ${m.run} (SKIP_KNEE, not run, or a knee of 0)`,
 }[m.source]);
@@ -54,23 +68,50 @@ const why = (m) => ({
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: a worker's render of the page (renderPage) in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
 const tables = [
-  ['Props from Go: the listing with its props read from the shop\'s SQLite database', rows.filter((r) => fromDatabase(r.n))],
-  ['The demo page: props from its own load()', rows.filter((r) => !fromDatabase(r.n))],
+  ['Props from Go: the listing with its props read from the shop\'s SQLite database', 'db'],
+  ['The demo page: props from its own load()', 'page'],
+  ['Streaming: the product page with its reviews in a Suspense boundary resolving at once, and the page whole', 'stream'],
+  ['Streaming: the reviews\' boundary resolving after 300 ms', 'stream-300'],
 ];
-for (const [title, group] of tables.filter(([, g]) => g.length > 0)) {
+/**
+ * The same figures in every table; the streaming ones add the time to first byte, and those
+ * at the -unstreamed runs' rate streaming's CPU against the page whole.
+ * @param {string} group
+ */
+const columns = (group) => {
+  const streamed = group.startsWith('stream');
+  return [
+    ['run', (r) => r.n],
+    ['served as', served],
+    ['RPS at the knee: median (each round)', (r) => `${r.knee ?? 'n/a'}${r.rounds.length > 1 ? ` (${r.rounds.join(', ')})` : ''}`],
+    // The ceiling renders the home page: no measure of another page's.
+    ...(streamed ? [] : [['vs ceiling × cores', (r) => (r.knee ? (r.knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a')]]),
+    ['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)],
+    ['fixed rate', (r) => rateOf(r.n).rate],
+    ['at it: p50 / p90 / p99 / p99.9 / max ms', ({ fixed }) => [fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')],
+    ['p99/p50', ({ fixed }) => ratio(fixed.p99_ms, fixed.p50_ms)],
+    ...(streamed ? [
+      ['TTFB p50 / p99 ms', ({ fixed }) => `${f(fixed.ttfb_p50_ms)} / ${f(fixed.ttfb_p99_ms)}`],
+      ['shell at low load ms', ({ shell }) => f(shell?.p50_ms)],
+      ['TTFB p99 − shell ms (target ≤ 5)', ({ fixed, shell }) => (shell && fixed.ttfb_p99_ms != null ? f(fixed.ttfb_p99_ms - shell.p50_ms) : 'n/a')],
+    ] : []),
+    ['rendered', ({ fixed }) => (fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %')],
+    ['dropped', ({ fixed }) => fixed.dropped_iterations ?? 'n/a'],
+    ['CPU ms per request', (r) => (r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a')],
+    ['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))],
+    ...(group === 'stream' ? [['CPU vs the page whole', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(r.n.replace(/-stream$/, '-unstreamed'))?.cpu))]] : []),
+  ];
+};
+for (const [title, group] of tables) {
+  const members = rows.filter((r) => groupOf(r.n) === group);
+  if (members.length === 0) continue;
   console.log(`## ${title}\n`);
-  const keys = [...new Set(group.map((r) => rateKey(r.n)))];
+  const keys = [...new Set(members.map((r) => rateKey(r.n)))];
   console.log(`Fixed rate: ${keys.map((k) => `${k.endsWith(COMPRESSED) ? 'compressed' : 'identity'} ${fixedRates[k].rate} req/s, ${why(fixedRates[k])}`).join('; ')}.\n`);
-  console.log('| run | served as | RPS at the knee: median (each round) | vs ceiling × cores | vs bare Node | fixed rate | at it: p50 / p90 / p99 / p99.9 / max ms | p99/p50 | rendered | dropped | CPU ms per request | vs bare Node |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of group) {
-    const { n, rounds, knee, fixed } = r;
-    const base = row(baseName(n));
-    console.log(`| ${n} | ${served(r)} | ${knee ?? 'n/a'}${rounds.length > 1 ? ` (${rounds.join(', ')})` : ''} | ${knee ? (knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a'} | ${ratio(knee, base?.knee)} | ${rateOf(n).rate} | ` +
-      `${[fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')} | ${ratio(fixed.p99_ms, fixed.p50_ms)} | ` +
-      `${fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %'} | ${fixed.dropped_iterations ?? 'n/a'} | ` +
-      `${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} | ${ratio(cpuTotal(r.cpu), cpuTotal(base?.cpu))} |`);
-  }
+  const cols = columns(group);
+  console.log(`| ${cols.map(([label]) => label).join(' | ')} |`);
+  console.log(`| ${cols.map(() => '---').join(' | ')} |`);
+  for (const r of members) console.log(`| ${cols.map(([, cell]) => cell(r)).join(' | ')} |`);
   console.log('');
 }
 console.log(`Runs ending ${COMPRESSED} send a browser's \`Accept-Encoding: gzip, deflate, br, zstd\` (the others none), and their "vs bare Node" is against `
@@ -82,6 +123,16 @@ console.log('\nThe props-from-Go rows (-db, shop-uncached) render the same listi
 console.log('\nKnee: the highest step of a stepped constant-arrival-rate run (k6, stopped after its first failing step) with p99 ≤ 150 ms, '
   + '≥ 99 % of pages server-rendered and ≤ 1 % dropped iterations; the runs take turns within each round; ratios are of the medians. '
   + 'CPU: all of the run\'s processes during the fixed-rate run (below).');
+if (rows.some((r) => streaming(r.n))) {
+  console.log('\nThe streaming rows: /products/1/reviews streamed (-stream, -stream-300: its reviews\' Suspense boundary resolving at once, '
+    + 'or after 300 ms, the knee then judged on p99 ≤ 450 ms), or /products/1 rendered whole (-unstreamed: the same product page without '
+    + 'its reviews); uncached, identity, the edge without 103 Early Hints. TTFB: k6\'s http_req_waiting, to the first byte of the response '
+    + '(the document\'s head with the shell). Shell at low load: the median of the edge\'s Server-Timing shell;dur (from the request\'s '
+    + 'arrival to the shell\'s from the renderer) over 21 requests one at a time; the target is TTFB p99 ≤ it + 5 ms at 70 % of the knee. '
+    + '"CPU vs the page whole": against the same contender\'s -unstreamed run. At the 300 ms page\'s few requests per second, '
+    + 'CPU per request is mostly what the processes spend anyway (timers, health checks, GC) shared by few requests: '
+    + 'streaming\'s cost is the -stream rows\'.');
+}
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).
 const cpu = rows.filter((r) => r.cpu).map((r) => ({ n: r.n, base: row(baseName(r.n))?.cpu, ...r.cpu }));

@@ -1,4 +1,5 @@
 // Knee: what is the highest uncached arrival rate the stack sustains within the SLO?
+// One page: PAGE_PATH (default /).
 // Stepped constant-arrival-rate stages (thresholds are cumulative over a run, so each step is
 // its own scenario, tagged, and judged on its own), uncached (the documented bypass header).
 // SLO per step: p99 ≤ SLO_P99_MS (default 150: the soft deadline, past which users get
@@ -10,7 +11,7 @@
 // has ended (delayAbortEval counts from the start of the run), so a step is judged on all of
 // its requests, as below; k6 evaluates thresholds every 2 s, so the run ends within ~2 s of
 // the failing step's end, exits 99 (a threshold failed), and still writes the knee.
-import { SUMMARY_TREND_STATS, UNCACHED, page, summarize, RESULTS_DIR } from './lib/common.js';
+import { PAGE_PATH, SUMMARY_TREND_STATS, UNCACHED, page, summarize, RESULTS_DIR } from './lib/common.js';
 
 const steps = (__ENV.STEPS || '50,100,150,200,250,300,350,400,450,500').split(',').map(Number);
 const stepSeconds = Number(__ENV.STEP_SECONDS || 15);
@@ -21,9 +22,13 @@ const stopAtFail = Boolean(__ENV.STOP_AT_FAIL);
 const scenarios = {};
 const thresholds = {};
 steps.forEach((rate, i) => {
+  // Enough VUs for a passing step's requests to be in flight at once (rate × the SLO: a page
+  // whose render waits 300 ms needs more than its rate / 4), so that k6 starting VUs late
+  // drops no iteration of it.
+  const vus = Math.max(Math.ceil(rate / 4), Math.ceil((rate * sloP99) / 1000));
   scenarios[`step_${rate}`] = {
     executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration: `${stepSeconds}s`,
-    startTime: `${i * stepSeconds}s`, preAllocatedVUs: Math.ceil(rate / 4), maxVUs: rate,
+    startTime: `${i * stepSeconds}s`, preAllocatedVUs: vus, maxVUs: Math.max(rate, vus),
     tags: { step: String(rate) }, gracefulStop: '2s',
   };
   // Without STOP_AT_FAIL, always-true thresholds: they only make k6 keep per-step
@@ -37,7 +42,7 @@ steps.forEach((rate, i) => {
 export const options = { scenarios, thresholds, summaryTrendStats: SUMMARY_TREND_STATS };
 
 export default function () {
-  page('/', { ...UNCACHED, tags: { page: 'home' } });
+  page(PAGE_PATH, { ...UNCACHED, tags: { page: PAGE_PATH } });
 }
 
 export function handleSummary(data) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make loadtest SCENARIO=<name> [RATE=..] [DURATION=..]
+# make loadtest SCENARIO=<name> [RATE=..] [DURATION=..] [PAGE_PATH=..]
 # Starts the stack (built bundles, production-like config, no debug), waits for readiness,
 # runs one k6 scenario, stops the stack, and writes loadtest/results/<scenario>-<timestamp>/:
 # summary.json and k6-summary.json (k6), report.html (k6's dashboard), figures.json and
@@ -33,6 +33,7 @@ renderer_cpu_before=$(cpu "http://$RENDERER_HTTP/metrics")
 k6_env=(-e "BASE_URL=http://$EDGE" -e "RESULTS_DIR=$dir")
 [ -n "${RATE:-}" ] && k6_env+=(-e "RATE=$RATE")
 [ -n "${DURATION:-}" ] && k6_env+=(-e "DURATION=$DURATION")
+[ -n "${PAGE_PATH:-}" ] && k6_env+=(-e "PAGE_PATH=$PAGE_PATH")
 K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 K6_WEB_DASHBOARD_EXPORT="$dir/report.html" K6_NO_USAGE_REPORT=true \
   bin/k6 run --quiet "${k6_env[@]}" "$script" > "$dir/k6.log" 2>&1 & k6_pid=$!
 

@@ -9,11 +9,18 @@
 // With --compress (make bench's compressed mode), it compresses as a fastify user would:
 // @fastify/compress registered with its defaults (below).
 //
+// GET /products/{id}/reviews streams, as the edge's route does: React's renderToPipeableStream
+// in the worker, each of its flushes moved to this thread over a port of the task's own and
+// written to the reply as it comes. (With --compress, @fastify/compress's zlib stream would hold
+// those flushes back: make bench streams in identity only.)
+//
 //   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db] [--compress]
 //     [--bundle app/dist/server/server.js] [--manifest app/dist/client/manifest.json]
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
+import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
+import { MessageChannel } from 'node:worker_threads';
 
 const { values: opts } = parseArgs({
   options: {
@@ -29,6 +36,8 @@ const { values: opts } = parseArgs({
 const require = createRequire(new URL('../../renderer/package.json', import.meta.url));
 const fastify = require('fastify');
 const { Piscina } = require('piscina');
+
+/** @import { StreamMessage } from './worker.mjs' */
 
 const threads = Number(opts.threads);
 const pool = new Piscina({
@@ -60,6 +69,29 @@ app.get('/*', async (req, reply) => {
   // resolves to undefined before an asynchronous onSend hook (@fastify/compress's stream) has
   // finished gets its reply sent again, empty.
   return reply.code(status).type('text/html; charset=utf-8').send(html);
+});
+app.get('/products/:id/reviews', (req, reply) => {
+  const { port1, port2 } = new MessageChannel();
+  // No backpressure: what the socket does not take at once waits here, as grpc-js buffers it
+  // in the renderer; a page is small.
+  const body = new Readable({ read() {} });
+  let started = false;
+  port1.on('message', (/** @type {StreamMessage} */ { bytes, status, end }) => {
+    if (status !== undefined) {
+      started = true;
+      reply.code(status).type('text/html; charset=utf-8').send(body);
+    }
+    body.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    if (end) {
+      body.push(null);
+      port1.close();
+    }
+  });
+  pool.run({ url: req.url, params: req.params, port: port2 }, { name: 'stream', transferList: [port2] }).catch((err) => {
+    port1.close();
+    if (started) body.destroy(err);
+    else reply.send(err);
+  });
 });
 const address = await app.listen({ host: '127.0.0.1', port: Number(opts.port) });
 console.log(JSON.stringify({ msg: 'listening', address, threads, compress: opts.compress }));

@@ -13,7 +13,7 @@ import (
 
 // TestBareNodeServesTheEdgesBytes: make bench's bare fastify + Piscina contender
 // (bench/node-baseline) answers with the very document the edge writes for the same page,
-// so the bench compares servers, not documents.
+// the page that streams included, so the bench compares servers, not documents.
 func TestBareNodeServesTheEdgesBytes(t *testing.T) {
 	_, edge := startStack(t)
 	port := harness.FreePort(t)
@@ -31,7 +31,7 @@ func TestBareNodeServesTheEdgesBytes(t *testing.T) {
 		return err == nil && resp.StatusCode == 200
 	})
 
-	for _, path := range []string{"/", "/products/7"} {
+	for _, path := range []string{"/", "/products/7", "/products/7/reviews"} {
 		want, got := harness.Get(t, edge.url+path), harness.Get(t, bare+path)
 		if want.Header.Get("X-SSR-Fallback") != "" {
 			t.Fatalf("%s: the edge fell back (%s)", path, want.Header.Get("X-SSR-Fallback"))

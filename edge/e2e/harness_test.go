@@ -51,6 +51,8 @@ edge:
   routes:
     - {pattern: "GET /{$}", page: home}
     - {pattern: "GET /products/{id}", page: product}
+    # The demo's streamed page, routed as its defaults do (TestBareNodeServesTheEdgesBytes).
+    - {pattern: "GET /products/{id}/reviews", page: product-reviews, stream: true}
     - {pattern: "GET /throws", page: throws}
     - {pattern: "GET /sleep", page: sleep, render_timeout: 150ms, hard_timeout: 2s}
     - {pattern: "GET /xss", page: xss}

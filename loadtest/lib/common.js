@@ -53,6 +53,12 @@ export function page(path, params = {}) {
   return res;
 }
 
+/**
+ * The page the one-page scenarios (knee, load) ask for: PAGE_PATH, by default the home page
+ * (make bench's streaming rows ask for /products/1/reviews).
+ */
+export const PAGE_PATH = __ENV.PAGE_PATH || '/';
+
 /** A product id spread over the catalog (ids 1..1000). */
 export function anyProduct() {
   return 1 + Math.floor(Math.random() * 1000);
@@ -63,12 +69,16 @@ export function summarize(data, extra = {}) {
   const m = data.metrics;
   const trend = (name) => (m[name] ? m[name].values : {});
   const d = trend('http_req_duration');
+  // Time to the response's first byte: for a page that streams, its shell. (Go's client, in
+  // k6, counts a 103 Early Hints as the first byte.)
+  const w = trend('http_req_waiting');
   const summary = {
     requests: m.http_reqs ? m.http_reqs.values.count : 0,
     rps: m.http_reqs ? m.http_reqs.values.rate : 0,
     // Bytes on the wire per response, headers included: compressed when the server compressed.
     received_bytes_per_request: m.http_reqs && m.data_received ? m.data_received.values.count / m.http_reqs.values.count : 0,
     p50_ms: d.med, p90_ms: d['p(90)'], p95_ms: d['p(95)'], p99_ms: d['p(99)'], p999_ms: d['p(99.9)'], max_ms: d.max,
+    ttfb_p50_ms: w.med, ttfb_p99_ms: w['p(99)'],
     failed_rate: m.http_req_failed ? m.http_req_failed.values.rate : 0,
     server_errors: m.server_errors ? m.server_errors.values.count : 0,
     ssr_rate: m.ssr_rendered ? m.ssr_rendered.values.rate : 0,
