@@ -143,10 +143,17 @@ function readDeferred() {
   const deferred = {};
   for (const el of elements) {
     const { promise, resolve, reject } = trackedPromise();
-    const outcome = JSON.parse(el.textContent ?? '{}');
-    if ('error' in outcome) reject(Object.assign(new Error(outcome.error), { name: DEFERRED_ERROR }));
+    const name = /** @type {HTMLElement} */ (el).dataset.ssrDeferred ?? '';
+    /** @type {{value?: unknown, error?: string}} */
+    let outcome;
+    try {
+      outcome = JSON.parse(el.textContent ?? '');
+    } catch {
+      outcome = { error: `deferred value "${name}" is not valid JSON` };
+    }
+    if (outcome.error !== undefined) reject(Object.assign(new Error(outcome.error), { name: DEFERRED_ERROR }));
     else resolve(outcome.value);
-    deferred[/** @type {HTMLElement} */ (el).dataset.ssrDeferred ?? ''] = promise;
+    deferred[name] = promise;
   }
   return deferred;
 }

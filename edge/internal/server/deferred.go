@@ -58,7 +58,8 @@ type deferredRun struct {
 
 // startDeferred calls every function of l on its own goroutine, with ctx shortened by the
 // margin; nil when l has none. A value not settled by then settles as late, whether or not
-// its function heeds ctx.
+// its function heeds ctx; one not settled when ctx ends first (the render is over) as
+// cancelled.
 func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *Loaded) *deferredRun {
 	if len(l.Deferred) == 0 {
 		return nil
@@ -97,6 +98,14 @@ func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *L
 	}
 	go func() {
 		<-dctx.Done()
+		if ctx.Err() != nil {
+			// The render ended first (it failed, or its page read none of the rest): nothing
+			// waits for them, and nothing was late.
+			for _, name := range run.names {
+				run.settle(failed(name, "was not needed: the render ended without it"), p.metrics, p.route, "cancelled")
+			}
+			return
+		}
 		for _, name := range run.names {
 			if run.settle(failed(name, "was not ready in time"), p.metrics, p.route, "late") {
 				p.log.Warn("deferred value late: its Suspense boundary shows the page's error UI",

@@ -84,7 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "reason"}),
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_deferred_total",
-			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked) or late (not done within the render's hard deadline, less a margin for the render to end).",
+			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard deadline, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
 		}, []string{"route", "outcome"}),
 	}
 	reg.MustRegister(m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
