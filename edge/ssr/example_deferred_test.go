@@ -26,8 +26,8 @@ func reviewsOf(ctx context.Context, id int) ([]Review, error) {
 	}
 }
 
-// A product page whose reviews come from a slow service: the product, from the database,
-// goes out in the shell at once; the reviews follow in the same response, in the Suspense
+// A product page whose reviews come from a slow service: the page, with its props, goes out
+// in the shell at once; the reviews follow in the same response, in the Suspense
 // boundary where the page's component reads `use(deferred.reviews)`. If the service fails
 // or is late, only that boundary shows the page's error UI.
 func ExampleDeferred() {
@@ -38,17 +38,17 @@ func ExampleDeferred() {
 	http.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
 		Stream: true,
 		Cache:  ssr.Cache{TTL: 5 * time.Minute},
-		Load: ssr.Typed(func(r *http.Request) (ProductPage, ssr.Result, error) {
+		Load: func(r *http.Request) (ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))
 			if err != nil {
-				return ProductPage{}, ssr.Result{NotFound: true}, nil
+				return ssr.Result{NotFound: true}, nil
 			}
-			var p ProductPage
-			err = db.QueryRowContext(r.Context(), "SELECT id, name, price_cents FROM products WHERE id = ?", id).
-				Scan(&p.Product.ID, &p.Product.Name, &p.Product.PriceCents)
-			return p, ssr.Result{Deferred: map[string]ssr.Deferred{
-				"reviews": func(ctx context.Context) (any, error) { return reviewsOf(ctx, id) },
-			}}, err
-		}),
+			return ssr.Result{
+				Props: map[string]int{"id": id},
+				Deferred: map[string]ssr.Deferred{
+					"reviews": func(ctx context.Context) (any, error) { return reviewsOf(ctx, id) },
+				},
+			}, nil
+		},
 	}))
 }

@@ -40,6 +40,17 @@ func checkDeferred(funcs map[string]DeferredFunc) error {
 	return nil
 }
 
+// exposeDeferred makes route's edge_deferred_total series before its first deferred value:
+// zero is a count worth seeing. m is nil in tests that need no metrics.
+func (m *Metrics) exposeDeferred(route string) {
+	if m == nil {
+		return
+	}
+	for _, outcome := range []string{"ok", "error", "late", "cancelled"} {
+		m.deferred.WithLabelValues(route, outcome)
+	}
+}
+
 // deferredMargin is how long before the hard deadline every deferred value has settled.
 func deferredMargin(hard time.Duration) time.Duration { return min(hard/10, 100*time.Millisecond) }
 

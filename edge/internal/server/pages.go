@@ -137,12 +137,7 @@ func newPage(r config.Route, e config.Edge, d deps) *page {
 		stream: r.Stream, streamTimeout: r.EffectiveStreamTimeout(e),
 	}
 	p.params = wildcards(r.Pattern)
-	if d.metrics != nil {
-		// Zero is a count worth seeing: the series exist before the first deferred value.
-		for _, outcome := range []string{"ok", "error", "late", "cancelled"} {
-			d.metrics.deferred.WithLabelValues(r.Pattern, outcome)
-		}
-	}
+	d.metrics.exposeDeferred(r.Pattern)
 	if p.stream && d.nonce != nil {
 		p.noncePlaceholder = rand.Text()
 	}

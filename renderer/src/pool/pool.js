@@ -22,6 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
 import { Admission } from './admission.js';
+import { withOwnBuffers } from './own-buffers.js';
 import { ConfigError } from '../config.js';
 import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, poolFailure } from '../errors.js';
 import { SnapshotError, requestHeapSnapshot } from '../ops/heap-snapshot.js';
@@ -36,7 +37,6 @@ import { ReloadSession, WORKER_MODULE } from '../ops/reload.js';
 /** @import { Token } from './piscina-seams.js' */
 /** @import { RetireReason } from './recycling.js' */
 /** @import { RenderTask } from '../worker/render-page.js' */
-/** @import { WireDeferred } from '../worker/deferred.js' */
 
 /** @import { PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
@@ -723,52 +723,4 @@ function bundleId(path) {
   } catch {
     return '';
   }
-}
-
-/**
- * The task as it goes to its worker: its props and deferred values in buffers of their own,
- * moved there, not cloned. A clone of a view would copy its whole backing buffer (grpc-js's
- * receive buffer) through V8's serializer into the worker's heap; this copies the bytes
- * once, and the caller's views stay readable here (the quarantine hashes the props after a
- * worker death). A streaming task's port moves with it.
- * @param {PoolTask} task
- * @returns {{sent: PoolTask, transferList: any}} an ArrayBuffer[] (Piscina's TransferList
- *   type infers postMessage's other overload, the options object)
- */
-function withOwnBuffers(task) {
-  /** @type {any[]} */
-  const transferList = task.port ? [task.port] : [];
-  const props = task.propsJson;
-  /** @type {PoolTask} */
-  const sent = { ...task };
-  if (props && props.byteLength > 0) {
-    sent.propsJson = ownCopy(props);
-    transferList.push(sent.propsJson.buffer);
-  }
-  if (task.deferred) {
-    sent.deferred = task.deferred.map((d) => {
-      const { value, transfer } = ownDeferred(d);
-      transferList.push(...transfer);
-      return value;
-    });
-  }
-  return { sent, transferList };
-}
-
-/**
- * A deferred value with its JSON in a buffer of its own, and what to transfer with it.
- * @param {WireDeferred} d
- * @returns {{value: WireDeferred, transfer: ArrayBuffer[]}}
- */
-export function ownDeferred({ name, valueJson, error }) {
-  if (valueJson === undefined) return { value: error === undefined ? { name } : { name, error }, transfer: [] };
-  const own = ownCopy(valueJson);
-  return { value: { name, valueJson: own }, transfer: [/** @type {ArrayBuffer} */ (own.buffer)] };
-}
-
-/** @param {Uint8Array} bytes */
-function ownCopy(bytes) {
-  const own = new Uint8Array(bytes.byteLength);
-  own.set(bytes);
-  return own;
 }

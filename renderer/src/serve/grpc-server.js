@@ -10,7 +10,7 @@ import { HealthImplementation } from 'grpc-health-check';
 import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, RenderError } from '../errors.js';
 import { splitHostPort, unixSocketPath } from '../config.js';
 import { OK } from '../ops/metrics.js';
-import { ownDeferred } from '../pool/pool.js';
+import { ownDeferred } from '../pool/own-buffers.js';
 import { renderKey } from '../ops/quarantine.js';
 import { addReflection } from './reflection.js';
 import { prepareSocketPath } from './socket.js';

@@ -1,0 +1,53 @@
+// What a task moves to its worker rather than clones: the bytes of its props and of its
+// deferred values, each in a buffer of its own.
+
+/** @import { PoolTask } from './types.js' */
+/** @import { WireDeferred } from '../worker/deferred.js' */
+
+/**
+ * The task as it goes to its worker: its props and deferred values in buffers of their own,
+ * moved there, not cloned. A clone of a view would copy its whole backing buffer (grpc-js's
+ * receive buffer) through V8's serializer into the worker's heap; this copies the bytes
+ * once, and the caller's views stay readable here (the quarantine hashes the props after a
+ * worker death). A streaming task's port moves with it.
+ * @param {PoolTask} task
+ * @returns {{sent: PoolTask, transferList: any}} an ArrayBuffer[] (Piscina's TransferList
+ *   type infers postMessage's other overload, the options object)
+ */
+export function withOwnBuffers(task) {
+  /** @type {any[]} */
+  const transferList = task.port ? [task.port] : [];
+  const props = task.propsJson;
+  /** @type {PoolTask} */
+  const sent = { ...task };
+  if (props && props.byteLength > 0) {
+    sent.propsJson = ownCopy(props);
+    transferList.push(sent.propsJson.buffer);
+  }
+  if (task.deferred) {
+    sent.deferred = task.deferred.map((d) => {
+      const { value, transfer } = ownDeferred(d);
+      transferList.push(...transfer);
+      return value;
+    });
+  }
+  return { sent, transferList };
+}
+
+/**
+ * A deferred value with its JSON in a buffer of its own, and what to transfer with it.
+ * @param {WireDeferred} d
+ * @returns {{value: WireDeferred, transfer: ArrayBuffer[]}}
+ */
+export function ownDeferred({ name, valueJson, error }) {
+  if (valueJson === undefined) return { value: error === undefined ? { name } : { name, error }, transfer: [] };
+  const own = ownCopy(valueJson);
+  return { value: { name, valueJson: own }, transfer: [/** @type {ArrayBuffer} */ (own.buffer)] };
+}
+
+/** @param {Uint8Array} bytes */
+function ownCopy(bytes) {
+  const own = new Uint8Array(bytes.byteLength);
+  own.set(bytes);
+  return own;
+}
