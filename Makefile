@@ -221,7 +221,7 @@ $(K6):
 
 SCENARIO ?= smoke
 .PHONY: loadtest
-loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos [RATE=] [DURATION=]
+loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos|pareto|slow-clients [RATE=] [DURATION=]
 	SCENARIO=$(SCENARIO) loadtest/loadtest.sh
 
 VENV_BENCH := $(BIN)/venv-bench

@@ -21,11 +21,25 @@
 #   stack-stream    edge + gRPC (RenderStream) + renderer, cache bypassed
 #   node-baseline-unstreamed, stack-unstreamed  the product page, /products/1, rendered whole
 #                   (renderToString): what the same page costs without streaming
-# and with the boundary resolving after 300 ms, for the time to first byte:
-#   node-baseline-stream-300, stack-stream-300  each request holds a render worker for the
-#                   300 ms (as a render awaiting its data does), so the knee is near
-#                   threads / 0.3 s: stepped by SLOW_STEPS (2..30 req/s), judged on
+# and with the boundary resolving after 300 ms, for the time to first byte and for what a
+# render that waits for data costs:
+#   node-baseline-stream-300, stack-stream-300  while a render holds its worker until its
+#                   last boundary (concurrentTasksPerWorker: 1), each request holds one for
+#                   the 300 ms and the knee is near threads / 0.3 s; judged on
 #                   p99 ≤ 150 ms + 300 ms
+#   node-mainthread-stream-300  bare Node rendering on its main thread (server.mjs
+#                   --main-thread: fastify + renderToPipeableStream, no worker pool, how React
+#                   Router and Next.js serve): a render that waits holds no thread, so this is
+#                   the knee a waiting render should not lower. (node-mainthread, -db,
+#                   -stream and -unstreamed run too, on their pages.)
+#   The -300 knees are stepped by SLOW_STEPS: finely from 2 req/s (the knee of a worker held
+#   for 300 ms is a few req/s), then on STREAM_STEPS' grid from 100, so that a knee there
+#   compares with the same page resolving at once on the same steps.
+# and the shop's streamed page with its reviews a deferred value from Go, uncached:
+#   shop-reviews    /products/1/reviews, the reviews arriving after the shop's -reviews-delay
+#                   (300 ms), stepped and judged as the -300 runs
+#   shop-reviews-0  the same with -reviews-delay 0: the page resolving at once (STREAM_STEPS,
+#                   p99 ≤ 150 ms)
 # Two modes. Identity: no Accept-Encoding (k6's default), pages go out uncompressed.
 # NAME+compressed: every request sends a browser's `Accept-Encoding: gzip, deflate, br, zstd`
 # and the contender compresses as its users would: node-baseline with @fastify/compress at
@@ -47,8 +61,9 @@
 # unstreamed product page), rounded to 5 req/s (compressed without that knee: identity's),
 # else 150 req/s (no such knee: SKIP_KNEE, not among the runs, or 0). The 300 ms boundary's
 # group: SLOW_FIXED_RATE if set, else 70 % of stack-stream-300's median knee rounded to 1
-# req/s, else 70 % of threads / 0.3 s. The streaming runs also report the time to first byte
-# (k6's http_req_waiting, p50/p99), and the stack's the shell's time at low load (the median
+# req/s, else 70 % of threads / 0.3 s; the shop's reviews group (shop-reviews, shop-reviews-0)
+# likewise from shop-reviews's knee. The streaming runs also report the time to first byte
+# (k6's http_req_waiting, p50/p99), and the stack's and the shop's the shell's time at low load (the median
 # of the edge's Server-Timing shell;dur over 21 requests one at a time, before the fixed
 # rate); their edge sends no 103 Early Hints, which k6 would count as the first byte.
 # About 60 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
@@ -64,7 +79,7 @@ steps=${STEPS:-$(seq -s, 100 25 800)}
 cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
 stream_steps=${STREAM_STEPS:-$(seq -s, 100 50 2000)}
 slow_reviews_ms=300 # the -300 runs: the reviews arrive after it
-slow_steps=${SLOW_STEPS:-$(seq -s, 2 2 30)}
+slow_steps=${SLOW_STEPS:-2,4,6,8,10,15,20,30,40,50,75,$stream_steps}
 step_seconds=${STEP_SECONDS:-10}
 knee_rounds=${KNEE_ROUNDS:-3}
 fixed_duration=${FIXED_DURATION:-30s}
@@ -80,16 +95,19 @@ bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop
 # compressed mode.
 start_contender() {
   case $1 in
-    node-baseline*)
-      args=(); [ "$1" = node-baseline-db ] && args+=(--db "$work/shop.db"); [ "$2" = 1 ] && args+=(--compress)
-      "$node" bench/node-baseline/server.mjs --port 18083 --threads "$threads" "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
+    node-baseline*|node-mainthread*)
+      args=(--threads "$threads"); case $1 in node-mainthread*) args=(--main-thread) ;; esac
+      case $1 in *-db) args+=(--db "$work/shop.db") ;; esac
+      [ "$2" = 1 ] && args+=(--compress)
+      "$node" bench/node-baseline/server.mjs --port 18083 "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18083 processes=("node=$!") ;;
     v8go|v8go-db)
       db=(); [ "$1" = v8go-db ] && db=(-db "$work/shop.db")
       bin/v8go-ssr -bundle app/dist/v8/server.js -addr 127.0.0.1:18082 -isolates "$threads" "${db[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18082 processes=("go=$!") ;;
-    shop-uncached)
-      THREADS=$threads start_shop
+    shop-*)
+      # The shop's reviews come from its own Go loader, not from the renderer's environment.
+      THREADS=$threads start_shop -reviews-delay "${SSR_DEMO_REVIEWS_DELAY_MS}ms"
       url=http://$EDGE processes=("edge=$shop_pid" "node=$renderer_pid") ;;
     stack-traced-uncached)
       "$node" bench/otlp-sink.mjs --port 14317 > "$work/otlp-sink.log" 2>&1 & pids+=($!)
@@ -134,11 +152,18 @@ start() {
         # round on 2026-11-26 failed its 2 req/s step so).
         *-stream-300) page_path+=/reviews reviews_delay=$slow_reviews_ms knee_steps=$slow_steps slo=$((150 + slow_reviews_ms)) warm_clients=$((threads - 1)) ;;
       esac ;;
+    shop-reviews|shop-reviews-0)
+      if [ "$compress" = 1 ]; then echo "$1: identity only, as the other streaming runs" >&2; return 1; fi
+      page_path=/products/1/reviews early_hints=false
+      case $name in
+        shop-reviews-0) reviews_delay=0 knee_steps=$stream_steps ;;
+        *) reviews_delay=$slow_reviews_ms knee_steps=$slow_steps slo=$((150 + slow_reviews_ms)) warm_clients=$((threads - 1)) ;;
+      esac ;;
   esac
   SSR_DEMO_REVIEWS_DELAY_MS=$reviews_delay SSR_EDGE_EARLY_HINTS=$early_hints start_contender "$name" "$compress"
   env_args=(-e "BASE_URL=$url" -e "PAGE_PATH=$page_path" -e "SLO_P99_MS=$slo")
   if [ "$name" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
-  auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed) auth=(-H "Authorization: Bearer bench") ;; esac
+  auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed|shop-reviews*) auth=(-H "Authorization: Bearer bench") ;; esac
   accept=(); hey_accept=(-disable-compression) # hey would ask for gzip
   if [ "$compress" = 1 ]; then
     env_args+=(-e ENCODING=browser)
@@ -201,11 +226,13 @@ fi
   rates.stream = rateFor("stack-stream");
   // Knees of a few req/s: rounded to 1.
   rates["stream-300"] = rateFor("stack-stream-300", 1, slowGiven, slowFallback);
+  // Both shop reviews runs at the rate of the slow one, so that their tails compare.
+  rates.deferred = rateFor("shop-reviews", 1, slowGiven, slowFallback);
   fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(rates));
 ' "$out" "${FIXED_RATE:-}" "$default_fixed_rate" "${SLOW_FIXED_RATE:-}" "$default_slow_fixed_rate"
 for r in "${runs[@]}"; do
   start "$r" || continue
-  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; esac
+  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; shop-reviews*) group=deferred ;; esac
   case $r in *+compressed) group+=+compressed ;; esac
   fixed_rate=$("$node" -p "require('./$out/fixed-rate.json')['$group'].rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
@@ -213,7 +240,7 @@ for r in "${runs[@]}"; do
   # What the run's client gets: the page's Content-Encoding and its size on the wire.
   curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url$page_path" \
     -w '{"content_encoding": "%header{content-encoding}", "body_bytes": %{size_download}}' > "$out/$r-encoding.json"
-  case $r in stack-stream|stack-stream-300) shell_ms "$url$page_path" > "$out/$r-shell.json" ;; esac
+  case $r in stack-stream|stack-stream-300|shop-reviews|shop-reviews-0) shell_ms "$url$page_path" > "$out/$r-shell.json" ;; esac
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-before.json"
   k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e "DURATION=$fixed_duration" -e "RESULTS_DIR=$out/$r-fixed" --out "csv=$out/$r-fixed.csv" loadtest/03-load.js
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-after.json"

@@ -2,16 +2,19 @@
 //   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
 // Runs are named CONTENDER (identity: no Accept-Encoding) or CONTENDER+compressed (a browser's
 // Accept-Encoding); each is compared with bare Node in the same mode, and on the same page.
-// The streaming runs (bench.sh: -stream, -stream-300, -unstreamed) get tables of their own.
+// The streaming runs (bench.sh: -stream, -stream-300, -unstreamed) and the shop's reviews
+// (shop-reviews, shop-reviews-0) get tables of their own.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
 const [dir, threads] = process.argv.slice(2);
 const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
-// The props-from-Go rows first: how a Go shop uses the product.
-const contenders = ['node-baseline-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'v8go', 'stack-uncached', 'stack-traced-uncached', 'stack-cached',
-  'node-baseline-unstreamed', 'stack-unstreamed', 'node-baseline-stream', 'stack-stream', 'node-baseline-stream-300', 'stack-stream-300'];
+// The props-from-Go rows first: how a Go shop uses the product. Bare Node on its main thread
+// (node-mainthread-*) follows bare Node with its worker pool on each page.
+const contenders = ['node-baseline-db', 'node-mainthread-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'node-mainthread', 'v8go', 'stack-uncached',
+  'stack-traced-uncached', 'stack-cached', 'node-baseline-unstreamed', 'node-mainthread-unstreamed', 'stack-unstreamed', 'node-baseline-stream',
+  'node-mainthread-stream', 'stack-stream', 'node-baseline-stream-300', 'node-mainthread-stream-300', 'stack-stream-300', 'shop-reviews-0', 'shop-reviews'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
@@ -24,10 +27,17 @@ const fromDatabase = (n) => contender(n).endsWith('-db') || contender(n) === 'sh
  * other runs.
  */
 const streaming = (n) => /-(stream|stream-300|unstreamed)$/.exec(contender(n))?.[0] ?? '';
+/** The shop's streamed page with its reviews a deferred value from Go: no bare Node does that. */
+const deferred = (n) => contender(n).startsWith('shop-reviews');
 /** Which fixed rate n ran at (bench.sh's fixed-rate.json keys, less the mode). */
-const groupOf = (n) => (fromDatabase(n) ? 'db' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
-/** The run n is compared with: bare Node, on the same page, in the same mode. */
-const baseName = (n) => (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
+const groupOf = (n) => (fromDatabase(n) ? 'db' : deferred(n) ? 'deferred' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
+/** The run n is compared with: bare Node (its worker pool), on the same page, in the same mode. */
+const baseName = (n) => (deferred(n) ? undefined : (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : ''));
+/**
+ * For a page whose data waits (a 300 ms boundary, the shop's deferred reviews): the same
+ * contender on the same page with its data at once, whose knee the wait should not lower.
+ */
+const atOnceName = (n) => (groupOf(n) === 'stream-300' ? contender(n).replace(/-300$/, '') : deferred(n) ? 'shop-reviews-0' : undefined);
 /** The knee of every round (bench.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
   .map((f) => (f.startsWith(`${n}-knee-`) ? /^(\d+)\.json$/.exec(f.slice(`${n}-knee-`.length)) : null))
@@ -72,6 +82,7 @@ const tables = [
   ['The demo page: props from its own load()', 'page'],
   ['Streaming: the product page with its reviews in a Suspense boundary resolving at once, and the page whole', 'stream'],
   ['Streaming: the reviews\' boundary resolving after 300 ms', 'stream-300'],
+  ['Deferred values from Go: the shop\'s reviews page, its reviews after -reviews-delay (shop-reviews: 300 ms, shop-reviews-0: none)', 'deferred'],
 ];
 /**
  * The same figures in every table; the streaming ones add the time to first byte, and those
@@ -79,26 +90,28 @@ const tables = [
  * @param {string} group
  */
 const columns = (group) => {
-  const streamed = group.startsWith('stream');
+  const streamed = group.startsWith('stream') || group === 'deferred';
   return [
     ['run', (r) => r.n],
     ['served as', served],
     ['RPS at the knee: median (each round)', (r) => `${r.knee ?? 'n/a'}${r.rounds.length > 1 ? ` (${r.rounds.join(', ')})` : ''}`],
     // The ceiling renders the home page: no measure of another page's.
     ...(streamed ? [] : [['vs ceiling × cores', (r) => (r.knee ? (r.knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a')]]),
-    ['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)],
+    ...(group === 'deferred' ? [] : [['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)]]),
+    ...(group === 'stream-300' || group === 'deferred' ? [['vs its data at once (target ≥ 0.9)', (r) => ratio(r.knee, row(atOnceName(r.n))?.knee)]] : []),
+    ...(group === 'stream-300' ? [['vs bare Node on its main thread', (r) => ratio(r.knee, row('node-mainthread-stream-300')?.knee)]] : []),
     ['fixed rate', (r) => rateOf(r.n).rate],
     ['at it: p50 / p90 / p99 / p99.9 / max ms', ({ fixed }) => [fixed.p50_ms, fixed.p90_ms, fixed.p99_ms, fixed.p999_ms, fixed.max_ms].map(f).join(' / ')],
     ['p99/p50', ({ fixed }) => ratio(fixed.p99_ms, fixed.p50_ms)],
     ...(streamed ? [
       ['TTFB p50 / p99 ms', ({ fixed }) => `${f(fixed.ttfb_p50_ms)} / ${f(fixed.ttfb_p99_ms)}`],
       ['shell at low load ms', ({ shell }) => f(shell?.p50_ms)],
-      ['TTFB p99 − shell ms (target ≤ 5)', ({ fixed, shell }) => (shell && fixed.ttfb_p99_ms != null ? f(fixed.ttfb_p99_ms - shell.p50_ms) : 'n/a')],
+      ['TTFB p99 − shell ms (target ≤ 5)', ({ fixed, shell }) => (shell?.p50_ms != null && fixed.ttfb_p99_ms != null ? f(fixed.ttfb_p99_ms - shell.p50_ms) : 'n/a')],
     ] : []),
     ['rendered', ({ fixed }) => (fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %')],
     ['dropped', ({ fixed }) => fixed.dropped_iterations ?? 'n/a'],
     ['CPU ms per request', (r) => (r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a')],
-    ['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))],
+    ...(group === 'deferred' ? [] : [['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))]]),
     ...(group === 'stream' ? [['CPU vs the page whole', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(r.n.replace(/-stream$/, '-unstreamed'))?.cpu))]] : []),
   ];
 };
@@ -129,9 +142,16 @@ if (rows.some((r) => streaming(r.n))) {
     + 'its reviews); uncached, identity, the edge without 103 Early Hints. TTFB: k6\'s http_req_waiting, to the first byte of the response '
     + '(the document\'s head with the shell). Shell at low load: the median of the edge\'s Server-Timing shell;dur (from the request\'s '
     + 'arrival to the shell\'s from the renderer) over 21 requests one at a time; the target is TTFB p99 ≤ it + 5 ms at 70 % of the knee. '
-    + '"CPU vs the page whole": against the same contender\'s -unstreamed run. At the 300 ms page\'s few requests per second, '
+    + '"CPU vs the page whole": against the same contender\'s -unstreamed run. While the 300 ms page\'s knee is a few requests per second, '
     + 'CPU per request is mostly what the processes spend anyway (timers, health checks, GC) shared by few requests: '
     + 'streaming\'s cost is the -stream rows\'.');
+}
+if (rows.some((r) => groupOf(r.n) === 'stream-300' || deferred(r.n))) {
+  console.log('\n"vs its data at once": the run\'s knee against the same contender\'s on the same page with its data at once (-stream-300 against '
+    + '-stream, shop-reviews against shop-reviews-0), the ratio a render that waits for data should hold at 0.9 or more; "vs bare Node on its main '
+    + 'thread": against node-mainthread-stream-300 (fastify rendering on its one thread, no worker pool, as React Router and Next.js do). '
+    + 'node-mainthread rows\' "vs bare Node" is against bare Node with its worker pool. The shop\'s rows: /products/1/reviews uncached '
+    + '(Authorization), its reviews a deferred value from Go sent into the running render; both at the fixed rate taken from shop-reviews\'s knee.');
 }
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).

@@ -24,9 +24,11 @@ export const options = {
     warmup: { executor: 'constant-arrival-rate', rate: Math.min(20, rate), timeUnit: '1s', duration: '10s', preAllocatedVUs: 10, maxVUs: 50 },
     load: {
       executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration, startTime: '10s',
-      // At least the warm-up's: at a few req/s, a page whose render waits 300 ms has more
-      // requests in flight than rate / 5.
-      preAllocatedVUs: Math.max(10, Math.ceil(rate / 5)), maxVUs: Math.max(50, rate * 2),
+      // At least the warm-up's, and enough for requests as long as SLO_P99_MS (make bench's
+      // pages whose render waits 300 ms) to be in flight at once: VUs that k6 starts during
+      // the run drop iterations.
+      preAllocatedVUs: Math.max(10, Math.ceil(rate / 5), Math.ceil((rate * Number(__ENV.SLO_P99_MS || 0)) / 1000)),
+      maxVUs: Math.max(50, rate * 2),
     },
   },
   thresholds: {

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # make loadtest SCENARIO=<name> [RATE=..] [DURATION=..] [PAGE_PATH=..]
+#   pareto: [CONNECTIONS=1,10,..] [STEP_SECONDS=8] [REVIEWS_DELAY_MS=200]
+#   slow-clients: [SLOW_CLIENTS=50] [SLOW_MS=5000] [SETTLE_SECONDS=5]
 # Starts the stack (built bundles, production-like config, no debug), waits for readiness,
 # runs one k6 scenario, stops the stack, and writes loadtest/results/<scenario>-<timestamp>/:
 # summary.json and k6-summary.json (k6), report.html (k6's dashboard), figures.json and
@@ -13,17 +15,46 @@ source scripts/stack.sh
 dir=loadtest/results/$scenario-$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$dir"
 
-if [ "$scenario" = soak-leak ]; then
-  # The leaky page lives in the test fixture bundle, routed next to the demo's pages.
-  export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
-  cat > "$SSR_CONFIG" <<'YAML'
+case $scenario in
+  soak-leak)
+    # The leaky page lives in the test fixture bundle, routed next to the demo's pages.
+    export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
+    cat > "$SSR_CONFIG" <<'YAML'
 edge:
   routes:
     - {pattern: "GET /{$}", page: home, cache: {ttl: 60s, stale_while_revalidate: 60s, stale_if_error: 10m, query: [page]}}
     - {pattern: "GET /products/{id}", page: product, cache: {ttl: 5m, stale_while_revalidate: 5m, stale_if_error: 1h}}
     - {pattern: "GET /leaks", page: leaks}
 YAML
-fi
+    ;;
+  pareto)
+    # The fixture bundle's pareto page (load() awaits ?ms=, then renders 10 items) and the demo's streamed
+    # reviews page (in the fixture bundle too), neither cached: every request renders. The soft
+    # deadline is past the health bound (500 ms), so that a slow render is timed as what it
+    # took rather than cut short into a fallback.
+    export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
+    export SSR_DEMO_REVIEWS_DELAY_MS=${REVIEWS_DELAY_MS:-200}
+    cat > "$SSR_CONFIG" <<'YAML'
+edge:
+  render_timeout: 1s
+  routes:
+    - {pattern: "GET /pareto", page: pareto}
+    - {pattern: "GET /products/{id}/reviews", page: product-reviews, stream: true}
+YAML
+    ;;
+  slow-clients)
+    # The slow pages' reviews arrive after SLOW_MS; their responses are held open for the whole
+    # wait (stream_timeout past it) and their renders may run to the end (hard_timeout). The
+    # ordinary pages keep the default soft deadline, past which they fall back: what is measured.
+    slow_ms=${SLOW_MS:-5000}
+    export SSR_DEMO_REVIEWS_DELAY_MS=$slow_ms SSR_CONFIG="$work/ssr.yaml"
+    cat > "$SSR_CONFIG" <<YAML
+edge:
+  stream_timeout: $((slow_ms + 1000))ms
+  hard_timeout: $((slow_ms + 2000))ms
+YAML
+    ;;
+esac
 start_stack
 
 cpu() { metric_at "$1" process_cpu_seconds_total; }
@@ -34,6 +65,9 @@ k6_env=(-e "BASE_URL=http://$EDGE" -e "RESULTS_DIR=$dir")
 [ -n "${RATE:-}" ] && k6_env+=(-e "RATE=$RATE")
 [ -n "${DURATION:-}" ] && k6_env+=(-e "DURATION=$DURATION")
 [ -n "${PAGE_PATH:-}" ] && k6_env+=(-e "PAGE_PATH=$PAGE_PATH")
+for v in CONNECTIONS STEP_SECONDS SLOW_CLIENTS SLOW_MS SETTLE_SECONDS; do
+  if [ -n "${!v:-}" ]; then k6_env+=(-e "$v=${!v}"); fi
+done
 K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 K6_WEB_DASHBOARD_EXPORT="$dir/report.html" K6_NO_USAGE_REPORT=true \
   bin/k6 run --quiet "${k6_env[@]}" "$script" > "$dir/k6.log" 2>&1 & k6_pid=$!
 

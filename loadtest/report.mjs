@@ -55,5 +55,22 @@ const lines = [
 ];
 if (figures.recovery_ms_after_restart != null) lines.push(`| last fallback after the renderer restarted | ${figures.recovery_ms_after_restart} ms |`);
 if (summary.knee_rps != null) lines.push(`| knee (highest step within the SLO) | ${summary.knee_rps} req/s |`);
+if (summary.pareto) {
+  const p = summary.pareto;
+  lines.push(`| highest healthy rate (p99 ≤ ${p.healthy_p99_ms} ms, errors ≤ ${p.healthy_errors * 100} %) | `
+    + `${p.at_connections == null ? 'no healthy step' : `${p.highest_healthy_rps.toFixed(1)} req/s at ${p.at_connections} connections`} |`);
+  for (const s of p.steps) {
+    lines.push(`| ${s.connections} connections | ${s.rps.toFixed(1)} req/s, p99 ${ms(s.p99_ms)}, errors ${(s.errors * 100).toFixed(2)} %${s.healthy ? '' : ' (not healthy)'} |`);
+  }
+}
+if (summary.slow_clients) {
+  const { phases, slow } = summary.slow_clients;
+  const pct = (v) => (v == null ? 'n/a' : `${(v * 100).toFixed(2)} %`);
+  for (const [label, f] of [['alone', phases.alone], [`beside ${slow.clients} slow clients`, phases.with_slow]]) {
+    lines.push(`| ordinary pages ${label}: p50 / p99, fallbacks | ${ms(f.p50_ms)} / ${ms(f.p99_ms)}, ${pct(f.fallback_rate)} (${f.requests} requests) |`);
+  }
+  lines.push(`| slow pages (reviews after ${slow.slow_ms} ms): p50 / p99, shell / reviews server-rendered | `
+    + `${ms(slow.p50_ms)} / ${ms(slow.p99_ms)}, ${pct(slow.shell_rendered_rate)} / ${pct(slow.reviews_rendered_rate)} (${slow.requests} requests) |`);
+}
 writeFileSync(`${dir}/summary.md`, `${lines.join('\n')}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -2,6 +2,11 @@
 // threads, on the same pinned Node, packages (the renderer's), threads and bundle as the
 // stack. No gRPC hop, no cache: what a Node shop would write.
 //
+// With --main-thread, no pool: fastify renders on its own thread, the same code as the
+// workers' (render.mjs), which is how React Router and Next.js serve. A render that waits
+// (a Suspense boundary on slow data) then costs the event loop nothing while it waits, and
+// every render takes the one thread's CPU in turn.
+//
 // With --db, it does the data work a Node shop would: GET / reads its listing from the shop's
 // SQLite database (node:sqlite, on the main thread, where a fastify handler runs) and hands
 // the props to the worker, as the Go shop hands them to the renderer.
@@ -14,13 +19,14 @@
 // written to the reply as it comes. (With --compress, @fastify/compress's zlib stream would hold
 // those flushes back: make bench streams in identity only.)
 //
-//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2] [--db shop.db] [--compress]
-//     [--bundle app/dist/server/server.js] [--manifest app/dist/client/manifest.json]
+//   renderer/node_modules/.bin/node bench/node-baseline/server.mjs [--port 18083] [--threads 2 | --main-thread]
+//     [--db shop.db] [--compress] [--bundle app/dist/server/server.js] [--manifest app/dist/client/manifest.json]
 import { createRequire } from 'node:module';
 import { resolve } from 'node:path';
 import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { MessageChannel } from 'node:worker_threads';
+import { loadApp } from './render.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -30,6 +36,7 @@ const { values: opts } = parseArgs({
     manifest: { type: 'string', default: 'app/dist/client/manifest.json' },
     db: { type: 'string' },
     compress: { type: 'boolean', default: false },
+    'main-thread': { type: 'boolean', default: false },
   },
 });
 // The renderer's lockfile pins fastify and piscina: use exactly those.
@@ -37,18 +44,23 @@ const require = createRequire(new URL('../../renderer/package.json', import.meta
 const fastify = require('fastify');
 const { Piscina } = require('piscina');
 
-/** @import { StreamMessage } from './worker.mjs' */
+/** @import { StreamMessage } from './render.mjs' */
 
-const threads = Number(opts.threads);
-const pool = new Piscina({
+const files = { bundle: resolve(opts.bundle), manifest: resolve(opts.manifest) };
+const mainThread = opts['main-thread'];
+const threads = mainThread ? 0 : Number(opts.threads);
+const pool = mainThread ? undefined : new Piscina({
   filename: new URL('./worker.mjs', import.meta.url).href,
   minThreads: threads,
   maxThreads: threads,
   idleTimeout: Infinity,
-  workerData: { bundle: resolve(opts.bundle), manifest: resolve(opts.manifest) },
+  workerData: files,
 });
+const app = mainThread ? await loadApp(files) : undefined;
+/** @type {(task: {url: string, props?: Record<string, unknown>}) => Promise<{status: number, html: string}>} */
+const render = app ? app.render : (task) => pool.run(task);
 
-const app = fastify();
+const server = fastify();
 if (opts.compress) {
   // @fastify/compress 9.2.0's defaults, which a user gets from `app.register(compress)`:
   // encodings zstd, br, gzip, deflate in that order of preference (zstd where node:zlib has
@@ -58,43 +70,55 @@ if (opts.compress) {
   // divided by 8 for every core past the first, at least 4 KiB: 8 KiB on 2 cores) are
   // compressed synchronously on the main thread, larger ones (the pages here, 140-180 KB)
   // are streamed through libuv's thread pool.
-  await app.register(require('@fastify/compress'));
+  await server.register(require('@fastify/compress'));
 }
-app.get('/healthz', async () => ({ status: 'ok' }));
+server.get('/healthz', async () => ({ status: 'ok' }));
 const listing = opts.db === undefined ? undefined : openListing(opts.db);
-app.get('/*', async (req, reply) => {
+server.get('/*', async (req, reply) => {
   const props = listing && new URL(req.url, 'http://x').pathname === '/' ? listing(req.query) : undefined;
-  const { status, html } = await pool.run({ url: req.url, props });
+  const { status, html } = await render({ url: req.url, props });
   // Returning the reply tells fastify the handler sent it; without it, an async handler that
   // resolves to undefined before an asynchronous onSend hook (@fastify/compress's stream) has
   // finished gets its reply sent again, empty.
   return reply.code(status).type('text/html; charset=utf-8').send(html);
 });
-app.get('/products/:id/reviews', (req, reply) => {
-  const { port1, port2 } = new MessageChannel();
+server.get('/products/:id/reviews', (req, reply) => {
   // No backpressure: what the socket does not take at once waits here, as grpc-js buffers it
   // in the renderer; a page is small.
   const body = new Readable({ read() {} });
   let started = false;
-  port1.on('message', (/** @type {StreamMessage} */ { bytes, status, end }) => {
+  /**
+   * @param {StreamMessage} message
+   * @returns {boolean} whether it was the last
+   */
+  const write = ({ bytes, status, end }) => {
     if (status !== undefined) {
       started = true;
       reply.code(status).type('text/html; charset=utf-8').send(body);
     }
     body.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
-    if (end) {
-      body.push(null);
-      port1.close();
-    }
-  });
-  pool.run({ url: req.url, params: req.params, port: port2 }, { name: 'stream', transferList: [port2] }).catch((err) => {
-    port1.close();
-    if (started) body.destroy(err);
+    if (end) body.push(null);
+    return end;
+  };
+  /** @param {unknown} err */
+  const fail = (err) => {
+    if (started) body.destroy(/** @type {Error} */ (err));
     else reply.send(err);
+  };
+  const task = { url: req.url, params: /** @type {Record<string, string>} */ (req.params) };
+  if (app) {
+    app.stream(task, write).catch(fail);
+    return;
+  }
+  const { port1, port2 } = new MessageChannel();
+  port1.on('message', (message) => write(message) && port1.close());
+  pool.run({ ...task, port: port2 }, { name: 'stream', transferList: [port2] }).catch((err) => {
+    port1.close();
+    fail(err);
   });
 });
-const address = await app.listen({ host: '127.0.0.1', port: Number(opts.port) });
-console.log(JSON.stringify({ msg: 'listening', address, threads, compress: opts.compress }));
+const address = await server.listen({ host: '127.0.0.1', port: Number(opts.port) });
+console.log(JSON.stringify({ msg: 'listening', address, threads, mainThread, compress: opts.compress }));
 
 /**
  * The listing page's props from the shop's database (shop/catalog), as the Go shop builds them.

@@ -99,6 +99,15 @@ edge:
       hard_timeout: 30s
       cache: {ttl: 1m}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
+    # Uncached, so that each request's render is its own and is withdrawn when its client
+    # leaves (waiting_test.go); the hard deadline is beyond any test's end, so that only the
+    # withdrawal ends a render whose boundary is held back.
+    - pattern: "GET /uncached-streamed/{id}"
+      page: product-reviews
+      stream: true
+      render_timeout: 10s
+      stream_timeout: 15s
+      hard_timeout: 5m
 `
 
 // startStack starts the renderer (with rendererEnv) on a socket of its own and an edge in

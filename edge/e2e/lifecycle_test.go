@@ -145,8 +145,8 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 
 // TestOverloadWithdrawsRendersNobodyWaitsFor: 8 uncacheable renders of 400 ms on 2 workers.
 // At the 150 ms soft deadline every request gets the shell and the edge cancels its call:
-// the 6 still queued are dropped, the 2 running finish, and no worker is terminated.
-// Without the withdrawal the pool would spend 1.6 s rendering pages nobody receives.
+// the renderer drops those still queued and aborts those under way, and no worker is
+// terminated. Without the withdrawal the pool would spend its time on pages nobody receives.
 func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket)

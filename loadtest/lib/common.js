@@ -104,7 +104,7 @@ export function writeSummary(data, extra) {
 
 // The edge's X-SSR-Fallback reasons (README, "What the client gets").
 const FALLBACK_REASONS = ['renderer-unavailable', 'timeout', 'deadline-exceeded', 'overloaded', 'page-too-large',
-  'render-error', 'unknown-page', 'bad-request', 'invalid-response'];
+  'render-error', 'worker-lost', 'unknown-page', 'bad-request', 'invalid-response', 'quarantined', 'load-error'];
 
 /**
  * Thresholds every scenario holds: no 5xx, ever. The always-true ones per fallback reason only

@@ -25,6 +25,9 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} maxQueue renders that may wait for a worker; beyond it
  *   RESOURCE_EXHAUSTED at once ("auto" in the file: threads x default_deadline
  *   / 25 ms, what the pool drains within the deadline at 25 ms a render)
+ * @property {number} maxPendingPerWorker renders one worker holds at once, those
+ *   waiting for data included; past it on every worker, RESOURCE_EXHAUSTED at once
+ *   ("auto" in the file: half of max_old_generation_mb over PENDING_RENDER_BUDGET_BYTES)
  * @property {number} maxRenders a worker retires after about this many
  *   renders (+-10 % jitter per worker; 0: never)
  * @property {number} recycleHeapRatio a worker retires when its V8 heap used
@@ -97,6 +100,7 @@ const KEYS = {
   log_level: { field: 'logLevel', fallback: 'info', check: oneOf(LOG_LEVELS) },
   warmup_rounds: { field: 'warmupRounds', fallback: 3, check: integerAtLeast(0) },
   max_queue: { field: 'maxQueue', fallback: 'auto', check: autoOr(integerAtLeast(0)) },
+  max_pending_per_worker: { field: 'maxPendingPerWorker', fallback: 'auto', check: autoOr(integerAtLeast(1)) },
   max_renders: { field: 'maxRenders', fallback: 5000, check: integerAtLeast(0) },
   recycle_heap_ratio: { field: 'recycleHeapRatio', fallback: 0.8, check: numberBetween(0, 1) },
   max_external_mb: { field: 'maxExternalMb', fallback: 256, check: integerAtLeast(0) },
@@ -122,6 +126,24 @@ const KEYS = {
 
 /** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */
 const AUTO_QUEUE_RENDER_MS = 25;
+
+/**
+ * What max_pending_per_worker: auto gives each render waiting for data: several times
+ * what one pending render of the demo's streamed reviews page keeps in a worker's heap
+ * (bench/pending-memory.mjs measures it: 23 KB on 2026-11-27), so a page with more state
+ * still fits.
+ */
+export const PENDING_RENDER_BUDGET_BYTES = 256 * 1024;
+/** The share of a worker's old-generation cap that renders waiting for data may fill. */
+const PENDING_HEAP_SHARE = 0.5;
+
+/**
+ * max_pending_per_worker: auto, from the worker's heap cap.
+ * @param {number} maxOldGenerationMb
+ */
+export function autoMaxPending(maxOldGenerationMb) {
+  return Math.max(1, Math.floor((maxOldGenerationMb * 1024 * 1024 * PENDING_HEAP_SHARE) / PENDING_RENDER_BUDGET_BYTES));
+}
 
 const SECTIONS = new Set(['edge', 'renderer']);
 const ENV_PREFIX = 'SSR_RENDERER_';
@@ -177,6 +199,7 @@ export function parseConfig(text, { env = {}, flags = [], cwd = process.cwd() } 
   if (/** @type {unknown} */ (config.maxQueue) === 'auto') {
     config.maxQueue = Math.ceil((config.threads * config.defaultDeadlineMs) / AUTO_QUEUE_RENDER_MS);
   }
+  if (/** @type {unknown} */ (config.maxPendingPerWorker) === 'auto') config.maxPendingPerWorker = autoMaxPending(config.maxOldGenerationMb);
   if (config.heapSnapshotDir !== '') config.heapSnapshotDir = resolve(cwd, config.heapSnapshotDir);
   if (config.heapSnapshotNearLimit > 0 && config.heapSnapshotDir === '') {
     throw new ConfigError('renderer.heap_snapshot_near_limit', 'needs renderer.heap_snapshot_dir (a writable volume with a size limit)');

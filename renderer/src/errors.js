@@ -18,6 +18,7 @@ export const codes = Object.freeze({
   QUARANTINED: 'RENDER_ERR_QUARANTINED',
   PAGE_TOO_LARGE: 'RENDER_ERR_PAGE_TOO_LARGE',
   INTERNAL: 'RENDER_ERR_INTERNAL',
+  WORKER_LOST: 'RENDER_ERR_WORKER_LOST',
 });
 
 /** @typedef {typeof codes[keyof typeof codes]} ErrorCode */
@@ -45,11 +46,13 @@ export class RenderError extends Error {
   startedAt;
 
   /**
-   * Set by the pool when the render is what a poison pill does: its worker
-   * ran out of memory, died, or was pinned by it at its deadline (its event
-   * loop did not answer, worker/loop-probe.js). What the quarantine counts.
-   * A render late because it waited (for a worker, or in an awaited load())
-   * is not, even when its worker was terminated to stop it.
+   * Set by the pool when the render is what a poison pill does (workerLoss):
+   * it held its worker's thread past a deadline, or ran the worker out of
+   * memory, or crashed it. What the quarantine counts. 'suspect': it was on a
+   * worker that ran out of memory beside other renders, and counts only once
+   * it is in two such deaths. A render late because it waited (for a worker,
+   * or for data) never is.
+   * @type {boolean | 'suspect'}
    */
   poisonPill = false;
 
@@ -144,6 +147,15 @@ export class PageTooLargeError extends RenderError {
   code = codes.PAGE_TOO_LARGE;
 }
 
+/**
+ * The render's worker died for another render beside it (one that held its thread past a
+ * deadline, or ran it out of memory), and the render could not be tried again elsewhere:
+ * its output had begun, or it had been tried once already. Never the render's own fault.
+ */
+export class WorkerLostError extends RenderError {
+  code = codes.WORKER_LOST;
+}
+
 /** A bug in the renderer itself. */
 export class InternalError extends RenderError {
   code = codes.INTERNAL;
@@ -152,7 +164,7 @@ export class InternalError extends RenderError {
 const classByCode = new Map(
   [PageNotFoundError, InvalidPropsError, PageThrewError, DeadlineError, WorkerOutOfMemoryError,
     WorkerDiedError, QueueFullError, WouldMissDeadlineError, DrainingError, CancelledError, QuarantinedError,
-    PageTooLargeError, InternalError]
+    PageTooLargeError, InternalError, WorkerLostError]
     .map((Class) => [new Class('').code, Class]),
 );
 
@@ -178,33 +190,64 @@ export function abortFailure(signal, cause) {
 }
 
 /**
- * Why a render the pool had accepted failed without an answer from the page,
- * and how its worker ended: a task posted to a worker and not answered cost
- * that worker its life (Piscina terminates the worker of an aborted task it
- * already posted; one still queued is only dropped). Of those, a poison pill
- * is one that ran its worker out of memory, crashed it, or pinned it at the
- * deadline; a render stopped while its worker's loop was free only was late.
- * @param {unknown} err what the pool's run rejected with
- * @param {AbortSignal} signal the render's deadline
- * @param {{onWorker: boolean, closing: boolean, pinned?: boolean}} where the
- *   task had been posted to a worker; the pool is shutting down; the signal
- *   found it on a worker whose event loop did not answer
- * @returns {{failure: RenderError, exit: 'deadline' | 'oom' | 'error' | null}}
- *   exit: why its worker died (null: no worker did, or it does not count)
+ * How a worker ended, as the pool saw it, for each render it held.
+ * @typedef {object} WorkerDeath
+ * @property {boolean} closing the pool is shutting down
+ * @property {boolean} pinned the pool terminated it for holding its thread past a deadline
+ * @property {number} onCpu the render whose code entered last (worker/renders.js): the one
+ *   that held the thread, or that was allocating when the heap ran out
+ * @property {number} held how many renders it held when it died
  */
-export function poolFailure(err, signal, { onWorker, closing, pinned = false }) {
-  if (signal.aborted) {
-    const failure = abortFailure(signal, err);
-    if (failure instanceof DeadlineError) failure.deadline = !onWorker ? 'queued' : pinned ? 'pinned' : 'waiting';
-    failure.poisonPill = onWorker && pinned;
-    return { failure, exit: onWorker ? 'deadline' : null };
-  }
+
+/**
+ * Why a render the pool had posted to a worker failed when that worker died, and whether
+ * it is a poison pill (what the quarantine counts): the render on the thread of a worker
+ * terminated for holding it, the only render on a worker that ran out of memory or
+ * crashed, the render on the thread of a worker out of memory for the second time. A
+ * render beside the one to blame is tried again on another worker (null) when
+ * `retryable`, else lost (WorkerLostError). The render on the thread at a first
+ * out-of-memory death beside others is tried again too (a render beside it may have
+ * filled the heap), and is a suspect when it cannot be: the quarantine counts a suspect
+ * once it is in two such deaths (ops/quarantine.js).
+ * @param {unknown} err what Piscina rejected with
+ * @param {WorkerDeath} death
+ * @param {object} render
+ * @param {number} render.id
+ * @param {AbortSignal} render.deadline
+ * @param {AbortSignal} [render.withdraw] its caller went away
+ * @param {boolean} render.retryable nothing of it was sent, and it was not tried again before
+ * @param {boolean} render.oomBefore its earlier try was on the thread of a worker out of memory
+ * @returns {RenderError | null} null: try it again
+ */
+export function workerLoss(err, { closing, pinned, onCpu, held }, { id, deadline, withdraw, retryable, oomBefore }) {
   const error = err instanceof Error ? err : new InternalError(String(err));
-  if (closing) return { failure: new DrainingError('the renderer is shutting down', { cause: error }), exit: null };
+  if (pinned && onCpu === id) {
+    const failure = deadline.aborted ? abortFailure(deadline, error)
+      : new WorkerDiedError('the render held its worker\'s thread past the deadline of a render beside it', { cause: error });
+    if (failure instanceof DeadlineError) failure.deadline = 'pinned';
+    failure.poisonPill = true;
+    return failure;
+  }
+  if (closing) return new DrainingError('the renderer is shutting down', { cause: error });
   const oom = /** @type {{code?: string}} */ (error).code === 'ERR_WORKER_OUT_OF_MEMORY';
-  const failure = oom
-    ? new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error })
-    : new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
-  failure.poisonPill = onWorker;
-  return { failure, exit: onWorker ? (oom ? 'oom' : 'error') : null };
+  if (!pinned && (held === 1 || (oom && onCpu === id && oomBefore))) {
+    const failure = oom
+      ? new WorkerOutOfMemoryError('the worker ran out of memory during the render', { cause: error })
+      : new WorkerDiedError(`the worker died during the render: ${error.message}`, { cause: error });
+    failure.poisonPill = true;
+    return failure;
+  }
+  if (deadline.aborted) {
+    const failure = abortFailure(deadline, error);
+    if (failure instanceof DeadlineError) failure.deadline = 'waiting';
+    return failure;
+  }
+  if (withdraw?.aborted) return abortFailure(withdraw, error);
+  if (retryable) return null;
+  if (oom && onCpu === id) {
+    const failure = new WorkerOutOfMemoryError(`the worker ran out of memory holding ${held} renders, this one on its thread`, { cause: error });
+    failure.poisonPill = 'suspect';
+    return failure;
+  }
+  return new WorkerLostError(`the worker died for another render beside this one (${error.message})`, { cause: error });
 }

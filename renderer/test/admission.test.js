@@ -7,13 +7,15 @@ import { Admission } from '../src/pool/admission.js';
 import { CancelledError, DeadlineError, QueueFullError, WouldMissDeadlineError } from '../src/errors.js';
 
 /**
- * An admission queue over `idle` idle workers that the test frees and takes.
- * @param {{threads?: number, maxQueue?: number, idle?: number, meanMs?: number}} [options]
+ * An admission queue over `idle` free workers that the test frees and takes, with room
+ * for `room` more renders held by the workers.
+ * @param {{threads?: number, maxQueue?: number, idle?: number, room?: number, meanMs?: number}} [options]
  */
-function queue({ threads = 2, maxQueue = Infinity, idle = 0, meanMs } = {}) {
-  const workers = { idle };
+function queue({ threads = 2, maxQueue = Infinity, idle = 0, room = Infinity, meanMs } = {}) {
+  const workers = { idle, room };
   const admission = new Admission({
-    threads, maxQueue, idleWorkers: () => workers.idle, meanRenderMs: () => meanMs, now: () => 1000,
+    threads, maxQueue, maxPending: 8, freeWorkers: () => workers.idle, pendingRoom: () => workers.room,
+    meanRenderMs: () => meanMs, now: () => 1000,
   });
   return { admission, workers };
 }
@@ -49,6 +51,18 @@ test('a free worker: through at once; none: in FIFO order as workers free up', a
   workers.idle = 1;
   admission.dispatch();
   assert.deepEqual(await through(turns), [true, true, true]);
+});
+
+test('max_pending_per_worker: refused at once once the workers hold all they may, queued renders counted', () => {
+  const { admission, workers } = queue({ room: 2 });
+  admission.admit(Infinity);
+  wait(admission);
+  admission.admit(Infinity);
+  wait(admission);
+  assert.throws(() => admission.admit(Infinity), (err) => err instanceof QueueFullError && /max_pending_per_worker \(8\)/.test(err.message));
+  workers.room = 3; // a held render ended
+  admission.admit(Infinity);
+  admission.rejectAll(new Error('end'));
 });
 
 test('max_queue: refused at once past it', () => {

@@ -23,6 +23,7 @@ test('no file: the embedded defaults that run the demo', () => {
     logLevel: 'info',
     warmupRounds: 3,
     maxQueue: Math.ceil(((availableParallelism() + 1) * 2000) / 25),
+    maxPendingPerWorker: 256,
     maxRenders: 5000,
     recycleHeapRatio: 0.8,
     maxExternalMb: 256,
@@ -95,6 +96,8 @@ renderer:
   assert.equal(parseConfig('', { env: { SSR_RENDERER_RECYCLE_HEAP_RATIO: '0.7', SSR_RENDERER_MAX_QUEUE: 'auto', SSR_RENDERER_THREADS: '1' } }).recycleHeapRatio, 0.7);
   assert.throws(() => parseConfig('renderer: {recycle_heap_ratio: 1.5}', {}), { key: 'renderer.recycle_heap_ratio' });
   assert.throws(() => parseConfig('renderer: {max_queue: lots}', {}), { key: 'renderer.max_queue', message: /must be auto or an integer >= 0/ });
+  assert.equal(parseConfig('renderer: {max_old_generation_mb: 64}', { env: {} }).maxPendingPerWorker, 128, 'auto follows the heap cap');
+  assert.throws(() => parseConfig('renderer: {max_pending_per_worker: 0}', {}), { key: 'renderer.max_pending_per_worker', message: /must be auto or an integer >= 1/ });
   assert.throws(() => parseConfig('renderer: {debug_listen: "nope"}', {}), { key: 'renderer.debug_listen' });
   assert.equal(parseConfig('', {}).otlpEndpoint, '');
   assert.equal(parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: 'http://[::1]:4317' } }).otlpEndpoint, 'http://[::1]:4317');

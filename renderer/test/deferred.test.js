@@ -88,7 +88,7 @@ test('a streamed page sends its shell at once and the boundary once the value is
   const rendered = streamPage(bundle, prepared, port2, (head) => ({
     head, status, headers, cache, page: prepared.page,
     timing: { queueUs: 0, loadUs: 0, renderUs: 0, workerUs: 0, workerId: 0, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
-  }), Infinity).finally(() => port2.postMessage({ end: true }));
+  }), { maxBytes: Infinity }).finally(() => port2.postMessage({ end: true }));
   await shell.promise;
   assert.match(html.join(''), /reviews-loading/);
   assert.doesNotMatch(html.join(''), /Gopher/, 'the boundary came before its value');

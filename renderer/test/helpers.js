@@ -113,6 +113,46 @@ export function render(client, request, { deadlineMs } = {}) {
 }
 
 /**
+ * A RenderStream call as the edge makes it. `head` resolves at the head message (the
+ * shell), `done` when the call ends: with the body and the status, or the error.
+ * @param {RenderClient} client
+ * @param {Record<string, unknown>} request the RenderRequest
+ * @param {{deadlineMs?: number}} [options]
+ */
+export function renderStream(client, request, { deadlineMs } = {}) {
+  /** @type {grpc.CallOptions} */
+  const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+  const call = /** @type {grpc.ClientDuplexStream<any, any>} */ (/** @type {any} */ (client).RenderStream(options));
+  const head = Promise.withResolvers();
+  /** @type {Buffer[]} */
+  const html = [];
+  call.on('data', (/** @type {any} */ message) => {
+    if (message.head) head.resolve(message.head);
+    if (message.html) html.push(message.html);
+  });
+  /** @type {Promise<{html: string, error?: grpc.ServiceError}>} */
+  const done = new Promise((resolve) => {
+    call.on('error', (/** @type {grpc.ServiceError} */ error) => {
+      head.reject(error);
+      resolve({ html: Buffer.concat(html).toString(), error });
+    });
+    call.on('end', () => resolve({ html: Buffer.concat(html).toString() }));
+  });
+  head.promise.catch(() => {});
+  call.write({ render: { url: '/', ...request } });
+  return {
+    head: head.promise,
+    done,
+    /** Settles one deferred value the request named pending. @param {string} name @param {unknown} value */
+    settle(name, value) {
+      call.write({ settled: { name, valueJson: Buffer.from(JSON.stringify(value)) } });
+    },
+    end: () => call.end(),
+    cancel: () => call.cancel(),
+  };
+}
+
+/**
  * The renderer's /metrics, as text.
  * @param {string} httpAddress `host:port` of its HTTP listener
  */

@@ -5,18 +5,19 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { probe, sharedWord } from '../src/worker/loop-probe.js';
+import { probe } from '../src/worker/loop-probe.js';
+import { sharedWords } from '../src/worker/renders.js';
 
 test('a free worker answers its probes; a pinned one does not', async (t) => {
   const worker = new Worker(new URL('./fixtures/probe-worker.js', import.meta.url));
   t.after(() => worker.terminate());
   const { port1: control, port2 } = new MessageChannel();
   t.after(() => control.close());
-  const pong = sharedWord();
-  worker.postMessage({ port: port2, pong }, [port2]);
+  const words = sharedWords();
+  worker.postMessage({ port: port2, words }, [port2]);
   assert.deepEqual(await once(worker, 'message'), ['ready']);
 
-  const target = { control, pong, probed: 0 };
+  const target = { control, words, probed: 0 };
   assert.equal(await probe(target, 10_000), true, 'idle');
   assert.equal(await probe(target, 10_000), true, 'asked again');
   assert.equal(target.probed, 2);

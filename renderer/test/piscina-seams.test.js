@@ -27,13 +27,13 @@ test('tokens reach the balancer only, and startOneMore adds one worker', async (
   t.after(() => piscina.destroy());
 
   // The worker sees one plain key: the symbol-keyed token stayed behind.
-  assert.equal(await piscina.run(withToken({ page: 'home' }, { workerId: 3 })), 1);
-  assert.deepEqual(seen.at(-1), { workerId: 3 });
+  assert.equal(await piscina.run(withToken({ page: 'home' }, { id: 3 })), 1);
+  assert.deepEqual(seen.at(-1), { id: 3 });
 
   assert.equal(piscina.threads.length, 1);
   assert.equal(startOneMore(piscina, 1), true);
   assert.equal(piscina.threads.length, 2);
-  assert.deepEqual(seen.at(-1), { probe: true });
+  assert.deepEqual(seen.at(-1), { id: 0, probe: true });
   assert.equal(piscina.options.maxThreads, 1, 'maxThreads is back');
   assert.equal(piscina.queueSize, 0, 'the probe left no task behind');
 });

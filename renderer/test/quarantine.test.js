@@ -28,6 +28,20 @@ test('deaths within the window quarantine the key; others are untouched', () => 
   assert.equal(q.tracked, 0, 'a quarantined key leaves the death list');
 });
 
+test('a suspect (one of several renders on a worker out of memory) counts only once it is in two such deaths', () => {
+  const { q, clock } = setup({ after: 3 });
+  assert.equal(q.recordDeath('a', { suspect: true }), undefined);
+  assert.equal(q.tracked, 0, 'one suspect death is no death yet');
+  clock.now += MINUTE + 1;
+  assert.equal(q.recordDeath('a', { suspect: true }), undefined, 'the first left the window: a suspect again');
+  assert.equal(q.tracked, 0);
+  clock.now += 1000;
+  assert.equal(q.recordDeath('a', { suspect: true }), undefined, 'in two: both count, two of three');
+  assert.equal(q.tracked, 1);
+  assert.deepEqual(q.recordDeath('a'), { deaths: 3, since: clock.now, until: clock.now + 5 * MINUTE });
+  assert.equal(q.recordDeath('b', { suspect: true }), undefined, 'another key is untouched');
+});
+
 test('deaths further apart than the window do not add up', () => {
   const { q, clock } = setup();
   q.recordDeath('a');

@@ -8,10 +8,11 @@ import { render, startRenderer, waitFor } from './helpers.js';
 
 test('queue bound and deadline-aware admission', async (t) => {
   const { app, client } = await startRenderer(t, { threads: 2, max_queue: 3 });
-  const sleep = { page: 'sleep', url: '/sleep?ms=300' };
+  // Renders that hold their worker's thread: a render waiting for data would not queue.
+  const busy = { page: 'busy', url: '/busy?ms=300' };
 
   // 2 run, 3 wait, 5 are refused at once.
-  const flood = await Promise.all(Array.from({ length: 10 }, () => render(client, sleep, { deadlineMs: 10_000 })));
+  const flood = await Promise.all(Array.from({ length: 10 }, () => render(client, busy, { deadlineMs: 10_000 })));
   const refused = flood.filter((r) => r.error);
   const accepted = flood.filter((r) => !r.error);
   assert.equal(refused.length, 5);
@@ -29,7 +30,7 @@ test('queue bound and deadline-aware admission', async (t) => {
   // The recent mean render time is now ~100+ ms; with 2 busy and 2 queued a
   // call whose deadline is well short of the expected wait cannot make it.
   assert.ok(app.pool.stats().meanRenderMs > 80, `mean ${app.pool.stats().meanRenderMs}`);
-  const busy = Array.from({ length: 4 }, () => render(client, sleep, { deadlineMs: 10_000 }));
+  const running = Array.from({ length: 4 }, () => render(client, busy, { deadlineMs: 10_000 }));
   await waitFor(() => app.pool.stats().queued === 2);
   // The deadline: a third of the wait the renderer expects (2 queued x mean /
   // 2 threads), so it is refused even if one queued render starts before the
@@ -43,5 +44,5 @@ test('queue bound and deadline-aware admission', async (t) => {
   // A call with time enough queues and succeeds.
   const patient = await render(client, { page: 'home' }, { deadlineMs: 5000 });
   assert.equal(patient.response?.status, 200);
-  for (const reply of await Promise.all(busy)) assert.equal(reply.response?.status, 200);
+  for (const reply of await Promise.all(running)) assert.equal(reply.response?.status, 200);
 });

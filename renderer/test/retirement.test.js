@@ -10,6 +10,8 @@ import { test } from 'node:test';
 import { RETIRE_BACKOFF_MS, Retirement } from '../src/pool/retirement.js';
 import { captureLogs } from './helpers.js';
 
+/** @typedef {Retiree & {tasks: Set<number>}} TestRetiree */
+
 /** @import { Retiree } from '../src/pool/retirement.js' */
 
 const MiB = 1024 * 1024;
@@ -23,7 +25,7 @@ const LIMITS = { maxRenders: 10, recycleHeapRatio: 0.5, oldLimitBytes: 100 * MiB
  * @param {{threads?: number, autoSnapshots?: number, spareStarts?: boolean}} [options]
  */
 function pool({ threads = 2, autoSnapshots = 0, spareStarts = true } = {}) {
-  /** @type {Map<number, Retiree>} */
+  /** @type {Map<number, TestRetiree>} */
   const workers = new Map();
   const { lines, logger } = captureLogs();
   const world = {
@@ -41,11 +43,11 @@ function pool({ threads = 2, autoSnapshots = 0, spareStarts = true } = {}) {
     /** @type {number} */
     spares: 0,
   };
-  /** @param {number} id @param {Partial<Retiree>} [fields] */
+  /** @param {number} id @param {Partial<TestRetiree>} [fields] */
   const add = (id, fields = {}) => {
-    /** @type {Retiree} */
+    /** @type {TestRetiree} */
     const worker = {
-      id, worker: { terminate: () => world.terminated.push(id) }, state: 'ready', retireReason: null, task: null,
+      id, worker: { terminate: () => world.terminated.push(id) }, state: 'ready', retireReason: null, tasks: new Set(),
       snapshotting: false, held: false, renders: 0, maxRenders: LIMITS.maxRenders, heapUsedBytes: 0,
       heapLimitBytes: 0, externalBytes: 0, ...fields,
     };
@@ -53,7 +55,7 @@ function pool({ threads = 2, autoSnapshots = 0, spareStarts = true } = {}) {
     return worker;
   };
   for (let id = 1; id <= threads; id++) add(id);
-  /** @type {Retirement<Retiree>} */
+  /** @type {Retirement<TestRetiree>} */
   const retirement = new Retirement({
     threads,
     workers,
@@ -85,7 +87,7 @@ function pool({ threads = 2, autoSnapshots = 0, spareStarts = true } = {}) {
   };
   /** Worker `id` exits: the pool forgets it, then tells the retirement. */
   const exits = (/** @type {number} */ id) => {
-    const state = /** @type {Retiree} */ (workers.get(id));
+    const state = /** @type {TestRetiree} */ (workers.get(id));
     const retiring = retirement.current;
     workers.delete(id);
     world.live--;
@@ -95,19 +97,19 @@ function pool({ threads = 2, autoSnapshots = 0, spareStarts = true } = {}) {
   };
   /** A task of worker `id` ended with this much heap used. */
   const renders = (/** @type {number} */ id, heapUsedBytes = 0) => {
-    const state = /** @type {Retiree} */ (workers.get(id));
+    const state = /** @type {TestRetiree} */ (workers.get(id));
     state.renders++;
     state.heapUsedBytes = heapUsedBytes;
     retirement.afterTask(state);
   };
-  const worker = (/** @type {number} */ id) => /** @type {Retiree} */ (workers.get(id));
+  const worker = (/** @type {number} */ id) => /** @type {TestRetiree} */ (workers.get(id));
   return { retirement, world, add, joins, exits, renders, worker };
 }
 
 test('max_renders: serves on until the spare is warm, stops taking tasks, exits once its task settled', () => {
   const { retirement, world, joins, exits, renders, worker } = pool();
   worker(1).renders = 9;
-  worker(1).task = {};
+  worker(1).tasks.add(1);
   renders(1);
   assert.equal(worker(1).retireReason, 'max_renders');
   assert.equal(retirement.workerId, 1);
@@ -118,7 +120,7 @@ test('max_renders: serves on until the spare is warm, stops taking tasks, exits 
   assert.equal(worker(1).state, 'retiring', 'the others suffice: it takes no more tasks');
   assert.deepEqual(world.terminated, [], 'its task has not settled');
 
-  worker(1).task = null;
+  worker(1).tasks.clear();
   retirement.advance();
   assert.deepEqual(world.terminated, [1]);
   exits(1);
@@ -129,12 +131,12 @@ test('max_renders: serves on until the spare is warm, stops taking tasks, exits 
 
 test('heap: stops taking tasks at once, and exits as soon as it is idle, spare or not', () => {
   const { retirement, world, renders, worker } = pool();
-  worker(1).task = {};
+  worker(1).tasks.add(1);
   renders(1, 51 * MiB);
   assert.equal(worker(1).retireReason, 'heap');
   assert.equal(worker(1).state, 'retiring');
   assert.equal(world.spares, 1);
-  worker(1).task = null;
+  worker(1).tasks.clear();
   retirement.advance();
   assert.deepEqual(world.terminated, [1]);
 });
@@ -157,7 +159,7 @@ test('heap_snapshot_near_limit: the first workers retiring for heap write a snap
 test('one at a time: the next waits for the first to be gone; one too near its cap meanwhile is held', () => {
   const { retirement, world, joins, exits, renders, worker } = pool();
   worker(1).renders = 9;
-  worker(1).task = {};
+  worker(1).tasks.add(1);
   renders(1);
   assert.equal(retirement.workerId, 1);
 
@@ -171,7 +173,7 @@ test('one at a time: the next waits for the first to be gone; one too near its c
   assert.ok(world.lines.some((l) => l.msg === 'worker near its heap cap waits for its retirement without taking tasks'));
 
   joins(3);
-  worker(1).task = null;
+  worker(1).tasks.clear();
   retirement.advance();
   exits(1);
   assert.equal(retirement.workerId, 2, 'its turn came once the first was gone');

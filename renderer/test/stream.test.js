@@ -87,7 +87,7 @@ async function stream(page, url, { maxBytes = Infinity, nonce } = {}) {
   const rendered = streamPage(bundle, prepared, port2, (head) => ({
     head, status, headers, cache, page,
     timing: { queueUs: 0, loadUs: 0, renderUs: 0, workerUs: 0, workerId: 0, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
-  }), maxBytes, nonce);
+  }), { maxBytes, nonce });
   const done = rendered.finally(() => port2.postMessage({ end: true })).then(async (result) => {
     await ended;
     return result;

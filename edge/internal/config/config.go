@@ -81,8 +81,10 @@ type Edge struct {
 	// CacheIgnoreQuery are query parameters left out of cache keys and render requests on
 	// routes that do not list their own; a trailing * matches a prefix.
 	CacheIgnoreQuery []string `yaml:"cache_ignore_query"`
-	// MaxRendersInFlight caps renders in flight (a page's Go loader and its render call),
-	// background ones included; past it a request gets a stale copy or the
+	// MaxRendersInFlight caps the renders that take CPU at once, background ones included:
+	// a page's Go loader, then its render call (up to the shell, for a page that streams).
+	// A render that only waits for data holds none: a streamed page past its shell, a page
+	// waiting for its deferred values. Past it a request gets a stale copy or the
 	// client-side-render shell at once.
 	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
 	// EarlyHints sends 103 Early Hints with the client build's scripts and styles before a

@@ -28,12 +28,17 @@ const (
 	ReasonTimeout = "timeout"
 	// ReasonDeadline: the hard deadline (hard_timeout) ended the render call.
 	ReasonDeadline = "deadline-exceeded"
-	// ReasonOverloaded: no render slot was free (errShed), or the renderer's queue was full.
+	// ReasonOverloaded: no render slot was free (errShed), or the renderer refused the call
+	// at once: its queue, or every worker's pending renders, full.
 	ReasonOverloaded = "overloaded"
 	// ReasonTooLarge: the page was over max_page_mb, in the worker or on the wire.
 	ReasonTooLarge = "page-too-large"
 	// ReasonRenderError: the page threw, its worker died, or anything not named here.
 	ReasonRenderError = "render-error"
+	// ReasonWorkerLost: the render's worker died for another render beside it (one that
+	// held its thread past its deadline, or ran it out of heap), and the renderer could not
+	// try it again on another worker. Not this page's fault: it counts toward no quarantine.
+	ReasonWorkerLost = "worker-lost"
 	// ReasonUnknownPage: the bundle has no page of that name.
 	ReasonUnknownPage = "unknown-page"
 	// ReasonBadRequest: the renderer refused the request's arguments.
@@ -54,6 +59,7 @@ var errShed = errors.New("edge: max_renders_in_flight reached")
 var (
 	codeQuarantined  = ssrv1.RenderErr_RENDER_ERR_QUARANTINED.String()
 	codePageTooLarge = ssrv1.RenderErr_RENDER_ERR_PAGE_TOO_LARGE.String()
+	codeWorkerLost   = ssrv1.RenderErr_RENDER_ERR_WORKER_LOST.String()
 )
 
 // reasonFor names a render failure for X-SSR-Fallback.
@@ -76,6 +82,8 @@ func reasonFor(err error) string {
 		return ReasonQuarantined
 	case codePageTooLarge: // refused in the worker, before it crossed the socket
 		return ReasonTooLarge
+	case codeWorkerLost: // ABORTED: the renderer is there, and the page did nothing wrong
+		return ReasonWorkerLost
 	}
 	switch e.Status.Code() {
 	case codes.Unavailable, codes.Canceled:

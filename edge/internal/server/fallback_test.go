@@ -36,6 +36,7 @@ func TestReasonFor(t *testing.T) {
 		{"unknown page", renderer(codes.NotFound, "RENDER_ERR_PAGE_NOT_FOUND"), ReasonUnknownPage},
 		{"bad arguments", renderer(codes.InvalidArgument, "RENDER_ERR_INVALID_PROPS"), ReasonBadRequest},
 		{"the page threw", renderer(codes.Internal, "RENDER_ERR_PAGE_THREW"), ReasonRenderError},
+		{"its worker died for a render beside it", renderer(codes.Aborted, "RENDER_ERR_WORKER_LOST"), ReasonWorkerLost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

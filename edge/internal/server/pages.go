@@ -36,7 +36,8 @@ type deps struct {
 	shell    *document.Shell
 	cache    *htmlcache.Cache
 	flights  *flights
-	// slots caps renders in flight (a Go loader and its render call), background ones included.
+	// slots caps the renders that take CPU at once (a Go loader, a render call up to its
+	// shell), background ones included: see slot.
 	slots   chan struct{}
 	jitter  float64
 	metrics *Metrics
@@ -476,8 +477,10 @@ func (p *page) nonceFor(r *http.Request) string {
 // serveAlone renders for this request alone (bypass, hit-for-miss) within the soft deadline.
 // Nothing else waits for the result, so once this request stops waiting (answered, fallen
 // back, gone) the call is cancelled: the renderer drops the render if it is still queued and
-// finishes it if it is running. Under overload the workers then render pages somebody still
-// waits for, not pages whose requesters already got the shell.
+// aborts it in its worker if it has started (React's abort: the worker and the renders
+// beside it go on). Under overload the workers then render pages somebody still waits for,
+// not pages whose requesters already got the shell or left. (A cacheable key's flight,
+// which others may join and which fills the cache, runs on a context of its own: page.fill.)
 func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
 	base := context.WithoutCancel(r.Context())
 	if key != "" { // a hit-for-miss render whose result may be stored

@@ -19,8 +19,8 @@ import (
 )
 
 // render calls the renderer (ctx carries the hard deadline) and notes the call's duration
-// in the flight. produce holds the render slot.
-func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+// in the flight. It runs holding s, which a streamed render gives back at its shell.
+func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest, s *slot) (*ssrv1.RenderResponse, error) {
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
 	ctx, span := p.callSpan(ctx, req.Page)
@@ -28,7 +28,7 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest)
 	var resp *ssrv1.RenderResponse
 	var err error
 	if p.streams(fl) {
-		resp, err = p.renderStream(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req)
+		resp, err = p.renderStream(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req, s)
 	} else {
 		resp, err = p.renderer.Render(p.outgoing(ctx), req)
 	}
@@ -213,22 +213,50 @@ func private(resp *ssrv1.RenderResponse) bool {
 	return false
 }
 
+// slot is a render's hold on one of edge.max_renders_in_flight (deps.slots). What takes CPU,
+// here or in the renderer, holds it: the Go loader, and the render call (up to its shell,
+// for a page that streams). A wait for data, which takes none, does not: a streamed render
+// gives its slot back at the shell, past which it mostly waits for its boundaries' data,
+// and a page that does not stream gives it back while its deferred values come in. Only the
+// flight's goroutine uses a slot.
+type slot struct {
+	slots chan struct{}
+	held  bool
+}
+
+// take takes a free slot, without waiting for one; it reports whether it did.
+func (s *slot) take() bool {
+	select {
+	case s.slots <- struct{}{}:
+		s.held = true
+	default:
+	}
+	return s.held
+}
+
+// release gives the slot back, if held.
+func (s *slot) release() {
+	if s.held {
+		s.held = false
+		<-s.slots
+	}
+}
+
 // produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard deadline: the soft deadline of the requests waiting for it covers both.
 func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	// A render slot before the loader, not only before the render call: past the cap a
 	// request sheds at once, and never after the shop's data work for a render it will not
 	// get. It does not wait for a slot.
-	select {
-	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
-	default:
+	s := &slot{slots: p.slots}
+	if !s.take() {
 		return nil, errShed
 	}
+	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, p.hard)
 	defer cancel()
 	if p.loader == nil {
-		return p.render(ctx, fl, req)
+		return p.render(ctx, fl, req, s)
 	}
 	loadCtx, span := p.span(ctx, "loader")
 	loaded, err := p.load(lr.WithContext(loadCtx), req)
@@ -237,7 +265,13 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 		return nil, &errLoad{err}
 	}
 	d := loaded.decided
+	waits := false // for deferred values, before a render that does not stream
 	if d.redirect == "" && !d.notFound {
+		if waits = len(loaded.Deferred) > 0 && !p.streams(fl); waits {
+			// Given back before the functions start, so that the slot is free while they
+			// run: other renders have it meanwhile.
+			s.release()
+		}
 		loaded.deferred = p.startDeferred(ctx, req, loaded)
 	}
 	// Made before the render: a render that fails or is late still answers with the
@@ -252,18 +286,23 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 		withProps.Page = p.notFoundPage
 	}
 	if run := loaded.deferred; run != nil {
-		if p.streams(fl) {
-			withProps.Deferred = run.pending() // settled as the render runs: renderStream
-		} else {
+		if waits {
 			select {
 			case <-run.done:
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+			// Not waiting for one, as before the loader: with none free the request falls
+			// back (overloaded) with the loader's props and every value, for the browser.
+			if !s.take() {
+				return nil, errShed
+			}
 			withProps.Deferred = run.all()
+		} else {
+			withProps.Deferred = run.pending() // settled as the render runs: renderStream
 		}
 	}
-	resp, err := p.render(ctx, fl, withProps)
+	resp, err := p.render(ctx, fl, withProps, s)
 	if err != nil {
 		return nil, err
 	}

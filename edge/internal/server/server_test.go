@@ -308,6 +308,8 @@ func TestFallbacks(t *testing.T) {
 		{"render deadline", "/", failWith(codes.DeadlineExceeded, "RENDER_ERR_DEADLINE", "too slow"), ReasonDeadline, 200},
 		{"key quarantined by the renderer", "/", failWith(codes.FailedPrecondition, "RENDER_ERR_QUARANTINED", "killed 2 workers"), ReasonQuarantined, 200},
 		{"page refused by the worker as too large", "/", failWith(codes.ResourceExhausted, "RENDER_ERR_PAGE_TOO_LARGE", "3 MB > 1 MB"), ReasonTooLarge, 200},
+		// Another render killed the worker: never a 5xx, never the renderer's absence.
+		{"worker lost to a render beside it", "/", failWith(codes.Aborted, "RENDER_ERR_WORKER_LOST", "worker terminated"), ReasonWorkerLost, 200},
 		{"slower than render_timeout", "/", stuck, ReasonTimeout, 200},
 		{"unmatched path keeps 404", "/nowhere", failWith(codes.Internal, "RENDER_ERR_PAGE_THREW", "boom"), ReasonRenderError, 404},
 	}

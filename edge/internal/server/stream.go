@@ -83,8 +83,9 @@ func (t *tee) from(i int) (chunks [][]byte, ended bool, err error, more <-chan s
 }
 
 // renderStream is render for a page that streams: it fills the flight's tee as messages come
-// and returns the whole response, its body joined, as Render would have.
-func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, req *ssrv1.RenderRequest) (resp *ssrv1.RenderResponse, err error) {
+// and returns the whole response, its body joined, as Render would have. It gives s back at
+// the shell: what is left is the wait for the page's data, which takes no worker of its own.
+func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, req *ssrv1.RenderRequest, s *slot) (resp *ssrv1.RenderResponse, err error) {
 	t := fl.tee
 	defer func() { t.end(err) }()
 	stream, err := sr.RenderStream(ctx, &ssrv1.RenderStreamRequest{Render: req, Nonce: p.noncePlaceholder})
@@ -113,6 +114,8 @@ func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, 
 				applyLoaded(head, l)
 			}
 			t.head, t.private, t.shellAt = head, private(head), time.Now()
+			// Before ready: whoever sees the shell may count on the slot being free.
+			s.release()
 			close(t.ready)
 		case *ssrv1.RenderStreamResponse_Html:
 			if resp == nil {

@@ -4,7 +4,7 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** @import { PoolObserver, PoolStats } from '../pool/types.js' */
+/** @import { PoolObserver, PoolStats, WorkerInfo } from '../pool/types.js' */
 /** @import { GcPause } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */
 
@@ -112,14 +112,14 @@ export class Metrics {
 
   #exits = new Counter({
     name: 'renderer_worker_exits_total',
-    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated to stop a render at its deadline, pinned or waiting: see renderer_deadline_aborts_total), error. A caller that goes away never costs a worker: its render is dropped while queued, finished once running.',
+    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated because a render held its thread past a deadline: renderer_deadline_aborts_total{where="pinned"}), error. A render stopped at its deadline or by its caller going away is aborted in-band and costs no worker.',
     labelNames: /** @type {const} */ (['reason']),
     registers: [this.registry],
   });
 
   #deadlineAborts = new Counter({
     name: 'renderer_deadline_aborts_total',
-    help: 'Renders stopped by their deadline, by where they were: queued (no worker had taken it), waiting (on a worker whose event loop answered: the render awaited load() or I/O; late, not a poison pill), pinned (on a worker that did not answer: the render held the CPU; counts toward renderer.quarantine_after).',
+    help: 'Renders stopped by their deadline, by where they were: queued (no worker had taken it), waiting (on a worker whose event loop answered: the render was aborted in-band, mostly while it waited for data; late, not a poison pill), pinned (on a worker that did not answer: the render held its thread, and the worker was terminated; counts toward renderer.quarantine_after).',
     labelNames: /** @type {const} */ (['where']),
     registers: [this.registry],
   });
@@ -160,7 +160,7 @@ export class Metrics {
   };
 
   /**
-   * @param {{stats(): PoolStats, knownPage(page: string): boolean}} pool
+   * @param {{stats(): PoolStats, workers(): WorkerInfo[], knownPage(page: string): boolean}} pool
    * @param {{quarantine?: {size: number}}} [options] read at scrape time
    */
   constructor(pool, { quarantine } = {}) {
@@ -195,6 +195,20 @@ export class Metrics {
       (s) => s.utilization);
     poolGauge('renderer_workers', 'Live worker threads (briefly below threads while a dead worker is replaced).', (s) => s.workers);
     poolGauge('renderer_workers_loaded', 'Live workers that loaded the bundle and finished their warm-up (ready for traffic when equal to threads; retiring ones included).', (s) => s.loaded);
+    new Gauge({
+      name: 'renderer_worker_pending_renders',
+      help: 'Renders each warm worker holds now, by state: running (on or queued for its thread) or waiting (for data: a Suspense boundary, a deferred value, an awaited load(); no thread). At most max_pending_per_worker per worker.',
+      labelNames: /** @type {const} */ (['worker', 'state']),
+      registers,
+      collect() {
+        this.reset();
+        for (const w of pool.workers()) {
+          if (w.state === 'warming') continue;
+          this.set({ worker: String(w.id), state: 'running' }, Math.max(0, w.pending - w.waiting));
+          this.set({ worker: String(w.id), state: 'waiting' }, w.waiting);
+        }
+      },
+    });
     poolGauge('renderer_workers_accepting', 'Warm workers taking tasks: not retiring, not held near their heap cap. A worker at max_renders takes tasks until its spare is warm; one retiring for heap or external memory stops at once.', (s) => s.accepting);
     for (const reason of ['max_renders', 'heap', 'external', 'reload']) this.#retirements.inc({ reason }, 0);
     for (const reason of ['oom', 'deadline', 'error']) this.#exits.inc({ reason }, 0);

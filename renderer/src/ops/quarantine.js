@@ -5,7 +5,9 @@
 // `windowMs` the request is refused at once for `durationMs`, before it can
 // reach the pool. A render stopped at its deadline is a death only when it
 // pinned its worker (worker/loop-probe.js): one late because it waited, for a
-// worker or in an awaited load(), is not, whatever it cost.
+// worker or for data, is not, whatever it cost. A worker holds many renders:
+// one of several on a worker that ran out of memory is a suspect, and its
+// deaths count only once it is in two such deaths within the window.
 //
 // The logic here is pure (the clock is injected); errors.js poolFailure
 // decides what counts as a death (RenderError.poisonPill), serve/grpc-server.js
@@ -58,6 +60,12 @@ export class Quarantine {
    * @type {Map<string, Sentence>}
    */
   #quarantined = new Map();
+  /**
+   * Times (epoch ms) of suspect deaths of keys seen in only one so far; bounded
+   * as #deaths is.
+   * @type {Map<string, number[]>}
+   */
+  #suspects = new Map();
 
   /** @param {QuarantineOptions} options */
   constructor({ after, windowMs, durationMs, maxTracked = MAX_TRACKED, maxQuarantined = MAX_QUARANTINED, now = Date.now }) {
@@ -99,27 +107,40 @@ export class Quarantine {
   }
 
   /**
-   * Records that a render of `key` killed its worker. Returns the sentence
+   * Records that a render of `key` killed its worker (`suspect`: it was one of
+   * several renders on a worker that ran out of memory). Returns the sentence
    * when this death put the key in quarantine (only then), else undefined.
    * @param {string} key
+   * @param {{suspect?: boolean}} [options]
    * @returns {Readonly<Sentence> | undefined}
    */
-  recordDeath(key) {
+  recordDeath(key, { suspect = false } = {}) {
     if (!this.enabled) return undefined;
     const now = this.#now();
     this.#release(now);
+    let deaths = 1;
+    if (suspect) {
+      const seen = (this.#suspects.get(key) ?? []).filter((at) => at > now - this.#windowMs);
+      this.#suspects.delete(key);
+      if (seen.length === 0) {
+        this.#suspects.set(key, [now]);
+        this.#forget(this.#suspects, now);
+        return undefined;
+      }
+      deaths += seen.length;
+    }
     const serving = this.#quarantined.get(key);
     if (serving) {
       // A render of it that was already running when it entered quarantine.
-      serving.deaths++;
+      serving.deaths += deaths;
       return undefined;
     }
     const recent = (this.#deaths.get(key) ?? []).filter((at) => at > now - this.#windowMs);
-    recent.push(now);
+    for (let i = 0; i < deaths; i++) recent.push(now);
     this.#deaths.delete(key);
     if (recent.length < this.#after) {
       this.#deaths.set(key, recent);
-      this.#forget(now);
+      this.#forget(this.#deaths, now);
       return undefined;
     }
     /** @type {Sentence} */
@@ -129,7 +150,7 @@ export class Quarantine {
       if (this.#quarantined.size <= this.#maxQuarantined) break;
       this.#quarantined.delete(oldest);
     }
-    this.#forget(now);
+    this.#forget(this.#deaths, now);
     return sentence;
   }
 
@@ -144,12 +165,13 @@ export class Quarantine {
   /**
    * Drops keys whose latest death left the window, and the oldest beyond
    * maxTracked.
+   * @param {Map<string, number[]>} deaths
    * @param {number} now
    */
-  #forget(now) {
-    for (const [key, times] of this.#deaths) {
-      if (this.#deaths.size <= this.#maxTracked && /** @type {number} */ (times.at(-1)) > now - this.#windowMs) break;
-      this.#deaths.delete(key);
+  #forget(deaths, now) {
+    for (const [key, times] of deaths) {
+      if (deaths.size <= this.#maxTracked && /** @type {number} */ (times.at(-1)) > now - this.#windowMs) break;
+      deaths.delete(key);
     }
   }
 }

@@ -2,7 +2,8 @@
 // layers"): a bounded FIFO queue in front of Piscina, so that a call is refused
 // at once rather than queued when it cannot be served in time, and so that a
 // caller that goes away frees its place. Piscina's own queue is never used: a
-// render passes here only when a warm worker is free to take it.
+// render passes here only when a warm worker is free to take it, one none of
+// whose renders wants its thread (the others wait for data: scheduler.js).
 import { performance } from 'node:perf_hooks';
 import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.js';
 
@@ -10,7 +11,9 @@ import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.
  * @typedef {object} AdmissionOptions
  * @property {number} threads workers that share the queue
  * @property {number} maxQueue renders that may wait (Infinity: no bound)
- * @property {() => number} idleWorkers warm workers that would take a task now
+ * @property {number} maxPending renders one worker holds at most
+ * @property {() => number} freeWorkers warm workers that would take a task now
+ * @property {() => number} pendingRoom renders the workers could still hold
  * @property {() => number | undefined} meanRenderMs recent mean time a render
  *   holds a worker (undefined before the first)
  * @property {() => number} [now] epoch ms
@@ -19,20 +22,26 @@ import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.
 export class Admission {
   #threads;
   #maxQueue;
-  #idleWorkers;
+  #maxPending;
+  #freeWorkers;
+  #pendingRoom;
   #meanRenderMs;
   #now;
   /** @type {Array<{go: () => void, fail: (err: unknown) => void}>} */
   #waiting = [];
-  /** Renders let through that no worker has taken yet: they will take idle
-   * workers that idleWorkers() still counts. */
+  /** Renders let through that no worker has taken yet: they will take free
+   * workers that freeWorkers() still counts. */
   #passed = 0;
 
   /** @param {AdmissionOptions} options */
-  constructor({ threads, maxQueue, idleWorkers, meanRenderMs, now = () => performance.timeOrigin + performance.now() }) {
+  constructor({
+    threads, maxQueue, maxPending, freeWorkers, pendingRoom, meanRenderMs, now = () => performance.timeOrigin + performance.now(),
+  }) {
     this.#threads = threads;
     this.#maxQueue = maxQueue;
-    this.#idleWorkers = idleWorkers;
+    this.#maxPending = maxPending;
+    this.#freeWorkers = freeWorkers;
+    this.#pendingRoom = pendingRoom;
     this.#meanRenderMs = meanRenderMs;
     this.#now = now;
   }
@@ -44,14 +53,17 @@ export class Admission {
 
   /**
    * Throws at once when a render arriving now would wait and must not:
-   * QueueFullError when max_queue renders already wait, WouldMissDeadlineError
-   * when the expected wait (renders ahead x mean render time / threads) ends
-   * after `deadline`.
+   * QueueFullError when every worker holds max_pending_per_worker renders or
+   * max_queue renders already wait, WouldMissDeadlineError when the expected
+   * wait (renders ahead x mean render time / threads) ends after `deadline`.
    * @param {number} deadline epoch ms the caller stops waiting
    */
   admit(deadline) {
-    if (this.#waiting.length === 0 && this.#free() > 0) return;
     const ahead = this.#waiting.length;
+    if (this.#pendingRoom() - ahead - this.#passed <= 0) {
+      throw new QueueFullError(`every worker holds max_pending_per_worker (${this.#maxPending}) renders`);
+    }
+    if (ahead === 0 && this.#free() > 0) return;
     if (ahead >= this.#maxQueue) {
       throw new QueueFullError(`${ahead} renders already wait for a worker (max_queue ${this.#maxQueue})`);
     }
@@ -116,6 +128,6 @@ export class Admission {
 
   /** Workers that could take a task now, less the renders on their way to one. */
   #free() {
-    return this.#idleWorkers() - this.#passed;
+    return this.#freeWorkers() - this.#passed;
   }
 }

@@ -11,8 +11,11 @@
 import { Piscina } from 'piscina';
 
 /**
- * Rides on each task so the balancer can record which worker took it.
- * @typedef {{workerId?: number, probe?: true}} Token
+ * Rides on each task so the balancer can record which worker took it: the
+ * pool's id of the render, the worker that took it, the abort to post to that
+ * worker when it was aborted before one did (scheduler.js).
+ * @typedef {{id: number, worker?: import('./types.js').WorkerState, abort?: import('../errors.js').ErrorDescriptor,
+ *   probe?: true}} Token
  */
 
 /**
@@ -47,7 +50,7 @@ export function startOneMore(piscina, threads) {
   const options = /** @type {{maxThreads: number}} */ (piscina.options);
   options.maxThreads = threads + 1;
   const probe = new AbortController();
-  piscina.run(withToken({}, { probe: true }), { signal: probe.signal }).catch(() => {});
+  piscina.run(withToken({}, { id: 0, probe: true }), { signal: probe.signal }).catch(() => {});
   probe.abort();
   options.maxThreads = threads;
   return piscina.threads.length > threads;

@@ -1,12 +1,11 @@
 // The worker pool: Piscina sized by config, plus what Piscina does not do
 // itself (docs/architecture.md, "Admission: three layers" and "Workers"). The
-// pool holds the workers' state and carries out, in order, decisions made in
+// pool holds the workers' lives and carries out, in order, decisions made in
 // their own modules:
-// - admission (admission.js): a bounded queue in front of Piscina, shedding a
-//   call at once when its deadline is shorter than the expected wait;
-// - warm-only dispatch: a loadBalancer that only picks workers that reported
-//   warm, are idle and are not retiring, so no task ever lands on a worker
-//   that is still warming or about to exit;
+// - the task path (scheduler.js): many renders per worker, admission in front
+//   of Piscina, a loadBalancer that only picks warm workers that are not
+//   retiring and whose thread no render wants, in-band aborts, and who is
+//   blamed when a worker dies;
 // - recycling (recycling.js decides, retirement.js carries it out): one worker
 //   at a time retires (max_renders, heap or external memory) after a warm
 //   spare has joined, so capacity never drops;
@@ -21,33 +20,23 @@ import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
-import { Admission } from './admission.js';
-import { withOwnBuffers } from './own-buffers.js';
 import { ConfigError } from '../config.js';
-import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, poolFailure } from '../errors.js';
+import { DrainingError } from '../errors.js';
 import { SnapshotError, requestHeapSnapshot } from '../ops/heap-snapshot.js';
-import { probe } from '../worker/loop-probe.js';
-import { startOneMore, tokenOf, withToken } from './piscina-seams.js';
+import { WORDS } from '../worker/renders.js';
+import { startOneMore } from './piscina-seams.js';
 import { Retirement } from './retirement.js';
+import { Scheduler } from './scheduler.js';
 import { ReloadSession, WORKER_MODULE } from '../ops/reload.js';
-
-/** @import { Logger } from 'pino' */
-/** @import { MessagePort, Worker } from 'node:worker_threads' */
-/** @import { DeadlineWhere } from '../errors.js' */
-/** @import { Token } from './piscina-seams.js' */
-/** @import { RetireReason } from './recycling.js' */
-/** @import { RenderTask } from '../worker/render-page.js' */
 
 /** @import { PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 
 const LAST_GC = 10;
-/** Weight of the newest render in the recent mean render time. */
-const EWMA_ALPHA = 0.1;
 const MiB = 1024 * 1024;
 
 export class RenderPool {
-  /** @type {Piscina<RenderTask, RenderOutcome>} */
+  /** @type {Piscina<PoolTask, RenderOutcome>} */
   #piscina;
   #threads;
   #logger;
@@ -72,12 +61,7 @@ export class RenderPool {
   #bundleId = '';
   /** @type {string[]} the pages of the worker warmed last: a reload's bundle's, once it is done */
   #newestPages = [];
-  #admission;
-  /** @type {number | undefined} */
-  #meanMs;
-  #inFlight = 0;
-  /** @type {Array<() => void>} */
-  #idleWaiters = [];
+  #scheduler;
   #draining = false;
   #closing = false;
   /** @type {Promise<void> | undefined} */
@@ -91,7 +75,7 @@ export class RenderPool {
   /** @param {PoolOptions} options */
   constructor({
     bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
-    warmupRounds = 3, maxQueue = Infinity, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
+    warmupRounds = 3, maxQueue = Infinity, maxPendingPerWorker = 1, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
     heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity, heapGrowthSampleEvery = 0,
     reloadTimeoutMs = 60_000,
   }) {
@@ -100,8 +84,19 @@ export class RenderPool {
     this.#bundle = bundle;
     this.#maxOldGenerationMb = maxOldGenerationMb;
     this.#maxYoungGenerationMb = maxYoungGenerationMb;
-    this.#admission = new Admission({
-      threads, maxQueue, idleWorkers: () => this.#idleWorkers(), meanRenderMs: () => this.#meanMs,
+    const wake = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    this.#scheduler = new Scheduler({
+      piscina: () => this.#piscina,
+      workers: this.#workers,
+      accepts: (state) => this.#accepts(state),
+      threads,
+      maxQueue,
+      maxPending: maxPendingPerWorker,
+      wake,
+      observer: () => this.#observer,
+      closing: () => this.#closing,
+      afterTask: (report) => this.#afterTask(report),
+      settled: () => this.#retirement.advance(),
     });
     this.#logger = logger;
     this.#retirement = new Retirement({
@@ -133,19 +128,20 @@ export class RenderPool {
         maxYoungGenerationSizeMb: maxYoungGenerationMb,
         stackSizeMb: stackMb,
       },
-      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery },
+      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery, wake },
     };
     this.#piscina = new Piscina({
       filename: WORKER_MODULE.href,
       minThreads: threads,
       maxThreads: threads,
-      concurrentTasksPerWorker: 1,
+      // The balancer (scheduler.js) holds each worker to max_pending_per_worker.
+      concurrentTasksPerWorker: maxPendingPerWorker,
       idleTimeout: Infinity,
       // Idle workers run their event loop (not Atomics.wait, where a parked
       // worker runs no callback), so their GC observer and control port work
       // between tasks.
       atomics: 'disabled',
-      loadBalancer: (task, workers) => this.#balance(/** @type {any} */ (task), workers),
+      loadBalancer: (task, workers) => this.#scheduler.balance(/** @type {any} */ (task), workers),
       ...this.#workerOptions,
     });
     // Piscina re-emits a worker's own parentPort messages as the pool's 'message'.
@@ -168,7 +164,8 @@ export class RenderPool {
       });
     });
     // Without a listener an 'error' (a worker crashing with no task) would
-    // crash the process; the task-level failures are reported by run().
+    // crash the process; a worker that dies holding renders fails them instead
+    // (scheduler.js counts its exit).
     this.#piscina.on('error', (/** @type {Error} */ err) => {
       this.#lastWorkerError = err;
       this.#logger.error({ err }, 'worker error');
@@ -183,123 +180,27 @@ export class RenderPool {
 
   /**
    * Renders one task. Resolves with the worker's result; rejects with a
-   * RenderError: from the page, the worker dying or the signal; at once with
-   * DrainingError once drain() or destroy() was called, QueueFullError when
-   * max_queue renders already wait, WouldMissDeadlineError when `deadline`
-   * comes before the expected wait is over.
+   * RenderError: from the page, its deadline, its caller going away, or its
+   * worker dying; at once with DrainingError once drain() or destroy() was
+   * called, QueueFullError when max_queue renders already wait or every worker
+   * holds max_pending_per_worker renders, WouldMissDeadlineError when
+   * `deadline` comes before the expected wait is over.
    * @param {PoolTask} task
    * @param {object} limits
-   * @param {AbortSignal} limits.signal the deadline's: aborts the render
-   *   wherever it is (its reason, a RenderError, becomes the rejection, its
-   *   `deadline` saying where it was). On a worker, that worker's event loop
-   *   is asked first whether it is free (worker/loop-probe.js), then the worker is
-   *   terminated, the only way to stop a loop; only a worker that did not
-   *   answer makes the rejection a poison pill. A render that finishes while
-   *   its worker is asked keeps its worker, and still fails with the reason.
-   * @param {AbortSignal} [limits.withdraw] aborts the render only while it
-   *   waits for a worker: a caller that went away frees its place in the
-   *   queue, and a render already running finishes (milliseconds) rather than
-   *   cost a worker and a cold replacement
+   * @param {AbortSignal} limits.signal the deadline's: aborts the render wherever
+   *   it is (its reason, a RenderError, becomes the rejection, its `deadline`
+   *   saying where it was). On a worker, the render is aborted in-band and the
+   *   worker's event loop is asked whether it is free (worker/loop-probe.js);
+   *   only a worker that did not answer is terminated, and its render is a
+   *   poison pill.
+   * @param {AbortSignal} [limits.withdraw] its caller went away: aborts the render
+   *   the same way, in-band, without asking
    * @param {number} [limits.deadline] epoch ms the caller stops waiting
    * @returns {Promise<RenderSuccess>}
    */
-  async run(task, { signal, withdraw, deadline = Infinity }) {
-    if (this.#draining) throw new DrainingError('the renderer is draining and takes no new renders');
-    for (const s of [signal, withdraw]) if (s?.aborted) throw this.#taskFailure(undefined, s, {}, false);
-    this.#admission.admit(deadline);
-    this.#inFlight++;
-    try {
-      return await this.#runAdmitted(task, signal, withdraw);
-    } catch (err) {
-      if (err instanceof RenderError && err.deadline) this.#observer.deadline?.(err.deadline);
-      throw err;
-    } finally {
-      if (--this.#inFlight === 0) for (const wake of this.#idleWaiters.splice(0)) wake();
-    }
-  }
-
-  /**
-   * run() once admitted: waits for its turn, then renders on a worker.
-   * @param {PoolTask} task
-   * @param {AbortSignal} signal
-   * @param {AbortSignal | undefined} withdraw
-   * @returns {Promise<RenderSuccess>}
-   */
-  async #runAdmitted(task, signal, withdraw) {
-    try {
-      await this.#admission.turn(signal, withdraw);
-    } catch (err) {
-      if (err instanceof DeadlineError) err.deadline = 'queued';
-      throw err;
-    }
-    /** @type {Token} */
-    const token = {};
-    const began = performance.now();
-    // Piscina's own abort: at once for a task still queued in Piscina, after
-    // its worker was asked whether it is pinned for one on a worker (aborting
-    // that terminates the worker, which could then answer nothing).
-    const stop = new AbortController();
-    let done = false;
-    /** @type {Promise<boolean> | undefined} whether the deadline found it pinning its worker */
-    let pinned;
-    const onDeadline = () => {
-      pinned = this.#stopAtDeadline(token, () => {
-        if (!done) stop.abort(signal.reason);
-      });
-    };
-    if (signal.aborted) onDeadline();
-    else signal.addEventListener('abort', onDeadline, { once: true });
-    const settled = () => {
-      done = true;
-      signal.removeEventListener('abort', onDeadline);
-      this.#settle(token);
-    };
-    let outcome;
-    try {
-      const { sent, transferList } = withOwnBuffers(task);
-      outcome = await this.#piscina.run(withToken(sent, token), { signal: stop.signal, transferList });
-    } catch (err) {
-      settled();
-      // (A worker that died under the render while it was asked answers nothing: pinned.)
-      throw this.#taskFailure(err, signal, token, signal.aborted && (await pinned) === true);
-    }
-    settled();
-    this.#afterTask(outcome.report, performance.now() - began);
-    if (signal.aborted) {
-      // Finished after its deadline, while its worker was asked: the worker
-      // lives, the caller has gone.
-      const late = abortFailure(signal);
-      if (late instanceof DeadlineError) late.deadline = 'waiting';
-      throw late;
-    }
-    if (!outcome.ok) {
-      const error = fromDescriptor(outcome.error);
-      error.startedAt = outcome.startedAt;
-      throw error;
-    }
-    return outcome;
-  }
-
-  /**
-   * The deadline passed: a task still queued in Piscina is dropped at once;
-   * one on a worker is stopped (its worker terminated) once the worker's event
-   * loop answered, or failed to within the grace. Resolves with whether it
-   * failed to: the render pinned its worker.
-   * @param {Token} token
-   * @param {() => void} stop aborts the task in Piscina, unless it settled
-   * @returns {Promise<boolean>}
-   */
-  async #stopAtDeadline(token, stop) {
-    if (token.workerId === undefined) {
-      // At once, before Piscina could hand it to a worker.
-      stop();
-      return false;
-    }
-    const state = this.#workers.get(token.workerId);
-    // Gone already: it died under the render (Piscina fails the task itself).
-    const answered = state ? await probe(state) : false;
-    stop();
-    return !answered;
+  run(task, limits) {
+    if (this.#draining) return Promise.reject(new DrainingError('the renderer is draining and takes no new renders'));
+    return this.#scheduler.run(task, limits);
   }
 
   /**
@@ -316,8 +217,7 @@ export class RenderPool {
    * @returns {Promise<void>}
    */
   whenIdle() {
-    if (this.#inFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+    return this.#scheduler.whenIdle();
   }
 
   /** @returns {Readiness} */
@@ -333,13 +233,13 @@ export class RenderPool {
   /** @returns {PoolStats} */
   stats() {
     return {
-      inFlight: this.#inFlight,
-      queued: this.#admission.length + this.#piscina.queueSize,
+      inFlight: this.#scheduler.inFlight,
+      queued: this.#scheduler.queued + this.#piscina.queueSize,
       utilization: this.#piscina.utilization,
       workers: this.#piscina.threads.length,
       loaded: this.#workers.size,
       accepting: [...this.#workers.values()].filter((w) => w.state === 'ready' && !w.held).length,
-      meanRenderMs: this.#meanMs ?? 0,
+      meanRenderMs: this.#scheduler.meanRenderMs,
     };
   }
 
@@ -352,7 +252,7 @@ export class RenderPool {
       const s = this.#workers.get(w.threadId);
       if (!s) {
         return {
-          id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0,
+          id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, waiting: 0,
           heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
         };
       }
@@ -362,6 +262,8 @@ export class RenderPool {
         retire: s.retireReason,
         renders: s.renders,
         maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
+        pending: s.tasks.size,
+        waiting: Math.max(0, Atomics.load(s.words, WORDS.WAITING)),
         heapUsedBytes: s.heapUsedBytes,
         heapLimitBytes: s.heapLimitBytes,
         externalBytes: s.externalBytes,
@@ -397,7 +299,7 @@ export class RenderPool {
       return await requestHeapSnapshot(state, dir);
     } finally {
       state.snapshotting = false;
-      this.#admission.dispatch();
+      this.#scheduler.dispatch();
     }
   }
 
@@ -508,7 +410,7 @@ export class RenderPool {
       this.#draining = true;
       this.#startup.reject(new Error('worker pool destroyed before it was ready'));
       const shutting = new DrainingError('the renderer is shutting down');
-      this.#admission.rejectAll(shutting);
+      this.#scheduler.rejectAll(shutting);
       this.#reload?.fail(shutting);
       this.#reload = null;
       this.#destroyed = this.#piscina.destroy();
@@ -516,62 +418,13 @@ export class RenderPool {
     return this.#destroyed;
   }
 
-  /**
-   * Piscina's loadBalancer: the first idle worker that is warm and neither
-   * retiring nor writing a snapshot; null leaves the task queued in Piscina
-   * until a worker frees up or becomes ready. Piscina hands it workers that
-   * are still starting, too: those have no state here until they report warm.
-   * @template {{id: number, currentUsage: number}} W
-   * @param {{[key: symbol]: unknown}} task
-   * @param {W[]} workers
-   * @returns {W | null}
-   */
-  #balance(task, workers) {
-    const token = tokenOf(task);
-    if (token?.probe) return null;
-    for (const worker of workers) {
-      const state = this.#workers.get(worker.id);
-      if (!state || !this.#accepts(state) || worker.currentUsage !== 0) continue;
-      if (token && token.workerId === undefined) {
-        token.workerId = worker.id;
-        this.#admission.arrived();
-      }
-      state.task = token;
-      return worker;
-    }
-    return null;
-  }
-
   /** @param {WorkerState} state */
   #accepts(state) {
     return state.state === 'ready' && !state.snapshotting && !state.held;
   }
 
-  /** Warm workers that would take a task now. */
-  #idleWorkers() {
-    let idle = 0;
-    for (const state of this.#workers.values()) if (this.#accepts(state) && state.task === null) idle++;
-    return idle;
-  }
-
-  /** @param {Token} token a task that settled */
-  #settle(token) {
-    if (token.workerId === undefined) {
-      this.#admission.arrived();
-    } else {
-      const state = this.#workers.get(token.workerId);
-      if (state?.task === token) state.task = null;
-    }
-    this.#retirement.advance();
-    this.#admission.dispatch();
-  }
-
-  /**
-   * @param {WorkerReport} report
-   * @param {number} ms how long the task held its worker
-   */
-  #afterTask(report, ms) {
-    this.#meanMs = this.#meanMs === undefined ? ms : this.#meanMs + EWMA_ALPHA * (ms - this.#meanMs);
+  /** @param {WorkerReport} report what a worker said after one of its renders */
+  #afterTask(report) {
     if (report.gc.length > 0) this.#observer.gc?.(report.gc);
     if (report.retained.length > 0) this.#observer.retained?.(report.retained);
     const state = this.#workers.get(report.workerId);
@@ -592,6 +445,8 @@ export class RenderPool {
     const state = this.#workers.get(id);
     if (!state) return;
     this.#workers.delete(id);
+    // What its renders' failures are judged by (scheduler.js): it died holding this many.
+    state.death ??= { pinned: false, onCpu: Atomics.load(state.words, WORDS.ON_CPU), held: state.tasks.size };
     state.control.close();
     const retiring = this.#retirement.current;
     // Piscina is mid-way through removing it: decide after it is done.
@@ -607,7 +462,7 @@ export class RenderPool {
     this.#retirement.start();
     this.#retirement.advance();
     this.#finishReload();
-    this.#admission.dispatch();
+    this.#scheduler.dispatch();
   }
 
   /** @param {WorkerMessage} message */
@@ -623,11 +478,11 @@ export class RenderPool {
         id: message.threadId,
         worker,
         control: message.control,
-        pong: message.pong,
-        probed: Atomics.load(message.pong, 0),
+        words: message.words,
+        probed: Atomics.load(message.words, WORDS.PONG),
         state: 'ready',
         retireReason: null,
-        task: null,
+        tasks: new Map(),
         snapshotting: false,
         held: false,
         renders: 0,
@@ -648,7 +503,7 @@ export class RenderPool {
         this.#bundleId = bundleId(this.#bundle);
       }
       this.#newestPages = message.pages;
-      if (this.#meanMs === undefined && message.meanRenderMs > 0) this.#meanMs = message.meanRenderMs;
+      this.#scheduler.seedMeanRenderMs(message.meanRenderMs);
       this.#logger.info({
         workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,
         warm: this.#workers.size,
@@ -696,19 +551,6 @@ export class RenderPool {
     // Before start completes the start fails; after it, the owner decides.
     if (this.#startedUp) this.#onFatal(err);
     else this.#startup.reject(err);
-  }
-
-  /**
-   * @param {unknown} err
-   * @param {AbortSignal} signal
-   * @param {Token} token
-   * @param {boolean} pinned the signal found it on a worker that did not answer
-   * @returns {RenderError}
-   */
-  #taskFailure(err, signal, token, pinned) {
-    const { failure, exit } = poolFailure(err, signal, { onWorker: token.workerId !== undefined, closing: this.#closing, pinned });
-    if (exit) this.#observer.exited?.(exit);
-    return failure;
   }
 }
 

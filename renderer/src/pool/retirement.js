@@ -29,7 +29,7 @@ import { RECYCLING_OFF, retireReason, stopsAtOnce, tooNearTheCap, workerMaxRende
  * @property {{terminate(): unknown}} worker
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
- * @property {unknown} task the task posted to it and not yet settled (null: none)
+ * @property {{size: number}} tasks the renders posted to it and not yet settled
  * @property {boolean} snapshotting
  * @property {boolean} held waits for its retirement turn without taking tasks
  *   (memory too close to its cap to risk another render)
@@ -178,9 +178,10 @@ export class Retirement {
       for (const s of this.#workers.values()) if (s !== state && this.#accepts(s)) others++;
       if (others >= this.#threads) state.state = 'retiring';
     }
-    // No task was posted to it since its last one settled: the balancer skips
-    // a retiring worker, so it can exit without failing anything.
-    if (state.state === 'retiring' && state.task === null && !state.snapshotting) {
+    // Its last render settled: the balancer skips a retiring worker, so it can
+    // exit without failing anything. Renders it holds (waiting for data) finish
+    // first.
+    if (state.state === 'retiring' && state.tasks.size === 0 && !state.snapshotting) {
       retiring.terminating = true;
       if (retiring.reason !== 'heap' || this.#autoSnapshotsLeft <= 0) {
         void state.worker.terminate();

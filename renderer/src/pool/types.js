@@ -9,11 +9,14 @@
 /**
  * A render as the pool takes it: the worker reports the queue wait measured
  * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
- * With `port`, the page streams: the worker posts its messages there
- * (worker/stream.js), and the port moves to the worker with the task; `nonce`
- * is then RenderStreamRequest.nonce, the placeholder React's inline scripts
- * carry for the edge to replace.
- * @typedef {RenderTask & {arrivedAt: number, port?: MessagePort, nonce?: string}} PoolTask
+ * With `stream`, the page streams: each try opens a port (`open`) that moves to
+ * the worker with the task as `port`, where the worker posts its messages
+ * (worker/stream.js); `begun` says whether any reached the caller, after which
+ * the render is never tried again. `nonce` is then RenderStreamRequest.nonce,
+ * the placeholder React's inline scripts carry for the edge to replace. `id` is
+ * the pool's for one try (scheduler.js).
+ * @typedef {RenderTask & {arrivedAt: number, id?: number, port?: MessagePort, nonce?: string,
+ *   stream?: {open: () => MessagePort, begun: () => boolean}}} PoolTask
  */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */
@@ -27,6 +30,8 @@
  * @property {number} stackMb
  * @property {number} [warmupRounds] default 3
  * @property {number} [maxQueue] default Infinity
+ * @property {number} [maxPendingPerWorker] renders one worker holds at once,
+ *   waiting ones included (default 1)
  * @property {number} [maxRenders] 0 or absent: never
  * @property {number} [recycleHeapRatio] retire when heap used passes this
  *   share of max_old_generation_mb (0 or absent: never)
@@ -86,6 +91,8 @@
  * @property {'warming' | 'ready' | 'retiring'} state
  * @property {string | null} retire why it retires (set while a spare warms)
  * @property {number} renders
+ * @property {number} pending renders it holds now
+ * @property {number} waiting of those, the ones waiting for data
  * @property {number} maxRenders
  * @property {number} heapUsedBytes
  * @property {number} heapLimitBytes
@@ -99,11 +106,15 @@
  * @property {number} id threadId
  * @property {Worker} worker
  * @property {MessagePort} control
- * @property {Int32Array} pong the word it answers probes in (worker/loop-probe.js)
+ * @property {Int32Array} words what it shares (worker/renders.js): the probe's
+ *   answer (worker/loop-probe.js), its renders waiting, the render on its CPU
  * @property {number} probed the last probe sent to it
+ * @property {Promise<boolean>} [probing] the question under way: is its loop free?
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
- * @property {Token | null} task the task posted to it and not yet settled
+ * @property {Map<number, Token>} tasks the renders posted to it and not yet settled, by id
+ * @property {Omit<import('../errors.js').WorkerDeath, 'closing'> & {counted?: boolean}} [death] how it
+ *   died (less `closing`), and whether its exit was counted
  * @property {boolean} snapshotting
  * @property {boolean} held waits for its retirement turn without taking tasks
  *   (memory too close to its cap to risk another render)

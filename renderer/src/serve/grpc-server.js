@@ -24,6 +24,8 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 /** @import { Tracing } from '../ops/tracing.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { SettledMessage, StreamMessage } from '../worker/stream.js' */
+/** @import { WireDeferred } from '../worker/deferred.js' */
+/** @import { PoolTask } from '../pool/types.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
 export const RENDER_SERVICE = 'ssr.v1.RenderService';
@@ -44,6 +46,7 @@ const grpcStatusByCode = {
   [codes.QUARANTINED]: grpc.status.FAILED_PRECONDITION,
   [codes.PAGE_TOO_LARGE]: grpc.status.RESOURCE_EXHAUSTED,
   [codes.INTERNAL]: grpc.status.INTERNAL,
+  [codes.WORKER_LOST]: grpc.status.ABORTED,
 };
 
 /**
@@ -212,13 +215,29 @@ function renderHandler(deps) {
  * come. grpc-js buffers what the socket does not take at once; the page's size
  * is bounded by max_page_mb in the worker. The caller's first message is the
  * request; each later one settles a deferred value, posted to the worker on
- * the same port.
+ * the same port. A render tried again on another worker (its worker died for
+ * another render before any of it was sent) gets a port of its own, and the
+ * values settled so far again.
  * @param {RenderDeps} deps
  * @returns {grpc.handleBidiStreamingCall<any, any>}
  */
 function renderStreamHandler(deps) {
   return async (call) => {
-    const { port1, port2 } = new MessageChannel();
+    /** @type {WireDeferred[]} */
+    const settledSoFar = [];
+    /** @type {MessagePort | undefined} the port of the render's current try */
+    let current;
+    /** @type {Promise<void>} resolves once the current try posted its last message */
+    let posted = Promise.resolve();
+    let begun = false;
+    let answered = false;
+    /** @param {MessagePort} port @param {WireDeferred} d */
+    const settle = (port, d) => {
+      const { value, transfer } = ownDeferred(d);
+      /** @type {SettledMessage} */
+      const settled = { settled: value };
+      port.postMessage(settled, transfer);
+    };
     // One listener for every message: grpc-js may emit several in one go, and a settled
     // value may follow the request at once.
     /** @type {any} */
@@ -229,41 +248,51 @@ function renderStreamHandler(deps) {
           asked = true;
           resolve(message);
         } else if (message.settled) {
-          const { value, transfer } = ownDeferred(message.settled);
-          /** @type {SettledMessage} */
-          const settled = { settled: value };
-          port1.postMessage(settled, transfer);
+          settledSoFar.push(message.settled);
+          if (current) settle(current, message.settled);
         }
       });
       for (const event of ['end', 'cancelled', 'error']) call.once(event, () => resolve(undefined));
     });
     if (!first?.render) {
-      port1.close();
       if (!call.cancelled) call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'RenderStream: the first message must hold the request' });
       return;
     }
-    /** @type {Promise<void>} */
-    const posted = new Promise((resolve) => {
-      port1.on('message', (/** @type {StreamMessage} */ message) => {
-        if ('end' in message) resolve();
-        else call.write(view(message.bytes));
+    const open = () => {
+      current?.close();
+      const { port1, port2 } = new MessageChannel();
+      current = port1;
+      posted = new Promise((resolve) => {
+        port1.on('message', (/** @type {StreamMessage} */ message) => {
+          if ('end' in message) resolve();
+          else if (!answered) {
+            begun = true;
+            call.write(view(message.bytes));
+          }
+        });
+        port1.once('close', () => resolve());
       });
-      port1.once('close', () => resolve());
-    });
+      for (const d of settledSoFar) settle(port1, d);
+      return port2;
+    };
     try {
       await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), first.render, {
-        port: port2,
+        stream: { open, begun: () => begun },
         nonce: first.nonce,
         succeeded: async (trailerMessage, trailer) => {
           await posted;
+          answered = true;
           call.write(view(trailerMessage));
           call.end(trailer);
         },
         // After a head, too: the edge closes the document it was streaming.
-        failed: (error) => call.emit('error', toServiceError(error)),
+        failed: (error) => {
+          answered = true;
+          call.emit('error', toServiceError(error));
+        },
       });
     } finally {
-      port1.close();
+      current?.close();
     }
   };
 }
@@ -280,7 +309,7 @@ function view(bytes) {
  * @param {grpc.ServerUnaryCall<any, any>} call (a ServerWritableStream has
  *   the same metadata, deadline and 'cancelled' event)
  * @param {any} req the RenderRequest
- * @param {{port?: MessagePort, nonce?: string, succeeded: (response: Uint8Array, trailer: grpc.Metadata) => Promise<void>,
+ * @param {{stream?: PoolTask['stream'], nonce?: string, succeeded: (response: Uint8Array, trailer: grpc.Metadata) => Promise<void>,
  *   failed: (error: RenderError) => void}} reply
  */
 async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantine, tracing }, call, req, reply) {
@@ -295,7 +324,7 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
     propsJson: req.propsJson?.length > 0 ? req.propsJson : undefined,
     ...(req.deferred?.length > 0 && { deferred: req.deferred }),
     arrivedAt,
-    ...(reply.port && { port: reply.port }),
+    ...(reply.stream && { stream: reply.stream }),
     ...(reply.nonce && { nonce: reply.nonce }),
   };
   /** @type {string | undefined} */
@@ -307,10 +336,9 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
   const withdrawn = new AbortController();
   const deadline = Number(call.getDeadline());
   const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
-  // Past the deadline a render on a worker is stopped by terminating the
-  // worker (Piscina does that on abort): an endless loop cannot be stopped
-  // any other way. The pool first asks the worker's event loop whether it is
-  // free, which tells a pinned worker from a render awaiting load().
+  // Past the deadline the pool aborts the render on its worker (in-band), and
+  // asks the worker's event loop whether it is free: only a worker pinned by
+  // a render (an endless loop, which nothing else stops) is terminated.
   const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
     ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
     : `render did not finish within default_deadline (${remainingMs} ms)`);
@@ -318,8 +346,8 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
   // At the deadline the caller resets the stream and grpc-js ends the call on
   // its own timer; both fire before ours and look like a cancellation: tell
   // them apart from a caller that gave up by the clock. A caller that gave up
-  // (the edge stops waiting for a render it cannot store) only withdraws the
-  // render from the queue: see RenderPool.run.
+  // (its client left a render nobody else waits for) aborts the render, on its
+  // worker too: see RenderPool.run.
   const onCancelled = () => {
     if (Date.now() >= deadline - DEADLINE_SLACK_MS) expired.abort(deadlineError());
     else withdrawn.abort(new CancelledError('the caller cancelled the call'));
@@ -342,21 +370,19 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
     span?.rendered(result.timing, result.page);
     metrics?.observeRender({
       page: req.page,
-      // Finished for a caller that had gone: counted, so wasted renders show.
-      outcome: withdrawn.signal.aborted ? codes.CANCELLED : OK,
+      outcome: OK,
       seconds: secondsSince(arrivedAt),
       queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
       worker: result.timing,
     });
   } catch (err) {
     const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-    // Only what a poison pill does counts (errors.js poolFailure): an OOM,
-    // a crash, a worker pinned at the deadline; never a render that was late
-    // because it waited. Also when the caller had withdrawn it: a render
-    // already running when its caller left goes on, and this is where its
-    // end is known.
+    // Only what a poison pill does counts (errors.js workerLoss): a worker
+    // pinned by this render, an OOM or a crash it alone was on; a suspect of
+    // an OOM beside other renders counts once it is in two. Never a render
+    // that was late because it waited.
     if (error.poisonPill && quarantine?.enabled) {
-      const entered = quarantine.recordDeath(keyOf());
+      const entered = quarantine.recordDeath(keyOf(), { suspect: error.poisonPill === 'suspect' });
       if (entered) {
         logger.error({
           page: req.page, url: req.url, variants: req.variants, requestId, deaths: entered.deaths, code: error.code,

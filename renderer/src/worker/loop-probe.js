@@ -12,6 +12,7 @@
 // over, whatever order its own event loop delivers messages and timers in,
 // and is woken early by Atomics.notify.
 import { performance } from 'node:perf_hooks';
+import { WORDS } from './renders.js';
 
 /** @import { MessagePort } from 'node:worker_threads' */
 
@@ -33,25 +34,20 @@ export const PROBE_GRACE_MS = 500;
  * The main thread's side of one worker.
  * @typedef {object} ProbeTarget
  * @property {MessagePort} control the worker's control port
- * @property {Int32Array} pong its shared word: the last probe it answered
+ * @property {Int32Array} words its shared words (renders.js): the last probe it answered in WORDS.PONG
  * @property {number} probed the last probe sent to it
  */
 
-/** The word a worker answers in, shared with the main thread. */
-export function sharedWord() {
-  return new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
-}
-
 /**
- * The worker's end: answers every probe arriving on `port` in `pong`.
+ * The worker's end: answers every probe arriving on `port` in `words`.
  * @param {MessagePort} port
- * @param {Int32Array} pong
+ * @param {Int32Array} words
  */
-export function answerProbes(port, pong) {
+export function answerProbes(port, words) {
   port.on('message', (/** @type {ProbeRequest} */ request) => {
     if (request?.type !== 'probe') return;
-    Atomics.store(pong, 0, request.seq);
-    Atomics.notify(pong, 0);
+    Atomics.store(words, WORDS.PONG, request.seq);
+    Atomics.notify(words, WORDS.PONG);
   });
 }
 
@@ -70,12 +66,12 @@ export async function probe(target, graceMs = PROBE_GRACE_MS) {
   const request = { type: 'probe', seq };
   target.control.postMessage(request);
   for (;;) {
-    const seen = Atomics.load(target.pong, 0);
+    const seen = Atomics.load(target.words, WORDS.PONG);
     if (seen === seq) return true;
     const left = until - performance.now();
     if (left <= 0) return false;
     // Wakes on the worker's notify (or an older probe's late answer: look again).
-    const wait = Atomics.waitAsync(target.pong, 0, seen, left);
+    const wait = Atomics.waitAsync(target.words, WORDS.PONG, seen, left);
     if (wait.async) await wait.value;
   }
 }

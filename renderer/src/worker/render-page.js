@@ -5,8 +5,10 @@ import { performance } from 'node:perf_hooks';
 import { decide } from '../decision.js';
 import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
 import { DeferredValues, componentProps } from './deferred.js';
+import { RenderAborted } from './renders.js';
 
 /** @import { WireDeferred } from './deferred.js' */
+/** @import { HeldRender } from './renders.js' */
 
 /**
  * What the server bundle exports (docs/app-contract.md).
@@ -109,10 +111,11 @@ import { DeferredValues, componentProps } from './deferred.js';
 /**
  * @param {Bundle} bundle
  * @param {RenderTask} task
+ * @param {HeldRender} [held] the worker's hold on it: load() is awaited as its wait
  * @returns {Promise<PageResult>}
  */
-export async function renderPage(bundle, task) {
-  const prepared = await preparePage(bundle, task);
+export async function renderPage(bundle, task, held) {
+  const prepared = await preparePage(bundle, task, held);
   const pending = prepared.deferred?.pending ?? [];
   if (pending.length > 0) {
     throw new InvalidPropsError(`deferred value "${pending[0]}" is pending: a page that does not stream renders once every value has settled`);
@@ -131,9 +134,10 @@ export async function renderPage(bundle, task) {
  * Finds the page, runs its load() and decides: everything before the render.
  * @param {Bundle} bundle
  * @param {RenderTask} task
+ * @param {HeldRender} [held] as renderPage's
  * @returns {Promise<PreparedPage>}
  */
-export async function preparePage(bundle, task) {
+export async function preparePage(bundle, task, held) {
   let page = task.page;
   let entry = lookup(bundle, page);
   if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
@@ -146,14 +150,14 @@ export async function preparePage(bundle, task) {
   const ctx = { url, params: task.params, query: firstValues(url), variants: task.variants, props: callerProps };
 
   const loadStart = performance.now();
-  let result = await runLoad(entry, ctx);
+  let result = await runLoad(entry, ctx, held);
   const decision = decided(result);
   if ('notFound' in decision) {
     page = bundle.notFoundPage ?? '';
     entry = lookup(bundle, page);
     if (!entry) throw new PageThrewError(`load() returned notFound but the bundle has no notFoundPage "${page}"`);
     // The not-found page's own load() gives its props and headers; its status stays 404.
-    result = await runLoad(entry, ctx);
+    result = await runLoad(entry, ctx, held);
   }
   const loadUs = micros(performance.now() - loadStart);
 
@@ -220,13 +224,16 @@ function firstValues(url) {
 /**
  * @param {PageEntry} entry
  * @param {LoadContext} ctx
+ * @param {HeldRender} [held]
  * @returns {Promise<LoadResult>}
  */
-async function runLoad(entry, ctx) {
+async function runLoad(entry, ctx, held) {
   if (!entry.load) return {};
   try {
-    return (await entry.load(ctx)) ?? {};
+    const loading = entry.load(ctx);
+    return (await (held ? held.wait(loading) : loading)) ?? {};
   } catch (err) {
+    if (err instanceof RenderAborted) throw err;
     throw pageThrew(err);
   }
 }

@@ -19,6 +19,7 @@ import { encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader }
 /** @import { Bundle, PreparedPage } from './render-page.js' */
 /** @import { ResponseFields } from './wire.js' */
 /** @import { WireDeferred } from './deferred.js' */
+/** @import { HeldRender } from './renders.js' */
 
 /**
  * What the worker posts on the task's port: an encoded RenderStreamResponse
@@ -44,16 +45,23 @@ let streamType;
  * has written everything; rejects with PageThrewError when the shell failed.
  * A boundary that throws after the shell is React's to handle: it sends the
  * browser an instruction to render that boundary itself.
+ *
+ * Once React has it, the render waits for data whenever none of its callbacks
+ * runs (renders.js): the worker takes other renders meanwhile. The pool's abort
+ * is React's abort(): the pending boundaries end as the browser's to render, and
+ * the stream ends.
  * @param {Bundle} bundle
  * @param {PreparedPage} prepared
  * @param {MessagePort} port
  * @param {(head: string) => ResponseFields} fields the head message's small fields
- * @param {number} maxBytes renderer.max_page_mb, over the head and the body
- * @param {string} [nonce] on React's inline scripts: the caller's placeholder for
+ * @param {object} options
+ * @param {number} options.maxBytes renderer.max_page_mb, over the head and the body
+ * @param {string} [options.nonce] on React's inline scripts: the caller's placeholder for
  *   each response's CSP nonce (RenderStreamRequest.nonce)
+ * @param {HeldRender} [options.held] the worker's hold on the render
  * @returns {Promise<{renderStart?: number, renderUs: number}>}
  */
-export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
+export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, held }) {
   if (prepared.redirect !== undefined) {
     post(port, wrap(HEAD_FIELD, encodeRenderResponse('', '', fields(''), maxBytes)));
     return Promise.resolve({ renderUs: 0 });
@@ -64,7 +72,9 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
   }
   const { entry, props, elementProps, ctx, deferred } = prepared;
   // The caller's deferred values, settled while React waits on them (main thread: grpc-server.js).
-  if (deferred) port.on('message', (/** @type {SettledMessage} */ m) => deferred.settle(m.settled));
+  if (deferred) {
+    port.on('message', (/** @type {SettledMessage} */ m) => (held ? held.run(() => deferred.settle(m.settled)) : deferred.settle(m.settled)));
+  }
   let head;
   try {
     head = renderHead(bundle, entry, props, ctx);
@@ -84,6 +94,7 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
       stream.abort(tooLarge);
       return false;
     }, () => {
+      if (held) held.streaming = false;
       if (tooLarge) reject(tooLarge);
       else resolve({ renderStart, renderUs: micros(performance.now() - renderStart) });
     });
@@ -99,6 +110,7 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
           stream.pipe(destination);
         },
         onShellError(err) {
+          if (held) held.streaming = false;
           reject(pageThrew(err));
         },
         // A boundary's error: React sends the browser its client-render
@@ -107,6 +119,12 @@ export function streamPage(bundle, prepared, port, fields, maxBytes, nonce) {
       });
     } catch (err) {
       reject(pageThrew(err));
+      return;
+    }
+    if (held) {
+      held.streaming = true;
+      held.setWaiting(true);
+      held.onAbort((reason) => stream.abort(new Error(reason.message)));
     }
   });
 }

@@ -9,8 +9,9 @@ import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_th
 import { Piscina } from 'piscina';
 import { InternalError, RenderError } from '../errors.js';
 import { answerHeapSnapshots } from './heap-snapshot-writer.js';
-import { answerProbes, sharedWord } from './loop-probe.js';
+import { answerProbes } from './loop-probe.js';
 import { preparePage, renderPage } from './render-page.js';
+import { Ledger, RenderAborted, sharedWords } from './renders.js';
 import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
 import { encodeRenderResponse } from './wire.js';
@@ -20,15 +21,17 @@ import { encodeRenderResponse } from './wire.js';
 /** @import { ErrorDescriptor } from '../errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { RetentionSample } from './heap-growth.js' */
+/** @import { HeldRender } from './renders.js' */
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
  * `pages` are the names the bundle exports (metrics label only those);
  * `control` is this worker's own port for requests between tasks (heap
- * snapshots) and during them (is its event loop free? loop-probe.js): Piscina
- * owns parentPort. `pong` is the word it answers probes in.
+ * snapshots) and during them (is its event loop free? loop-probe.js; abort one
+ * render): Piscina owns parentPort. `words` are what it shares with the pool
+ * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
  * @typedef {{type: 'worker-warm', threadId: number, pages: string[], warmupMs: number,
- *     warmupRenders: number, meanRenderMs: number, control: MessagePort, pong: Int32Array, report: WorkerReport}
+ *     warmupRenders: number, meanRenderMs: number, control: MessagePort, words: Int32Array, report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
  */
@@ -57,6 +60,7 @@ import { encodeRenderResponse } from './wire.js';
  *   transferred (wire.js)
  * @property {RenderTiming} timing
  * @property {WorkerReport} report
+ * @property {number} busyMs how long it was in this worker and not waiting for data
  */
 
 /**
@@ -76,13 +80,17 @@ import { encodeRenderResponse } from './wire.js';
  */
 
 /**
- * A render that failed in the worker; startedAt as in RenderTiming.
- * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, report: WorkerReport}} RenderFailure
+ * A render that failed in the worker (or was aborted by the pool); startedAt and
+ * busyMs as in RenderSuccess.
+ * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, busyMs: number, report: WorkerReport}} RenderFailure
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
-const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number}} */ (workerData);
+const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number,
+  wake?: Int32Array}} */ (workerData);
 const retention = new RetentionSampler(options.heapGrowthSampleEvery);
+const words = sharedWords();
+const renders = new Ledger(words, options.wake);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
 /** @type {GcPause[]} */
@@ -114,39 +122,54 @@ const checkProps = propsSchema === undefined ? undefined : (await import('./prop
 const warm = await warmUp(bundle, options.warmupRounds);
 const control = new MessageChannel();
 answerHeapSnapshots(control.port1, threadId);
-const pong = sharedWord();
-answerProbes(control.port1, pong);
+answerProbes(control.port1, words);
+control.port1.on('message', (/** @type {AbortRequest} */ request) => {
+  if (request?.type === 'abort') renders.abort(request.id, request.reason);
+});
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, pong, report: report(), ...warm,
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, words, report: report(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
+
+/**
+ * The pool stops one render (its deadline, its caller gone): React's abort() for a page
+ * that streams, a rejected wait for one that awaits data. The renders beside it go on.
+ * @typedef {{type: 'abort', id: number, reason: ErrorDescriptor}} AbortRequest
+ */
 
 /**
  * @param {PoolTask} task
  * @returns {Promise<RenderOutcome>}
  */
-export default async function render(task) {
-  if (task.port) return renderStream(task, task.port);
+export default function render(task) {
+  return renders.hold(task.id ?? 0, (held) => (task.port ? renderStream(task, task.port, held) : renderUnary(task, held)));
+}
+
+/**
+ * @param {PoolTask} task
+ * @param {HeldRender} held
+ * @returns {Promise<RenderOutcome>}
+ */
+async function renderUnary(task, held) {
   const startedAt = performance.timeOrigin + performance.now();
   const measured = retention.begin();
   let result;
   let encoded;
   try {
     checkProps?.(task);
-    result = await renderPage(bundle, task);
+    result = await renderPage(bundle, task, held);
     // A page over max_page_mb fails here, as a result: a throw out of this
     // function would look to the pool like a worker that died.
     encoded = encode(result, startedAt, task.arrivedAt);
   } catch (err) {
-    const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-    return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
+    return failure(err, startedAt, held);
   } finally {
     retention.end(measured, task.page);
   }
   const { response, timing, heap } = encoded;
   /** @type {RenderSuccess} */
-  const value = { ok: true, page: result.page, response, timing, report: report(heap) };
+  const value = { ok: true, page: result.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) };
   // Piscina only looks for a movable at the top of the returned value (a
   // Piscina.move() nested inside an object arrives as {}), so the whole result
   // is one transferable whose transfer list names the response's buffer.
@@ -166,9 +189,10 @@ export default async function render(task) {
  * channels, with no order between them).
  * @param {PoolTask} task
  * @param {MessagePort} port
+ * @param {HeldRender} held
  * @returns {Promise<RenderOutcome>}
  */
-async function renderStream(task, port) {
+async function renderStream(task, port, held) {
   const startedAt = performance.timeOrigin + performance.now();
   const measured = retention.begin();
   const queueUs = Math.max(0, Math.round((startedAt - task.arrivedAt) * 1000));
@@ -176,15 +200,17 @@ async function renderStream(task, port) {
   let rendered;
   try {
     checkProps?.(task);
-    prepared = await preparePage(bundle, task);
+    prepared = await preparePage(bundle, task, held);
     const { page, status, headers, cache, loadUs } = prepared;
     rendered = await streamPage(bundle, prepared, port, (head) => ({
       head, status, headers, cache, page,
       timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
-    }), options.maxPageBytes, task.nonce);
+    }), { maxBytes: options.maxPageBytes, nonce: task.nonce, held });
+    // React ends an aborted stream as a page whose pending boundaries the browser
+    // renders: the render still failed.
+    if (held.aborted) throw new RenderAborted(held.aborted);
   } catch (err) {
-    const error = err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
-    return { ok: false, error: error.toDescriptor(), startedAt, report: report() };
+    return failure(err, startedAt, held);
   } finally {
     retention.end(measured, task.page);
     port.postMessage({ end: true });
@@ -193,8 +219,31 @@ async function renderStream(task, port) {
   const timing = timingOf(startedAt, prepared, rendered, heap);
   const response = encodeTrailer({ ...timing, queueUs });
   /** @type {RenderSuccess} */
-  const value = { ok: true, page: prepared.page, response, timing, report: report(heap) };
+  const value = { ok: true, page: prepared.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) };
   return /** @type {RenderOutcome} */ (value);
+}
+
+/**
+ * A render that ended without a page: the pool's reason when it aborted it.
+ * @param {unknown} err
+ * @param {number} startedAt
+ * @param {HeldRender} held
+ * @returns {RenderFailure}
+ */
+function failure(err, startedAt, held) {
+  const error = err instanceof RenderAborted ? err.reason
+    : (err instanceof RenderError ? err : new InternalError(String(err), { cause: err })).toDescriptor();
+  return { ok: false, error, startedAt, busyMs: busyMs(startedAt, held), report: report() };
+}
+
+/**
+ * How long a render took this worker's thread (or waited behind the renders on it): its
+ * time here less its waits for data. The pool's admission expects renders to cost this.
+ * @param {number} startedAt epoch ms
+ * @param {HeldRender} held
+ */
+function busyMs(startedAt, held) {
+  return Math.max(0, performance.timeOrigin + performance.now() - startedAt - held.waitedMs);
 }
 
 /**

@@ -59,6 +59,10 @@ const (
 	RenderErr_RENDER_ERR_PAGE_TOO_LARGE RenderErr = 12
 	// INTERNAL: anything else.
 	RenderErr_RENDER_ERR_INTERNAL RenderErr = 13
+	// ABORTED: the render's worker was terminated for another render that held its
+	// thread, or died of an out-of-memory render beside it, and the render could not
+	// be tried again on another worker (its output had begun, or its deadline was near).
+	RenderErr_RENDER_ERR_WORKER_LOST RenderErr = 14
 )
 
 // Enum value maps for RenderErr.
@@ -78,6 +82,7 @@ var (
 		11: "RENDER_ERR_QUARANTINED",
 		12: "RENDER_ERR_PAGE_TOO_LARGE",
 		13: "RENDER_ERR_INTERNAL",
+		14: "RENDER_ERR_WORKER_LOST",
 	}
 	RenderErr_value = map[string]int32{
 		"RENDER_ERR_UNSPECIFIED":         0,
@@ -94,6 +99,7 @@ var (
 		"RENDER_ERR_QUARANTINED":         11,
 		"RENDER_ERR_PAGE_TOO_LARGE":      12,
 		"RENDER_ERR_INTERNAL":            13,
+		"RENDER_ERR_WORKER_LOST":         14,
 	}
 )
 
@@ -1031,7 +1037,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x0eexternal_bytes\x18\a \x01(\x04R\rexternalBytes\x12\x1b\n" +
 	"\tworker_us\x18\b \x01(\x04R\bworkerUs\x12\x1f\n" +
 	"\vrenderer_us\x18\t \x01(\x04R\n" +
-	"rendererUs*\x95\x03\n" +
+	"rendererUs*\xb1\x03\n" +
 	"\tRenderErr\x12\x1a\n" +
 	"\x16RENDER_ERR_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_NOT_FOUND\x10\x01\x12\x1c\n" +
@@ -1047,7 +1053,8 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x12\x1a\n" +
 	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
-	"\x13RENDER_ERR_INTERNAL\x10\r2\xd9\x01\n" +
+	"\x13RENDER_ERR_INTERNAL\x10\r\x12\x1a\n" +
+	"\x16RENDER_ERR_WORKER_LOST\x10\x0e2\xd9\x01\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12M\n" +
 	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse(\x010\x01\x12@\n" +
