@@ -33,7 +33,9 @@ type Options struct {
 	// MaxRendersInFlight caps the renders that take CPU at once: a page's Loader, then its
 	// render call (up to the shell, for a page that streams). A render that only waits for
 	// data holds none: a streamed page past its shell, a page waiting for its Deferred
-	// values. Past it a request gets its fallback at once, before its Loader runs.
+	// values (a page's own load() in the renderer holds one while it waits: the edge cannot
+	// tell that wait from rendering). Past it a request gets its fallback at once, before
+	// its Loader runs.
 	// If zero, 64.
 	MaxRendersInFlight int
 	// NotFoundPage is the app's page for paths nothing serves (404). If empty, "not-found".
