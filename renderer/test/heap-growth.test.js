@@ -57,6 +57,31 @@ test('RetentionSampler: measures one task in `every`, and none when another bega
   assert.deepEqual(busy.take(), []);
 });
 
+test('RetentionSampler: no render is measured beside another the worker holds', async () => {
+  let held = 0;
+  const sampler = new RetentionSampler(1, () => held);
+  held = 1;
+  sampler.end(sampler.begin(), 'warm-up'); // leaves the baseline once the worker holds none
+  held = 0;
+  await nextTurn();
+  held = 2; // this one, and one that waits for data
+  sampler.end(sampler.begin(), 'beside-another');
+  held = 1; // the other one still: no baseline taken
+  await nextTurn();
+  assert.deepEqual(sampler.take(), []);
+  held = 0;
+  sampler.end(sampler.begin(), 'leaves-a-baseline');
+  await nextTurn();
+  held = 1;
+  const first = sampler.begin();
+  const second = sampler.begin(); // another began before the first ended
+  sampler.end(first, 'overlapped');
+  sampler.end(second, 'second');
+  held = 0;
+  await nextTurn();
+  assert.deepEqual(sampler.take().map((s) => s.page), []);
+});
+
 test('RetentionSampler: workers starting side by side each get V8\'s gc()', async () => {
   const retention = new URL('../src/worker/heap-growth.js', import.meta.url).href;
   const code = `import { RetentionSampler } from ${JSON.stringify(retention)};

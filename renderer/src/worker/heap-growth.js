@@ -4,7 +4,9 @@
 // the heap only what the render kept. Heap-after-minus-before on every render
 // would not do: it counts garbage not yet collected, and credits a GC's frees
 // to whichever render the GC interrupted, which ranks pages by how much they
-// allocate, not by what they keep.
+// allocate, not by what they keep. A worker holds many renders at once: a
+// render is measured only when it was the only one held from start to end, and
+// a baseline is taken only when the worker holds none.
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -50,9 +52,15 @@ export class RetentionSampler {
   /** [start, end] in performance.now() of the GCs forced here. @type {Array<[number, number]>} */
   #forced = [];
 
-  /** @param {number} every 0: never */
-  constructor(every) {
+  #held;
+
+  /**
+   * @param {number} every 0: never
+   * @param {() => number} [held] renders the worker holds now
+   */
+  constructor(every, held = () => 0) {
     this.#every = every;
+    this.#held = held;
     this.#untilNext = every;
     if (every > 0) {
       this.#gc = privateGc();
@@ -66,35 +74,39 @@ export class RetentionSampler {
   }
 
   /**
-   * At a task's start: the heap measured just before it when this render is
-   * one to measure (the task before it left a baseline), else undefined.
+   * At a task's start: the heap measured just before it, when this render is
+   * one to measure (the task before it left a baseline, and no other render is
+   * held), else undefined.
+   * @returns {{usedBytes: number, seq: number} | undefined}
    */
   begin() {
     const seq = ++this.#tasks;
-    return this.#baseline?.seq === seq - 1 ? this.#baseline.usedBytes : undefined;
+    if (this.#baseline?.seq !== seq - 1 || this.#held() > 1) return undefined;
+    return { usedBytes: this.#baseline.usedBytes, seq };
   }
 
   /**
    * At a task's end: measures what a measured render kept, and leaves the
    * baseline for the next one when its turn has come, once the task's answer
    * has gone (setImmediate), unless another task has begun by then.
-   * @param {number | undefined} baselineBytes begin()'s value
+   * @param {{usedBytes: number, seq: number} | undefined} baseline begin()'s value
    * @param {string} page
    */
-  end(baselineBytes, page) {
+  end(baseline, page) {
     if (this.#every === 0) return;
     this.#baseline = null;
-    const measured = baselineBytes !== undefined;
+    // Not when another render began meanwhile: the heap it gained is not this one's alone.
+    const measured = baseline !== undefined && baseline.seq === this.#tasks;
     const next = --this.#untilNext <= 0;
     if (!measured && !next) return;
     const seq = this.#tasks;
     setImmediate(() => {
-      if (this.#tasks !== seq) return;
+      if (this.#tasks !== seq || this.#held() > 0) return;
       const start = performance.now();
       this.#gc({ type: 'minor' });
       this.#forced.push([start, performance.now()]);
       const usedBytes = getHeapStatistics().used_heap_size;
-      if (measured) this.#pending.push({ page, retainedBytes: usedBytes - baselineBytes, every: this.#every });
+      if (measured) this.#pending.push({ page, retainedBytes: usedBytes - baseline.usedBytes, every: this.#every });
       if (next) {
         this.#baseline = { seq, usedBytes };
         this.#untilNext = this.#every;

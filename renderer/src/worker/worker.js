@@ -88,9 +88,9 @@ import { encodeRenderResponse } from './wire.js';
 
 const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number,
   wake?: Int32Array}} */ (workerData);
-const retention = new RetentionSampler(options.heapGrowthSampleEvery);
 const words = sharedWords();
 const renders = new Ledger(words, options.wake);
+const retention = new RetentionSampler(options.heapGrowthSampleEvery, () => renders.size);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
 /** @type {GcPause[]} */
