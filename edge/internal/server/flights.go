@@ -52,6 +52,9 @@ var landed = func() chan struct{} {
 // a render that outlives every waiter still completes and fills the cache.
 type flights struct {
 	cache *htmlcache.Cache
+	// current reports whether an entry was rendered by the code that renders now (builds):
+	// a copy of another bundle is no flight that landed.
+	current func(*htmlcache.Entry) bool
 
 	mu sync.Mutex
 	m  map[string]*flight // guarded by mu
@@ -63,14 +66,15 @@ type flights struct {
 // whether this call started the flight; origin is the span of the request that asks.
 //
 // A flight that landed between the caller's cache lookup and this call left a fresh copy
-// behind: the caller gets that, as a flight already done, instead of rendering again.
+// behind: the caller gets that, as a flight already done, instead of rendering again. A fresh
+// copy rendered by other code (the renderer reloaded another bundle since) is not one.
 func (f *flights) join(key, path string, origin trace.SpanContext, streamed bool, prepare func() func(*flight)) (fl *flight, started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.gen, &htmlcache.Entry{Key: key, Path: path}) {
 		return fl, false
 	}
-	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass {
+	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass && f.current(e) {
 		return &flight{done: landed, entry: e}, false
 	}
 	if f.m == nil {

@@ -66,11 +66,12 @@ type Site struct {
 
 // NewSite prepares the pages of e (valid: config.Validate) over o's renderer and cache.
 func NewSite(e config.Edge, o Options) (*Site, error) {
+	build := &builds{server: o.ServerBuild}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
-		cache: o.Cache, flights: &flights{cache: o.Cache}, slots: make(chan struct{}, e.MaxRendersInFlight),
+		cache: o.Cache, flights: &flights{cache: o.Cache, current: build.matches}, slots: make(chan struct{}, e.MaxRendersInFlight),
 		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
-		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: &builds{server: o.ServerBuild},
+		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
 	}
 	if e.CrawlerUserAgent != "" {
 		d.crawler = regexp.MustCompile(e.CrawlerUserAgent) // config.Validate compiled it
