@@ -216,7 +216,9 @@ export async function build({ pages, client, outdir = 'dist', dev = false, cwd: 
   const clientDir = path.join(outDir, 'client');
   const server = generatedEntry('server', [
     "export { createElement } from 'react';",
-    "export { renderToString, renderToStaticMarkup } from 'react-dom/server';",
+    // renderToPipeableStream for the pages that stream: here, never in the pages file, which
+    // the client bundle imports too.
+    "export { renderToString, renderToStaticMarkup, renderToPipeableStream } from 'react-dom/server';",
     `export * from ${JSON.stringify(pagesFile)};`,
   ], reactDir);
   const clientEntry = client === undefined

@@ -115,6 +115,9 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     assert.ok(existsSync(join(app, 'dist', 'client', manifest.scripts[0])));
     const bundle = await import(pathToFileURL(join(app, 'dist', 'server', 'server.js')).href);
     assert.equal(bundle.renderToString(bundle.createElement(bundle.pages.hello.component, { name: 'x' })), '<h1>Hello, <!-- -->x</h1>');
+    assert.equal(typeof bundle.renderToPipeableStream, 'function', 'the server bundle can stream a page');
+    const clientCode = readFileSync(join(app, 'dist', 'client', manifest.scripts[0]), 'utf8');
+    assert.doesNotMatch(clientCode, /renderToPipeableStream/, 'react-dom/server stays out of the browser\'s bundle');
   });
 
   await t.test('the bin serves the bundle, and SIGTERM stops it with exit 0', async () => {
