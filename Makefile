@@ -47,7 +47,7 @@ dev: build ## make run, and every change under app/src rebuilds the app: the ren
 ##@ Build
 
 .PHONY: build
-build: app edge shop fixture ## Build the demo app, the test fixture bundle, the edge binary and the demo shop
+build: app edge shop fixture $(GO_TOOLS) ## Build the demo app, the test fixture bundle, the edge binary, the demo shop and the pinned tools the docs use (bin/grpcurl, bin/hey...)
 
 .PHONY: deps
 deps: $(RENDERER_DEPS) $(APP_DEPS) ## Install the pinned npm packages (npm ci)
