@@ -86,7 +86,8 @@ type Options struct {
 	// Loader, and the render call, whose trace the renderer continues (with its own
 	// renderer.otlp_endpoint). If nil, no spans, at no cost.
 	TracerProvider trace.TracerProvider
-	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry.
+	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry,
+	// with the Go runtime's and the process's collectors, which the Admin handler serves.
 	// Register one Server per Registerer.
 	Registerer prometheus.Registerer
 	// Logger receives fallbacks, refused sockets and bugs. If nil, slog.Default().

@@ -76,8 +76,9 @@ type AdminOptions struct {
 	// Draining, once set (at SIGTERM, before the listeners close), turns readiness false.
 	// If nil, readiness follows only Ready.
 	Draining *atomic.Bool
-	// Gatherer is served at /metrics: the registry given as Options.Registerer, with the
-	// process's own collectors. If nil, /metrics serves no metric.
+	// Gatherer is served at /metrics. If nil, the Server's own metrics: Options.Registerer
+	// when it can be gathered (a *prometheus.Registry), or, without one, the private
+	// registry the Server keeps them in, with the Go runtime's and the process's collectors.
 	Gatherer prometheus.Gatherer
 	// Token admits "Authorization: Bearer <Token>" to /debug/pprof/ and POST /cache/purge
 	// from any address. If empty, only TrustLoopback callers are admitted.
@@ -99,6 +100,9 @@ func (s *Server) Admin(o AdminOptions) http.Handler {
 	}
 	gatherer := o.Gatherer
 	if gatherer == nil {
+		gatherer = s.site.Gatherer
+	}
+	if gatherer == nil { // Options.Registerer cannot be gathered: the caller serves it
 		gatherer = prometheus.NewRegistry()
 	}
 	return server.Admin(server.AdminOptions{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -453,6 +454,41 @@ func TestShedBeforeTheLoader(t *testing.T) {
 
 // TestAdmin: the package's admin handler is the edge binary's: liveness, readiness that
 // follows draining and the bundle's page names, metrics, and purges only for the trusted.
+// TestAdminMetrics: /metrics serves the Server's own metrics without wiring: the private
+// registry, or Options.Registerer when it can be gathered; an AdminOptions.Gatherer wins.
+func TestAdminMetrics(t *testing.T) {
+	own := prometheus.NewRegistry()
+	other := prometheus.NewRegistry()
+	other.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "other_total"}))
+	for _, tt := range []struct {
+		name       string
+		registerer prometheus.Registerer
+		gatherer   prometheus.Gatherer
+		want       []string
+		notWant    string
+	}{
+		{"nothing wired", nil, nil, []string{"edge_cache_bytes", "go_goroutines", "process_cpu_seconds_total"}, ""},
+		{"a registry as Options.Registerer", own, nil, []string{"edge_cache_bytes"}, "go_goroutines"},
+		{"an AdminOptions.Gatherer", nil, other, []string{"other_total"}, "edge_cache_bytes"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixtureOn(t, Options{Registerer: tt.registerer}, &fakeRenderer{pages: []string{"product"}})
+			f.srv.Page("product", PageOptions{})
+			rec := httptest.NewRecorder()
+			f.srv.Admin(AdminOptions{Gatherer: tt.gatherer}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			body := rec.Body.String()
+			for _, name := range tt.want {
+				if rec.Code != 200 || !strings.Contains(body, name) {
+					t.Errorf("/metrics: got %d without %s", rec.Code, name)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(body, tt.notWant) {
+				t.Errorf("/metrics: serves %s", tt.notWant)
+			}
+		})
+	}
+}
+
 func TestAdmin(t *testing.T) {
 	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
 	f.srv.Page("product", PageOptions{})

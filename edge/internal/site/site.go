@@ -17,6 +17,7 @@ import (
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
@@ -30,7 +31,8 @@ import (
 type Options struct {
 	// Log receives fallbacks, refused sockets and bugs. If nil, slog.Default().
 	Log *slog.Logger
-	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry.
+	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry,
+	// with the Go runtime's and the process's collectors (Site.Gatherer).
 	Registerer prometheus.Registerer
 	// TracerProvider receives a span per page request and render call. If nil, no spans.
 	TracerProvider trace.TracerProvider
@@ -53,6 +55,9 @@ const tracerName = "github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 // handlers, purge it, and Close it when done.
 type Site struct {
 	*server.Site
+	// Gatherer gathers the edge_* metrics: Options.Registerer when it is one (a
+	// *prometheus.Registry), the private registry when there was none, else nil.
+	Gatherer prometheus.Gatherer
 	e        config.Edge
 	log      *slog.Logger
 	renderer *renderclient.Client
@@ -71,8 +76,11 @@ func Open(cfg *config.Config, o Options) (*Site, error) {
 	}
 	reg := o.Registerer
 	if reg == nil {
-		reg = prometheus.NewRegistry()
+		private := prometheus.NewRegistry()
+		private.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = private
 	}
+	gatherer, _ := reg.(prometheus.Gatherer)
 	var tracer trace.Tracer
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer(tracerName)
@@ -113,7 +121,7 @@ func Open(cfg *config.Config, o Options) (*Site, error) {
 		}
 		return nil, fmt.Errorf("assets: %w", err)
 	}
-	return &Site{Site: site, e: e, log: log, renderer: renderer, shared: shared}, nil
+	return &Site{Site: site, Gatherer: gatherer, e: e, log: log, renderer: renderer, shared: shared}, nil
 }
 
 // Ready returns, without waiting, an error naming every page name in use that the
