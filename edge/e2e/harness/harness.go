@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dunglas/httpsfv"
 )
 
 // RepoRoot is the repository's root directory.
@@ -286,10 +288,53 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// NoRedirects is the client of Get: a redirect is an answer the tests look at.
+// NoRedirects is the client of Get: a redirect is an answer the tests look at. Every
+// response it returns has a Cache-Status a structured-field parser reads as sent
+// (CheckCacheStatus); one that does not fails the request.
 var NoRedirects = &http.Client{
 	Timeout:       10 * time.Second,
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	Transport:     cacheStatusChecked{http.DefaultTransport},
+}
+
+// cacheStatusChecked fails a response whose Cache-Status CheckCacheStatus refuses.
+type cacheStatusChecked struct{ next http.RoundTripper }
+
+func (c cacheStatusChecked) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckCacheStatus(resp.Header.Values("Cache-Status")); err != nil {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %w", r.Method, r.URL, err)
+	}
+	return resp, nil
+}
+
+// CheckCacheStatus reports a Cache-Status (RFC 9211) that is not a structured-field list
+// (RFC 9651), or one of whose members names a parameter twice: a parser keeps only the
+// last, so whatever the first said is lost to every cache and client that reads it.
+func CheckCacheStatus(values []string) error {
+	if len(values) == 0 {
+		return nil
+	}
+	list, err := httpsfv.UnmarshalList(values)
+	if err != nil {
+		return fmt.Errorf("Cache-Status %q is not a structured-field list: %w", values, err)
+	}
+	// The members as sent: none of the edge's holds a string, where a comma could hide.
+	raw := strings.Split(strings.Join(values, ","), ",")
+	for i, member := range list {
+		item, ok := member.(httpsfv.Item)
+		if !ok || i >= len(raw) {
+			return fmt.Errorf("Cache-Status %q: member %d is not an item", values, i)
+		}
+		if sent, parsed := strings.Count(raw[i], ";"), len(item.Params.Names()); sent != parsed {
+			return fmt.Errorf("Cache-Status %q: member %q names a parameter twice (%d sent, %d parsed)", values, strings.TrimSpace(raw[i]), sent, parsed)
+		}
+	}
+	return nil
 }
 
 // Response is a response whose body has been read into Text.

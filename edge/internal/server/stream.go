@@ -162,7 +162,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	for k, vs := range pageHeaders(t.head) {
 		h[k] = vs
 	}
-	h.Set("Cache-Status", fmt.Sprintf("%s; fwd-status=%d; detail=streamed", cacheStatus, code))
+	h.Set("Cache-Status", withDetail(fmt.Sprintf("%s; fwd-status=%d", cacheStatus, code), "streamed"))
 	h.Add("Vary", p.vary)
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	// nginx buffers a proxied response unless told otherwise, which would hold the shell.
