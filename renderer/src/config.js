@@ -128,22 +128,11 @@ const KEYS = {
 const AUTO_QUEUE_RENDER_MS = 25;
 
 /**
- * What max_pending_per_worker: auto gives each render waiting for data: several times
- * what one pending render of the demo's streamed reviews page keeps in a worker's heap
- * (bench/pending-memory.mjs measures it: 23 KB on 2026-11-27), so a page with more state
- * still fits.
+ * What max_pending_per_worker: auto gives each render waiting for data, out of half the
+ * worker's old-generation cap: about 11 times what a pending render of the demo's reviews
+ * page keeps (bench/pending-memory.mjs: 23 KB on 2026-11-27), so a page with more state fits.
  */
-export const PENDING_RENDER_BUDGET_BYTES = 256 * 1024;
-/** The share of a worker's old-generation cap that renders waiting for data may fill. */
-const PENDING_HEAP_SHARE = 0.5;
-
-/**
- * max_pending_per_worker: auto, from the worker's heap cap.
- * @param {number} maxOldGenerationMb
- */
-export function autoMaxPending(maxOldGenerationMb) {
-  return Math.max(1, Math.floor((maxOldGenerationMb * 1024 * 1024 * PENDING_HEAP_SHARE) / PENDING_RENDER_BUDGET_BYTES));
-}
+const PENDING_RENDER_BUDGET_BYTES = 256 * 1024;
 
 const SECTIONS = new Set(['edge', 'renderer']);
 const ENV_PREFIX = 'SSR_RENDERER_';
@@ -199,7 +188,9 @@ export function parseConfig(text, { env = {}, flags = [], cwd = process.cwd() } 
   if (/** @type {unknown} */ (config.maxQueue) === 'auto') {
     config.maxQueue = Math.ceil((config.threads * config.defaultDeadlineMs) / AUTO_QUEUE_RENDER_MS);
   }
-  if (/** @type {unknown} */ (config.maxPendingPerWorker) === 'auto') config.maxPendingPerWorker = autoMaxPending(config.maxOldGenerationMb);
+  if (/** @type {unknown} */ (config.maxPendingPerWorker) === 'auto') {
+    config.maxPendingPerWorker = Math.max(1, Math.floor((config.maxOldGenerationMb * 1024 * 1024) / 2 / PENDING_RENDER_BUDGET_BYTES));
+  }
   if (config.heapSnapshotDir !== '') config.heapSnapshotDir = resolve(cwd, config.heapSnapshotDir);
   if (config.heapSnapshotNearLimit > 0 && config.heapSnapshotDir === '') {
     throw new ConfigError('renderer.heap_snapshot_near_limit', 'needs renderer.heap_snapshot_dir (a writable volume with a size limit)');
