@@ -64,6 +64,40 @@ func TestCheckWithAllPagesKnown(t *testing.T) {
 	}
 }
 
+// TestStreamedPageFromABundleThatCannotStream: a page that streams from a bundle without
+// renderToPipeableStream is found at start (Check, readiness and the log), not answered
+// with the client-side shell on every request; the same bundle serves pages that do not
+// stream.
+func TestStreamedPageFromABundleThatCannotStream(t *testing.T) {
+	for _, canStream := range []bool{false, true} {
+		f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"article", "home"}, cannotStream: !canStream})
+		mux := http.NewServeMux()
+		mux.Handle("GET /articles/{slug}", f.srv.Page("article", PageOptions{Stream: true}))
+		mux.Handle("GET /{$}", f.srv.Page("home", PageOptions{}))
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := f.srv.Check(ctx)
+		cancel()
+		if canStream {
+			if err != nil {
+				t.Errorf("a bundle that can stream: Check got %v, want nil", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), `"article"`) || !strings.Contains(err.Error(), "renderToPipeableStream") {
+			t.Fatalf("Check: got %v, want an error naming the streamed page and renderToPipeableStream", err)
+		}
+		if strings.Contains(err.Error(), `"home"`) {
+			t.Errorf("Check names a page that does not stream: %v", err)
+		}
+		if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"article"`) {
+			t.Errorf("Ready: got %v, want the same error", err)
+		}
+		if logs := f.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "page=article") {
+			t.Errorf("the page that cannot stream is not logged at ERROR:\n%s", logs)
+		}
+	}
+}
+
 // TestReadyAfterARefusedPage: a page the renderer refuses (its bundle changed since it
 // answered, or it never did) makes Ready report it.
 func TestReadyAfterARefusedPage(t *testing.T) {

@@ -34,8 +34,9 @@ type Server struct {
 
 // New connects (lazily) to the renderer and loads the client build's manifest. As soon as
 // the renderer answers, every page name the Server uses is checked against its bundle:
-// each missing one is logged at ERROR, and its requests answer 500. Check waits for that
-// answer, for a server that must not start with a typo.
+// each missing one is logged at ERROR, and its requests answer 500; so is a page that
+// streams (PageOptions.Stream) from a bundle that does not export renderToPipeableStream.
+// Check waits for that answer, for a server that must not start with a typo.
 func New(o Options) (*Server, error) {
 	cfg, err := o.config()
 	if err != nil {
@@ -56,8 +57,9 @@ func New(o Options) (*Server, error) {
 
 // Check waits until the renderer answers (or ctx ends) and returns an error naming every
 // page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
-// pages so far) that the renderer's bundle lacks. Call it after mounting the pages, before
-// serving, so a typo stops the start:
+// pages so far) that the renderer's bundle lacks, and every page that streams while the
+// bundle cannot. Call it after mounting the pages, before serving, so a typo stops the
+// start:
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 //	defer cancel()

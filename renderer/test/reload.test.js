@@ -111,7 +111,7 @@ test('reload under load: no render fails, and afterwards every render comes from
   assert.equal(app.pool.readiness().ready, true);
 });
 
-test('after a reload, the page names are the new bundle\'s (ListPages, which the edge checks its routes against)', async (t) => {
+test('after a reload, the page names and whether it can stream are the new bundle\'s (ListPages, which the edge checks its routes against)', async (t) => {
   const { app, bundle } = await startOnCopy(t);
   assert.ok(!app.pool.pages().includes('added'));
   const withPage = FIXTURE.replace('var pages = {', 'var pages = { added: { component: () => null },');
@@ -120,6 +120,13 @@ test('after a reload, the page names are the new bundle\'s (ListPages, which the
   await app.pool.reload();
   assert.ok(app.pool.pages().includes('added'), `pages after the reload: ${app.pool.pages()}`);
   assert.ok(app.pool.knownPage('added'));
+  assert.equal(app.pool.canStream(), true);
+
+  const withoutStreaming = FIXTURE.replace('export_renderToPipeableStream as renderToPipeableStream,', '');
+  assert.notEqual(withoutStreaming, FIXTURE, 'the fixture bundle exports renderToPipeableStream');
+  publish(bundle, withoutStreaming);
+  await app.pool.reload();
+  assert.equal(app.pool.canStream(), false, 'a bundle that cannot stream says so, so that the edge refuses its streamed pages');
 });
 
 test('a reload asked for during a reload replaces it: both settle once the newest file serves', async (t) => {

@@ -92,4 +92,5 @@ test('ListPages names the pages of the loaded bundle', async (t) => {
   const pages = /** @type {{pages: string[]}} */ (reply).pages;
   for (const page of ['home', 'product', 'not-found']) assert.ok(pages.includes(page), `${page} in ${pages}`);
   assert.match(/** @type {{bundleId: string}} */ (reply).bundleId, /^[0-9a-f]{12}$/);
+  assert.equal(/** @type {{canStream: boolean}} */ (reply).canStream, true, 'the bundle exports renderToPipeableStream');
 });

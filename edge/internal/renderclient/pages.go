@@ -12,10 +12,21 @@ import (
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
-// ListPages returns the page names of the renderer's bundle and the bundle's id. It waits
-// until the renderer is reachable and has loaded its bundle (the renderer answers
-// UNAVAILABLE until a worker is warm, which is retried) or ctx ends.
-func (c *Client) ListPages(ctx context.Context) ([]string, string, error) {
+// Bundle is what the renderer's server bundle exports.
+type Bundle struct {
+	// Pages are its page names.
+	Pages []string
+	// ID is a hash of its file, which the edge's cache keys are made of.
+	ID string
+	// CanStream is whether it exports renderToPipeableStream, which a page that streams
+	// needs.
+	CanStream bool
+}
+
+// ListPages returns what the renderer's bundle exports. It waits until the renderer is
+// reachable and has loaded its bundle (the renderer answers UNAVAILABLE until a worker is
+// warm, which is retried) or ctx ends.
+func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 	// No dial before the socket exists: failed dials put the connection in backoff (up to
 	// MaxReconnectDelay), and the first renders after the renderer comes up would fail
 	// fast instead of connecting.
@@ -25,24 +36,24 @@ func (c *Client) ListPages(ctx context.Context) ([]string, string, error) {
 		}
 		select {
 		case <-ctx.Done():
-			return nil, "", ctx.Err()
+			return Bundle{}, ctx.Err()
 		case <-time.After(listPagesRetry):
 		}
 	}
 	for {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
-			return resp.GetPages(), resp.GetBundleId(), nil
+			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream()}, nil
 		}
 		if ctx.Err() != nil {
-			return nil, "", ctx.Err()
+			return Bundle{}, ctx.Err()
 		}
 		if status.Code(err) != codes.Unavailable {
-			return nil, "", err
+			return Bundle{}, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, "", ctx.Err()
+			return Bundle{}, ctx.Err()
 		case <-time.After(listPagesRetry):
 		}
 	}

@@ -77,7 +77,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		d.crawler = regexp.MustCompile(e.CrawlerUserAgent) // config.Validate compiled it
 	}
 	if o.ErrorPage != "" {
-		d.names.use(o.ErrorPage, "the error page")
+		d.names.use(o.ErrorPage, "the error page", false)
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
@@ -129,23 +129,23 @@ func (s *Site) followBundle(ctx context.Context) {
 // Close stops listening for other replicas' purges and for the renderer's page names.
 func (s *Site) Close() { s.stop() }
 
-// Check waits for the renderer's page names (until ctx ends) and returns an error naming
-// every page name in use that its bundle lacks.
+// Check waits for what the renderer's bundle exports (until ctx ends) and returns an error
+// naming every page name in use that it lacks, and every page that streams while it
+// cannot.
 func (s *Site) Check(ctx context.Context) error {
 	if s.pages == nil {
 		return nil
 	}
-	pages, bundleID, err := s.pages.ListPages(ctx)
+	bundle, err := s.pages.ListPages(ctx)
 	if err != nil {
 		return fmt.Errorf("asking the renderer for its pages: %w", err)
 	}
-	s.d.names.learn(pages)
-	s.d.build.bundle.Store(&bundleID)
+	s.d.names.learn(bundle)
+	s.d.build.bundle.Store(&bundle.ID)
 	return s.d.names.missing()
 }
 
-// Missing returns an error naming the page names in use that the renderer's bundle lacks,
-// as far as known (nil before the renderer answered).
+// Missing returns Check's error as far as known (nil before the renderer answered).
 func (s *Site) Missing() error { return s.d.names.missing() }
 
 // PageOptions are what a page adds to its route.
@@ -175,7 +175,7 @@ func (s *Site) Page(r config.Route, o PageOptions) http.Handler {
 func (s *Site) newPage(r config.Route, usedBy string) *page {
 	p := newPage(r, s.e, s.d)
 	p.lang, p.head = s.lang, s.head
-	s.d.names.use(r.Page, usedBy)
+	s.d.names.use(r.Page, usedBy, r.Stream)
 	// A purge must outlive every render that began before it: a flight may wait on another
 	// replica's render, then render itself, each within the hard deadline.
 	s.d.cache.RememberPurgesFor(2*p.hard + purgeSlack)

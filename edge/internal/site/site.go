@@ -125,8 +125,8 @@ func Open(cfg *config.Config, o Options) (*Site, error) {
 }
 
 // Ready returns, without waiting, an error naming every page name in use that the
-// renderer's bundle lacks, as far as the renderer has answered (nil before it has): for a
-// readiness probe.
+// renderer's bundle lacks and every page that streams while it cannot, as far as the
+// renderer has answered (nil before it has): for a readiness probe.
 func (s *Site) Ready() error { return s.Missing() }
 
 // Close stops the site's background work and closes its connections to the renderer and

@@ -55,12 +55,14 @@ export class RenderPool {
   #observer = {};
   /** @type {Map<number, WorkerState>} */
   #workers = new Map();
-  /** @type {Set<string>} page names the bundle exports */
-  #pages = new Set();
-  /** a hash of the bundle file the workers run ('' until one is warm) */
-  #bundleId = '';
-  /** @type {string[]} the pages of the worker warmed last: a reload's bundle's, once it is done */
-  #newestPages = [];
+  /**
+   * What the bundle the workers run exports, and a hash of its file (empty until a worker
+   * is warm).
+   * @type {{pages: Set<string>, canStream: boolean, id: string}}
+   */
+  #loaded = { pages: new Set(), canStream: false, id: '' };
+  /** @type {{pages: string[], canStream: boolean}} the bundle of the worker warmed last: a reload's, once it is done */
+  #newest = { pages: [], canStream: false };
   #scheduler;
   #draining = false;
   #closing = false;
@@ -308,17 +310,22 @@ export class RenderPool {
    * @param {string} page
    */
   knownPage(page) {
-    return this.#pages.has(page);
+    return this.#loaded.pages.has(page);
   }
 
   /** The bundle's page names (empty until a worker has loaded it). */
   pages() {
-    return [...this.#pages];
+    return [...this.#loaded.pages];
+  }
+
+  /** Whether the bundle exports renderToPipeableStream, which pages that stream need. */
+  canStream() {
+    return this.#loaded.canStream;
   }
 
   /** A hash of the bundle file the workers run ('' until one has loaded it). */
   bundleId() {
-    return this.#bundleId;
+    return this.#loaded.id;
   }
 
   /**
@@ -378,8 +385,7 @@ export class RenderPool {
     if (!reload?.passed || this.#workers.size < this.#threads) return;
     if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
-    this.#pages = new Set(this.#newestPages);
-    this.#bundleId = bundleId(this.#bundle);
+    this.#loaded = { pages: new Set(this.#newest.pages), canStream: this.#newest.canStream, id: bundleId(this.#bundle) };
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
     reload.finish();
   }
@@ -498,11 +504,10 @@ export class RenderPool {
       this.#workers.set(state.id, state);
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
-      if (this.#pages.size === 0) {
-        for (const page of message.pages) this.#pages.add(page);
-        this.#bundleId = bundleId(this.#bundle);
+      this.#newest = { pages: message.pages, canStream: message.canStream };
+      if (this.#loaded.pages.size === 0) {
+        this.#loaded = { pages: new Set(message.pages), canStream: message.canStream, id: bundleId(this.#bundle) };
       }
-      this.#newestPages = message.pages;
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);
       this.#logger.info({
         workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,

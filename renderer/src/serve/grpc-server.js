@@ -179,7 +179,7 @@ export async function startGrpcServer({ address, maxRequestMb, defaultDeadlineMs
 
 /**
  * @param {RenderPool} pool
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[], bundleId: string}>}
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[], bundleId: string, canStream: boolean}>}
  */
 function listPagesHandler(pool) {
   return (_call, callback) => {
@@ -188,7 +188,7 @@ function listPagesHandler(pool) {
       callback({ code: grpc.status.UNAVAILABLE, details: 'no worker has loaded the bundle yet' });
       return;
     }
-    callback(null, { pages, bundleId: pool.bundleId() });
+    callback(null, { pages, bundleId: pool.bundleId(), canStream: pool.canStream() });
   };
 }
 

@@ -25,12 +25,13 @@ import { encodeRenderResponse } from './wire.js';
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
- * `pages` are the names the bundle exports (metrics label only those);
+ * `pages` are the names the bundle exports (metrics label only those), and
+ * `canStream` whether it exports renderToPipeableStream (stream.js);
  * `control` is this worker's own port for requests between tasks (heap
  * snapshots) and during them (is its event loop free? loop-probe.js; abort one
  * render): Piscina owns parentPort. `words` are what it shares with the pool
  * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], warmupMs: number,
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], canStream: boolean, warmupMs: number,
  *     warmupRenders: number, meanRenderMs: number, control: MessagePort, words: Int32Array, report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
@@ -128,7 +129,8 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), control: control.port2, words, report: report(), ...warm,
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), canStream: typeof bundle.renderToPipeableStream === 'function',
+  control: control.port2, words, report: report(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
 

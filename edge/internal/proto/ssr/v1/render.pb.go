@@ -172,7 +172,10 @@ type ListPagesResponse struct {
 	Pages []string `protobuf:"bytes,1,rep,name=pages,proto3" json:"pages,omitempty"`
 	// A hash of the server bundle's file: the edge keys its cache on it, so that a page
 	// rendered by another server bundle (other load() code) is never served for this one.
-	BundleId      string `protobuf:"bytes,2,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
+	BundleId string `protobuf:"bytes,2,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
+	// Whether the server bundle exports react-dom/server's renderToPipeableStream: without
+	// it a page that streams (RenderStream) cannot render, and the edge refuses to start.
+	CanStream     bool `protobuf:"varint,3,opt,name=can_stream,json=canStream,proto3" json:"can_stream,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -219,6 +222,13 @@ func (x *ListPagesResponse) GetBundleId() string {
 		return x.BundleId
 	}
 	return ""
+}
+
+func (x *ListPagesResponse) GetCanStream() bool {
+	if x != nil {
+		return x.CanStream
+	}
+	return false
 }
 
 type RenderRequest struct {
@@ -975,10 +985,12 @@ var File_ssr_v1_render_proto protoreflect.FileDescriptor
 const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\x12\n" +
-	"\x10ListPagesRequest\"F\n" +
+	"\x10ListPagesRequest\"e\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
-	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\"\xf6\x02\n" +
+	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
+	"\n" +
+	"can_stream\x18\x03 \x01(\bR\tcanStream\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
