@@ -58,3 +58,41 @@ func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
 		t.Errorf("another bundle: got Cache-Status %q, want a render", got)
 	}
 }
+
+// TestAReloadRendersEachPageOnce: after the renderer reloads another bundle, its first
+// render of a page is stored as that bundle's (not as the one the edge had last asked
+// about), so it is a hit from then on, also once the edge asks again; and that first render
+// makes the old bundle's pages stale at once, before the edge asks.
+func TestAReloadRendersEachPageOnce(t *testing.T) {
+	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
+	b1, b2 := "bundle1", "bundle2"
+	fake.bundle.Store(&b1)
+	f := newFixtureOn(t, Options{}, fake)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	serve(h, "/products/1") // stored as bundle1's
+
+	fake.bundle.Store(&b2) // the renderer reloaded; the edge has not asked since
+	before := fake.calls.Load()
+	for i, check := range []bool{false, false, true, false} {
+		if check {
+			if err := f.srv.Check(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if got := serve(h, "/products/7").Header().Get("Cache-Status"); i > 0 && !strings.Contains(got, "hit") {
+			t.Errorf("request %d after the reload: got Cache-Status %q, want a hit", i+1, got)
+		}
+	}
+	if n := fake.calls.Load() - before; n != 1 {
+		t.Errorf("after the reload the page rendered %d times, want 1", n)
+	}
+	if got := serve(h, "/products/1").Header().Get("Cache-Status"); strings.Contains(got, "hit") {
+		t.Errorf("a page of the old bundle after the new one rendered: got Cache-Status %q, want a render", got)
+	}
+}

@@ -35,7 +35,7 @@ type fakeRenderer struct {
 	down  atomic.Bool
 	// pages are the bundle's page names; nil: ListPages is unimplemented.
 	pages []string
-	// bundle is the bundle's id ListPages answers.
+	// bundle is the bundle's id ListPages and each render answer.
 	bundle atomic.Pointer[string]
 	// unknown: every page is unknown (NOT_FOUND), as for a bundle without it.
 	unknown bool
@@ -67,7 +67,11 @@ func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*s
 	if len(props) == 0 {
 		props = []byte("{}")
 	}
-	return &ssrv1.RenderResponse{Page: req.Page, Status: 200, Html: []byte(req.Page + ": " + string(props)), PropsJson: props}, nil
+	resp := &ssrv1.RenderResponse{Page: req.Page, Status: 200, Html: []byte(req.Page + ": " + string(props)), PropsJson: props}
+	if b := f.bundle.Load(); b != nil {
+		resp.BundleId = *b
+	}
+	return resp, nil
 }
 
 type fixture struct {

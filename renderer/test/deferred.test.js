@@ -86,7 +86,7 @@ test('a streamed page sends its shell at once and the boundary once the value is
   });
   const { status, headers, cache } = prepared;
   const rendered = streamPage(bundle, prepared, port2, (head) => ({
-    head, status, headers, cache, page: prepared.page,
+    head, status, headers, cache, page: prepared.page, bundleId: '',
     timing: { queueUs: 0, loadUs: 0, renderUs: 0, workerUs: 0, workerId: 0, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
   }), { maxBytes: Infinity }).finally(() => port2.postMessage({ end: true }));
   await shell.promise;

@@ -46,7 +46,8 @@ async function startOnCopy(t, renderer = {}) {
 /**
  * Three callers render the status page in a closed loop until stop() (more
  * than threads, so renders also queue). Every answer's paragraph is kept in
- * `seen`, and in `since` once mark() was called before its call began.
+ * `seen`, and in `since` once mark() was called before its call began; `ids`
+ * maps each paragraph to the bundle ids its answers named.
  * @param {RenderClient} client
  */
 function load(client) {
@@ -56,6 +57,8 @@ function load(client) {
   const since = [];
   /** @type {string[]} */
   const errors = [];
+  /** @type {Map<string, Set<string>>} */
+  const ids = new Map();
   let running = true;
   let marked = false;
   const callers = Promise.all([0, 1, 2].map(async () => {
@@ -66,14 +69,17 @@ function load(client) {
         errors.push(error?.message ?? `status ${response?.status}`);
         continue;
       }
-      seen.push(response.html.toString('utf8'));
-      if (after) since.push(response.html.toString('utf8'));
+      const text = response.html.toString('utf8');
+      seen.push(text);
+      if (after) since.push(text);
+      ids.set(text, (ids.get(text) ?? new Set()).add(response.bundleId));
     }
   }));
   return {
     seen,
     since,
     errors,
+    ids,
     mark() {
       marked = true;
     },
@@ -92,6 +98,8 @@ test('reload under load: no render fails, and afterwards every render comes from
   t.after(() => clearInterval(sampler));
   const traffic = load(client);
   await waitFor(() => traffic.seen.length > 20);
+  const firstId = app.pool.bundleId();
+  assert.match(firstId, /^[0-9a-f]{12}$/);
 
   publish(bundle, version('status page v2'));
   await app.pool.reload();
@@ -103,6 +111,10 @@ test('reload under load: no render fails, and afterwards every render comes from
   assert.deepEqual(traffic.errors, []);
   assert.ok(traffic.seen.includes(V1));
   assert.deepEqual(new Set(traffic.since), new Set(['<p>status page v2</p>']), 'renders after the reload');
+  // While both files render side by side, each answer names the file that rendered it.
+  assert.deepEqual([...traffic.ids.get(V1) ?? []], [firstId]);
+  assert.deepEqual([...traffic.ids.get('<p>status page v2</p>') ?? []], [app.pool.bundleId()]);
+  assert.notEqual(app.pool.bundleId(), firstId);
   const retired = logs.filter((l) => l.msg === 'worker retired');
   assert.deepEqual(retired.map((l) => l.reason), ['reload', 'reload']);
   assert.equal(Math.min(...samples.map((s) => s.accepting)), 2, 'a warm spare joined before each worker left');

@@ -85,7 +85,7 @@ async function stream(page, url, { maxBytes = Infinity, nonce } = {}) {
   });
   const { status, headers, cache } = prepared;
   const rendered = streamPage(bundle, prepared, port2, (head) => ({
-    head, status, headers, cache, page,
+    head, status, headers, cache, page, bundleId: '',
     timing: { queueUs: 0, loadUs: 0, renderUs: 0, workerUs: 0, workerId: 0, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
   }), { maxBytes, nonce });
   const done = rendered.finally(() => port2.postMessage({ end: true })).then(async (result) => {

@@ -15,6 +15,7 @@ const fields = {
   headers: [{ name: 'x-page', value: 'ok' }],
   cache: { maxAgeSeconds: 30, noStore: false, tags: ['product:7'] },
   page: 'home',
+  bundleId: '0123456789ab',
   timing: {
     queueUs: 12, loadUs: 340, renderUs: 5600, workerUs: 6100, workerId: 3,
     heapUsedBytes: 2 ** 33, heapLimitBytes: 2 ** 34, externalBytes: 0,

@@ -37,6 +37,7 @@ func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest,
 	endRender(span, err)
 	if err == nil {
 		resp.PropsJson = renderedProps(req, resp)
+		p.build.rendered(resp.GetBundleId())
 	}
 	return resp, err
 }
@@ -146,7 +147,7 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcac
 		Key: key, Path: req.Url, Tags: resp.GetCache().GetTags(), Status: status, Stored: p.cache.Now(),
 		TTL: p.policy.TTL, StaleWhileRevalidate: p.policy.StaleWhileRevalidate, StaleIfError: p.policy.StaleIfError,
 	}
-	p.build.stamp(e)
+	p.build.stamp(e, resp.GetBundleId())
 	if status == http.StatusNotFound {
 		e.TTL = min(e.TTL, p.notFoundTTL)
 	}

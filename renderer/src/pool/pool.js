@@ -15,8 +15,6 @@
 //   can no longer replace its workers (fatal).
 // Growing the pool by one and knowing which worker took a task rest on
 // Piscina's source, not its API: piscina-seams.js.
-import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
@@ -61,8 +59,8 @@ export class RenderPool {
    * @type {{pages: Set<string>, canStream: boolean, id: string}}
    */
   #loaded = { pages: new Set(), canStream: false, id: '' };
-  /** @type {{pages: string[], canStream: boolean}} the bundle of the worker warmed last: a reload's, once it is done */
-  #newest = { pages: [], canStream: false };
+  /** @type {{pages: string[], canStream: boolean, id: string}} the bundle of the worker warmed last: a reload's, once it is done */
+  #newest = { pages: [], canStream: false, id: '' };
   #scheduler;
   #draining = false;
   #closing = false;
@@ -385,7 +383,7 @@ export class RenderPool {
     if (!reload?.passed || this.#workers.size < this.#threads) return;
     if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
-    this.#loaded = { pages: new Set(this.#newest.pages), canStream: this.#newest.canStream, id: bundleId(this.#bundle) };
+    this.#loaded = { ...this.#newest, pages: new Set(this.#newest.pages) };
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
     reload.finish();
   }
@@ -504,10 +502,8 @@ export class RenderPool {
       this.#workers.set(state.id, state);
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
-      this.#newest = { pages: message.pages, canStream: message.canStream };
-      if (this.#loaded.pages.size === 0) {
-        this.#loaded = { pages: new Set(message.pages), canStream: message.canStream, id: bundleId(this.#bundle) };
-      }
+      this.#newest = { pages: message.pages, canStream: message.canStream, id: message.bundleId };
+      if (this.#loaded.pages.size === 0) this.#loaded = { ...this.#newest, pages: new Set(message.pages) };
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);
       this.#logger.info({
         workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,
@@ -556,18 +552,5 @@ export class RenderPool {
     // Before start completes the start fails; after it, the owner decides.
     if (this.#startedUp) this.#onFatal(err);
     else this.#startup.reject(err);
-  }
-}
-
-/**
- * A short hash of the bundle file, read again when the workers have loaded it: the edge
- * keys its cache on it. '' when it cannot be read (it is then moved or being replaced).
- * @param {string} path
- */
-function bundleId(path) {
-  try {
-    return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
-  } catch {
-    return '';
   }
 }

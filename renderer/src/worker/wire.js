@@ -39,6 +39,7 @@ const LENGTH_DELIMITED = 2;
  * @property {Array<{name: string, value: string}>} headers
  * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
  * @property {string} page
+ * @property {string} bundleId
  * @property {{queueUs: number, loadUs: number, renderUs: number, workerUs: number, workerId: number,
  *   heapUsedBytes: number, heapLimitBytes: number, externalBytes: number}} timing
  */

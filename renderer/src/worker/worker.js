@@ -2,6 +2,8 @@
 // module load, renders its warm-up set `warmupRounds` times (so the JIT is warm
 // before users arrive), then tells the pool it is warm (Piscina itself counts a
 // worker ready before this module has finished loading, warm-up included).
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { getHeapStatistics } from 'node:v8';
 import { PerformanceObserver, constants as perfConstants, performance } from 'node:perf_hooks';
 import { pathToFileURL } from 'node:url';
@@ -26,12 +28,13 @@ import { encodeRenderResponse } from './wire.js';
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
  * `pages` are the names the bundle exports (metrics label only those), and
- * `canStream` whether it exports renderToPipeableStream (stream.js);
+ * `canStream` whether it exports renderToPipeableStream (stream.js), and
+ * `bundleId` a hash of its file, which each response carries (render.proto);
  * `control` is this worker's own port for requests between tasks (heap
  * snapshots) and during them (is its event loop free? loop-probe.js; abort one
  * render): Piscina owns parentPort. `words` are what it shares with the pool
  * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], canStream: boolean, warmupMs: number,
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], canStream: boolean, bundleId: string, warmupMs: number,
  *     warmupRenders: number, meanRenderMs: number, control: MessagePort, words: Int32Array, report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
@@ -115,6 +118,8 @@ new PerformanceObserver((list) => {
   }
 }).observe({ entryTypes: ['gc'] });
 
+// Hashed before it is imported: a file replaced meanwhile is reloaded again (the watch).
+const bundleId = fileHash(options.bundle);
 const bundle = await loadBundle(options.bundle);
 // Only a development build of the app declares its pages' props (props-check.js): for a
 // production bundle the check is not even loaded.
@@ -129,7 +134,7 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), canStream: typeof bundle.renderToPipeableStream === 'function',
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), canStream: typeof bundle.renderToPipeableStream === 'function', bundleId,
   control: control.port2, words, report: report(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
@@ -205,7 +210,7 @@ async function renderStream(task, port, held) {
     prepared = await preparePage(bundle, task, held);
     const { page, status, headers, cache, loadUs } = prepared;
     rendered = await streamPage(bundle, prepared, port, (head) => ({
-      head, status, headers, cache, page,
+      head, status, headers, cache, page, bundleId,
       timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
     }), { maxBytes: options.maxPageBytes, nonce: task.nonce, held });
     // React ends an aborted stream as a page whose pending boundaries the browser
@@ -264,6 +269,7 @@ function encode(result, startedAt, arrivedAt) {
     headers: result.headers,
     cache: result.cache,
     page: result.page,
+    bundleId,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
     timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
   }, options.maxPageBytes);
@@ -352,6 +358,15 @@ async function warmUp(bundle, rounds) {
   }
   const warmupMs = performance.now() - began;
   return { warmupMs, warmupRenders: renders, meanRenderMs: renders > 0 ? warmupMs / renders : 0 };
+}
+
+/**
+ * A short hash of the bundle file: the edge keeps a stored page only while the renderer
+ * renders with the file that rendered it.
+ * @param {string} path
+ */
+function fileHash(path) {
+  return createHash('sha256').update(readFileSync(path)).digest('hex').slice(0, 12);
 }
 
 /**

@@ -438,7 +438,11 @@ type RenderResponse struct {
 	// Where the time went, for Server-Timing and metrics.
 	Timing *Timing `protobuf:"bytes,7,opt,name=timing,proto3" json:"timing,omitempty"`
 	// The page actually rendered (differs from the request when load() said notFound).
-	Page          string `protobuf:"bytes,8,opt,name=page,proto3" json:"page,omitempty"`
+	Page string `protobuf:"bytes,8,opt,name=page,proto3" json:"page,omitempty"`
+	// The bundle_id (ListPagesResponse) of the server bundle that rendered it: during a
+	// reload old and new files render side by side, and the edge stores each page with the
+	// code that made it.
+	BundleId      string `protobuf:"bytes,9,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,6 +529,13 @@ func (x *RenderResponse) GetTiming() *Timing {
 func (x *RenderResponse) GetPage() string {
 	if x != nil {
 		return x.Page
+	}
+	return ""
+}
+
+func (x *RenderResponse) GetBundleId() string {
+	if x != nil {
+		return x.BundleId
 	}
 	return ""
 }
@@ -1010,7 +1021,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"value_json\x18\x02 \x01(\fH\x00R\tvalueJson\x12\x16\n" +
 	"\x05error\x18\x03 \x01(\tH\x00R\x05errorB\t\n" +
-	"\aoutcome\"\xfe\x01\n" +
+	"\aoutcome\"\x9b\x02\n" +
 	"\x0eRenderResponse\x12\x12\n" +
 	"\x04html\x18\x01 \x01(\fR\x04html\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\tR\x04head\x12\x16\n" +
@@ -1020,7 +1031,8 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"props_json\x18\x06 \x01(\fR\tpropsJson\x12&\n" +
 	"\x06timing\x18\a \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x12\n" +
-	"\x04page\x18\b \x01(\tR\x04page\"\x86\x01\n" +
+	"\x04page\x18\b \x01(\tR\x04page\x12\x1b\n" +
+	"\tbundle_id\x18\t \x01(\tR\bbundleId\"\x86\x01\n" +
 	"\x13RenderStreamRequest\x12-\n" +
 	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\tR\x05nonce\x12*\n" +
