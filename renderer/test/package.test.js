@@ -66,6 +66,9 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
   /** @type {string[]} */
   const inTarball = files.map((/** @type {{path: string}} */ file) => file.path);
   assert.ok(inTarball.includes('proto/ssr/v1/render.proto'), 'the .proto the renderer loads at run time');
+  for (const types of ['client/index.d.ts', 'src/app-contract.d.ts', 'jsconfig.base.json']) {
+    assert.ok(inTarball.includes(types), `${types}: what an app's own typecheck uses`);
+  }
   assert.deepEqual(inTarball.filter((path) => path.startsWith('test/')), [], 'no tests in the tarball');
   assert.equal(existsSync(join(PACKAGE_DIR, 'proto')), false, 'prepack\'s copy of proto/ is gone again');
 
@@ -141,4 +144,50 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, exit.stderr);
     assert.ok(renderer.lines.some((line) => line.msg === 'stopped'), 'the renderer drained and stopped');
   });
+
+  // npx runs npm, which runs the bin in a shell: npm passes SIGTERM to the shell only, which
+  // dies of it, and npm dies of SIGHUP. Neither may leave the renderer running.
+  for (const signal of /** @type {const} */ (['SIGTERM', 'SIGHUP'])) {
+    await t.test(`through npx: ${signal} to npm stops the renderer; SIGHUP to the bin or the renderer reloads it`, async () => {
+      const socket = join(dir, `npx-${signal}.sock`);
+      const renderer = runRenderer(['--no', '--', 'sidecar-ssr-renderer', '--bundle', 'dist/server/server.js', '--socket', socket, '--http-listen', '127.0.0.1:0'],
+        { PATH: PATH_NODE26, HOME: ENV.HOME ?? dir }, { command: ['npx'], cwd: app });
+      const ready = await renderer.waitForLine((line) => line.msg === 'ready');
+      const rendererPid = /** @type {number} */ (ready.pid);
+      t.after(() => {
+        if (alive(rendererPid)) process.kill(rendererPid, 'SIGKILL');
+      });
+      const bin = parentOf(rendererPid);
+      assert.notEqual(bin, renderer.child.pid, 'npm runs the bin, which runs the renderer');
+      for (const { pid, what } of [{ pid: bin, what: 'the bin' }, { pid: rendererPid, what: 'the renderer' }]) {
+        const before = renderer.lines.length;
+        process.kill(pid, 'SIGHUP');
+        await renderer.waitForLine((line) => renderer.lines.indexOf(line) >= before && line.msg === 'reloaded: every worker runs the bundle')
+          .catch((err) => assert.fail(`SIGHUP to ${what}: ${err.message}`));
+      }
+
+      renderer.child.kill(signal);
+      await waitFor(() => !alive(rendererPid), 30_000).catch(() => assert.fail(`the renderer still runs after ${signal} to npm`));
+      assert.ok(renderer.lines.some((line) => line.msg === 'stopped'), 'the renderer drained and stopped');
+    });
+  }
 });
+
+/**
+ * @param {number} pid
+ * @returns {number}
+ */
+function parentOf(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/** @param {number} pid */
+function alive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -9,6 +9,7 @@ import { RenderAborted } from './renders.js';
 
 /** @import { WireDeferred } from './deferred.js' */
 /** @import { HeldRender } from './renders.js' */
+/** @import { LoadContext, LoadResult, Page as PageEntry } from '../app-contract.js' */
 
 /**
  * What the server bundle exports (docs/app-contract.md).
@@ -29,32 +30,6 @@ import { RenderAborted } from './renders.js';
  * @property {(error: unknown) => void} onShellError
  * @property {(error: unknown) => string | void} onError
  * @property {string} [nonce] set on React's inline scripts
- */
-
-/**
- * @typedef {object} PageEntry
- * @property {any} component
- * @property {(ctx: LoadContext) => LoadResult | undefined | Promise<LoadResult | undefined>} [load]
- * @property {(props: Record<string, unknown>, ctx: LoadContext) => unknown} [head]
- */
-
-/**
- * @typedef {object} LoadContext
- * @property {string} url
- * @property {Record<string, string>} params
- * @property {Record<string, string>} query
- * @property {Record<string, string>} variants
- * @property {Record<string, unknown>} props
- */
-
-/**
- * @typedef {object} LoadResult
- * @property {Record<string, unknown>} [props]
- * @property {number} [status]
- * @property {Record<string, string | string[]> | Array<[string, string] | {name: string, value: string}>} [headers]
- * @property {{location: string, status?: number}} [redirect]
- * @property {boolean} [notFound]
- * @property {{maxAgeSeconds?: number, noStore?: boolean, tags?: string[]}} [cache]
  */
 
 /**
