@@ -123,7 +123,9 @@ func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService) *http.
 			props, res, err := loadProduct(r)
 			if err == nil && !res.NotFound {
 				id := props.Product.ID
-				res.Deferred = map[string]ssr.Deferred{"reviews": func(ctx context.Context) (any, error) { return reviews.of(ctx, id) }}
+				res.Deferred = map[string]ssr.Deferred{"reviews": ssr.Defer(func(ctx context.Context) ([]catalog.Review, error) {
+					return reviews.of(ctx, id)
+				})}
 			}
 			return props, res, err
 		}),

@@ -9,8 +9,9 @@ import (
 )
 
 // TestRenamedFieldFailsTheTypecheck runs make test's typecheck step (make test-types) in a
-// scratch copy of the repository in which a field of a page's Go props type is renamed
-// (the Go still compiles): it fails, naming the field where the page reads it.
+// scratch copy of the repository in which a field of a page's Go props type, or of a
+// deferred value's, is renamed (the Go still compiles): it fails, naming the field where
+// the page reads it.
 func TestRenamedFieldFailsTheTypecheck(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -29,6 +30,12 @@ func TestRenamedFieldFailsTheTypecheck(t *testing.T) {
 				"shop/catalog/store.go":   {"PriceCents", "TotalCents"},
 			},
 			want: []string{"app/src/components/ProductCard.jsx(", "Property 'priceCents' does not exist on type 'Product'"},
+		},
+		{
+			// The reviews page's deferred value (ssr.Defer), not a prop.
+			name:    "catalog.Review.Stars",
+			renames: map[string][]string{"shop/catalog/catalog.go": {"Stars", "Score", `"stars"`, `"score"`}},
+			want:    []string{"app/src/pages/ProductReviews.jsx(", "Property 'stars' does not exist on type 'Review'"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -62,8 +69,9 @@ func TestRenamedFieldFailsTheTypecheck(t *testing.T) {
 }
 
 // scratchCopy copies what make test-types needs into a temp dir: the Makefile, the Go
-// modules, the app's sources and the renderer's client (the app imports it); the npm
-// packages are links to the real ones.
+// modules, the app's sources, the renderer's client (the app imports it) and the jsconfig
+// base the app's extends, and renderer/package.json (the Makefile reads its pinned Node);
+// the npm packages are links to the real ones.
 func scratchCopy(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
@@ -72,7 +80,8 @@ func scratchCopy(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	for _, file := range []string{"Makefile", "app/jsconfig.json", "app/package-lock.json", "renderer/package-lock.json"} {
+	for _, file := range []string{"Makefile", "app/jsconfig.json", "app/package-lock.json", "renderer/package-lock.json",
+		"renderer/jsconfig.base.json", "renderer/package.json"} {
 		copyFile(t, filepath.Join(repoRoot, file), filepath.Join(root, file))
 	}
 	for _, link := range []string{"app/node_modules", "renderer/node_modules"} {

@@ -1,13 +1,14 @@
 // Product reviews, the demo's slow data: the product page that streams
 // (ProductReviews.jsx) shows them in a Suspense boundary. The reviews are computed from the
 // product, like the rest of the catalog, so the browser hydrates them from the same values;
-// only their arrival on the server is slow, as a real reviews service would be.
+// only their arrival on the server is slow, as a real reviews service would be. They have
+// the Go shop's type (catalog.Review), which its reviews page sends as a deferred value.
 //
 // On the server they arrive after SSR_DEMO_REVIEWS_DELAY_MS (default 300 ms), or, when
 // SSR_DEMO_REVIEWS_URL is set, once that URL answers: the end-to-end tests hold the answer
 // back to show the shell arriving first, and release it when they choose.
 
-/** @typedef {{author: string, stars: number, text: string}} Review */
+/** @import { Review } from './props.gen.js' */
 
 const AUTHORS = ['Ada', 'Grace', 'Linus', 'Ken', 'Barbara', 'Edsger', 'Margaret', 'Dennis'];
 const TEXTS = [

@@ -44,3 +44,36 @@ func TestDeferredValuesAsJSON(t *testing.T) {
 		t.Error("no deferred values: want nil")
 	}
 }
+
+// TestDefer: a typed value and its function's error reach the page as a plain Deferred's do.
+func TestDefer(t *testing.T) {
+	type review struct {
+		Stars int `json:"stars"`
+	}
+	down := errors.New("down")
+	for _, tc := range []struct {
+		name    string
+		fn      Deferred
+		want    string
+		wantErr error
+	}{
+		{name: "a value", fn: Defer(func(context.Context) ([]review, error) { return []review{{5}}, nil }), want: `[{"stars":5}]`},
+		{name: "a raw message", fn: Defer(func(context.Context) (json.RawMessage, error) { return json.RawMessage(`[1]`), nil }), want: `[1]`},
+		{name: "an error", fn: Defer(func(context.Context) (*review, error) { return nil, down }), wantErr: down},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := deferredJSON(map[string]Deferred{"v": tc.fn})["v"](context.Background())
+			if !errors.Is(err, tc.wantErr) || string(got) != tc.want {
+				t.Errorf("got %s, %v; want %s, %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestDeferNil: Defer(nil) is a nil Deferred, which the edge names rather than panicking
+// when the render calls it.
+func TestDeferNil(t *testing.T) {
+	if Defer[int](nil) != nil {
+		t.Error("got a function, want nil")
+	}
+}

@@ -74,7 +74,8 @@ type Result struct {
 	// function runs on its own goroutine while the page renders, and the page's component
 	// reads its value from its `deferred` prop inside a Suspense boundary. A page that
 	// streams (PageOptions.Stream) sends its shell at once and each boundary once its value
-	// is in; one that does not renders when all are in. See Deferred.
+	// is in; one that does not renders when all are in. See Deferred, and Defer, which
+	// types a value.
 	Deferred map[string]Deferred
 }
 
@@ -87,6 +88,19 @@ type Result struct {
 // hydrates without asking again; a cache hit calls no Deferred, and the requests that share
 // a render share its calls. A redirect or NotFound calls none.
 type Deferred func(ctx context.Context) (any, error)
+
+// Defer is fn as a Deferred. Its value's Go type T is what ssr-types (edge/cmd/ssr-types)
+// sees where a plain Deferred says only any: in a page registered with Typed, T becomes the
+// TypeScript type of the value's promise in the component's `deferred` prop, so a field
+// renamed in Go fails the app's typecheck where the page reads it. ssr-types sees it in a
+// map[string]Deferred literal with constant names written inside the Typed call
+// (docs/go.md, "Typed props"). A plain Deferred still works; its value is typed unknown.
+func Defer[T any](fn func(ctx context.Context) (T, error)) Deferred {
+	if fn == nil {
+		return nil // the loader's mistake, named as a nil Deferred's is
+	}
+	return func(ctx context.Context) (any, error) { return fn(ctx) }
+}
 
 // PageOptions configure a page. The zero value renders on every request, uncached, with
 // the page's own load().

@@ -30,7 +30,8 @@ export interface Page {
   /** A React component (any: the renderer has no React types of its own). */
   component: any;
   load?: (ctx: LoadContext) => LoadResult | undefined | Promise<LoadResult | undefined>;
-  head?: (props: Record<string, unknown>, ctx: LoadContext) => unknown;
+  /** props: what the page renders with (any: each page has its own). */
+  head?: (props: any, ctx: LoadContext) => unknown;
 }
 
 /** The pages file's exports that the client helper's start() takes. */

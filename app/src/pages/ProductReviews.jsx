@@ -3,13 +3,14 @@ import { Unavailable } from '../components/Unavailable.jsx';
 import { reviewsResource } from '../reviews.js';
 import { Product } from './Product.jsx';
 
-/** @import { ProductProps } from '../props.gen.js' */
-/** @import { Review } from '../reviews.js' */
+/** @import { PageComponentProps, PageProps, Review } from '../props.gen.js' */
 
 /**
- * The page's props: the product's, and, from a Go shop, the reviews as a deferred value
- * (docs/go.md, "Deferred values").
- * @typedef {ProductProps & {deferred?: {reviews: Promise<Review[]>}}} ProductReviewsProps
+ * The page's props. From a Go shop, what its component receives there: the product's props
+ * and, in `deferred`, the reviews (docs/go.md, "Deferred values"). From the app's own
+ * load(), the same props without `deferred`: the page then gets its reviews itself
+ * (reviews.js).
+ * @typedef {PageProps['product-reviews'] & Partial<Pick<PageComponentProps<'product-reviews'>, 'deferred'>>} ProductReviewsProps
  */
 
 /**
@@ -34,7 +35,7 @@ export function ProductReviews(props) {
   );
 }
 
-/** @param {{product: ProductProps['product'], deferred?: Promise<Review[]>}} props */
+/** @param {{product: ProductReviewsProps['product'], deferred?: Promise<Review[]>}} props */
 function Reviews({ product, deferred }) {
   const reviews = use(deferred ?? reviewsResource(product));
   return (

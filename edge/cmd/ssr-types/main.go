@@ -1,8 +1,11 @@
 // Command ssr-types writes the TypeScript types of the pages' props, and their JSON Schema,
 // from the Go types the pages are registered with: Page(name, ssr.PageOptions{Load:
 // ssr.Typed(func(*http.Request) (P, ssr.Result, error) {...})}) gives page name the props
-// type P. Pin it as a tool of the module that registers the pages and run it from a
-// go:generate line there:
+// type P. A value the loader defers as ssr.Defer(func(ctx) (T, error) {...}), in a
+// map[string]ssr.Deferred literal with constant names inside that Typed call, gets the type
+// T in the TypeScript (PageDeferred, and PageComponentProps, what the page's component
+// receives); the JSON Schema is the props' only. Pin it as a tool of the module that
+// registers the pages and run it from a go:generate line there:
 //
 //	go get -tool github.com/sidecar-ssr/sidecar-ssr/edge/cmd/ssr-types
 //	//go:generate go tool ssr-types -ts ../app/src/props.gen.d.ts -schema ../app/src/props.gen.schema.json

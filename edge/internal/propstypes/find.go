@@ -1,6 +1,7 @@
-// Package propstypes turns the Go types of pages' props (ssr.Typed) into the app's
-// TypeScript declarations and a JSON Schema, following encoding/json's rules, so that the
-// React pages are checked against what the Go loaders really send.
+// Package propstypes turns the Go types of pages' props (ssr.Typed) and deferred values
+// (ssr.Defer) into the app's TypeScript declarations, and the props' into a JSON Schema,
+// following encoding/json's rules, so that the React pages are checked against what the Go
+// loaders really send.
 package propstypes
 
 import (
@@ -29,7 +30,17 @@ const ssrPackage = "github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 type Page struct {
 	Name  string
 	Props types.Type
-	At    token.Position
+	// Deferred are the values its loader defers, by name.
+	Deferred []Deferred
+	At       token.Position
+}
+
+// A Deferred is a deferred value a typed loader names in a map[string]ssr.Deferred literal.
+type Deferred struct {
+	Name string
+	// Type is T of ssr.Defer[T]; any for a value given some other way, which is all a plain
+	// ssr.Deferred says of it.
+	Type types.Type
 }
 
 // listed is what go list says of one package.
@@ -64,6 +75,9 @@ func Find(dir string, patterns ...string) ([]Page, error) {
 			if seen, ok := found[page.Name]; ok && types.TypeString(seen.Props, nil) != types.TypeString(page.Props, nil) {
 				return nil, fmt.Errorf("%s: page %q has props %s here and %s at %s: one page, one props type",
 					page.At, page.Name, page.Props, seen.Props, seen.At)
+			} else if ok && deferredString(seen.Deferred) != deferredString(page.Deferred) {
+				return nil, fmt.Errorf("%s: page %q defers %s here and %s at %s: one page, one set of deferred values",
+					page.At, page.Name, deferredString(page.Deferred), deferredString(seen.Deferred), seen.At)
 			}
 			found[page.Name] = page
 		}
@@ -181,7 +195,7 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 			if !ok {
 				return true
 			}
-			if props := typedProps(call, info); props != nil {
+			if props := ssrTypeArg(call, "Typed", info); props != nil {
 				typed[call] = props
 			} else if isPageMethod(call, info) {
 				pageCalls = append(pageCalls, call)
@@ -202,7 +216,11 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 			return nil, fmt.Errorf("%s: the page of this ssr.Typed loader has no constant name, for ssr-types to name its props",
 				fset.Position(call.Pos()))
 		}
-		pages = append(pages, Page{Name: constant.StringVal(name), Props: props, At: fset.Position(load.Pos())})
+		deferred, err := deferredValues(fset, load, info)
+		if err != nil {
+			return nil, err
+		}
+		pages = append(pages, Page{Name: constant.StringVal(name), Props: props, Deferred: deferred, At: fset.Position(load.Pos())})
 	}
 	if len(typed) > 0 {
 		first := slices.MinFunc(slices.Collect(maps.Keys(typed)), func(a, b *ast.CallExpr) int { return int(a.Pos() - b.Pos()) })
@@ -212,8 +230,81 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 	return pages, nil
 }
 
-// typedProps is P of a call to ssr.Typed[P], or nil for any other call.
-func typedProps(call *ast.CallExpr, info *types.Info) types.Type {
+// deferredValues are the values named in the map[string]ssr.Deferred literals written
+// inside a Typed loader's call, by name. A value deferred any other way (a map built
+// elsewhere, an index assignment) is not seen: the page's type then does not name it.
+func deferredValues(fset *token.FileSet, typed *ast.CallExpr, info *types.Info) ([]Deferred, error) {
+	byName := map[string]Deferred{}
+	at := map[string]token.Pos{}
+	var err error
+	ast.Inspect(typed, func(n ast.Node) bool {
+		if err != nil {
+			return false
+		}
+		lit, ok := n.(*ast.CompositeLit)
+		if !ok || !isDeferredMap(info.Types[lit].Type) {
+			return true
+		}
+		for _, elt := range lit.Elts {
+			kv := elt.(*ast.KeyValueExpr) // a map literal's elements always are
+			name := info.Types[kv.Key].Value
+			if name == nil || name.Kind() != constant.String {
+				err = fmt.Errorf("%s: a deferred value whose name is not constant: ssr-types cannot name it in the page's type",
+					fset.Position(kv.Key.Pos()))
+				return false
+			}
+			value := Deferred{Name: constant.StringVal(name), Type: types.Universe.Lookup("any").Type()}
+			if call, ok := ast.Unparen(kv.Value).(*ast.CallExpr); ok {
+				if t := ssrTypeArg(call, "Defer", info); t != nil {
+					value.Type = t
+				}
+			}
+			if seen, ok := byName[value.Name]; ok && !types.Identical(seen.Type, value.Type) {
+				err = fmt.Errorf("%s: deferred value %q is %s here and %s at %s: one name, one type",
+					fset.Position(kv.Pos()), value.Name, value.Type, seen.Type, fset.Position(at[value.Name]))
+				return false
+			}
+			byName[value.Name] = value
+			at[value.Name] = kv.Pos()
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	values := slices.Collect(maps.Values(byName))
+	slices.SortFunc(values, func(a, b Deferred) int { return strings.Compare(a.Name, b.Name) })
+	return values, nil
+}
+
+// isDeferredMap reports whether t is map[string]ssr.Deferred, or a type of its own with
+// that underlying type.
+func isDeferredMap(t types.Type) bool {
+	m, ok := types.Unalias(t).Underlying().(*types.Map)
+	if !ok || !types.Identical(m.Key(), types.Typ[types.String]) {
+		return false
+	}
+	elem, ok := types.Unalias(m.Elem()).(*types.Named)
+	return ok && elem.Obj().Pkg() != nil && elem.Obj().Pkg().Path() == ssrPackage && elem.Obj().Name() == "Deferred"
+}
+
+// deferredString says which values a page defers, to compare two registrations of it.
+func deferredString(values []Deferred) string {
+	var b strings.Builder
+	b.WriteString("{")
+	for i, v := range values {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q: %s", v.Name, types.TypeString(v.Type, nil))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// ssrTypeArg is T of a call to the generic function ssr.<name>[T] (P of ssr.Typed[P]), or
+// nil for any other call.
+func ssrTypeArg(call *ast.CallExpr, name string, info *types.Info) types.Type {
 	fun := ast.Unparen(call.Fun)
 	switch f := fun.(type) {
 	case *ast.IndexExpr:
@@ -231,7 +322,7 @@ func typedProps(call *ast.CallExpr, info *types.Info) types.Type {
 		return nil
 	}
 	fn, ok := info.Uses[id].(*types.Func)
-	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != ssrPackage || fn.Name() != "Typed" {
+	if !ok || fn.Pkg() == nil || fn.Pkg().Path() != ssrPackage || fn.Name() != name {
 		return nil
 	}
 	inst, ok := info.Instances[id]

@@ -1,15 +1,18 @@
 package propstypes
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 )
 
 func TestFind(t *testing.T) {
+	const deferredPkg = "github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred"
 	for _, tc := range []struct {
-		dir     string
-		want    map[string]string // page → props type
-		wantErr string
+		dir          string
+		want         map[string]string // page → props type
+		wantDeferred map[string]string // page → its deferred values, as deferredString writes them, if any
+		wantErr      string
 	}{
 		{dir: "pages", want: map[string]string{
 			"home":    "github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/pages.listing",
@@ -18,6 +21,18 @@ func TestFind(t *testing.T) {
 		{dir: "outside", wantErr: "outside.go:14:12: ssr.Typed outside Page(name, ssr.PageOptions{Load: ssr.Typed(...)})"},
 		{dir: "conflict", wantErr: `page "product" has props`},
 		{dir: "dynamic", wantErr: "dynamic.go:13:9: the page of this ssr.Typed loader has no constant name"},
+		{dir: "deferred", want: map[string]string{
+			"home":            deferredPkg + ".listing",
+			"product-reviews": deferredPkg + ".productProps",
+		}, wantDeferred: map[string]string{
+			// A plain function (legacy, related) is any; a constant name is a name; two
+			// literals in one loader add up.
+			"product-reviews": `{"legacy": any, "more": *` + deferredPkg + `.moreReviews, "related": any, ` +
+				`"reviews": []` + deferredPkg + `.Review, "stock": int}`,
+		}},
+		{dir: "dynamicdeferred", wantErr: "dynamicdeferred.go:17:5: a deferred value whose name is not constant: ssr-types cannot name it"},
+		{dir: "deferredtypes", wantErr: `deferredtypes.go:22:5: deferred value "reviews" is []string here and int at`},
+		{dir: "deferredsets", wantErr: `page "product" defers {"reviews": int} here and {} at`},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			pages, err := Find(".", "./testdata/"+tc.dir)
@@ -31,8 +46,10 @@ func TestFind(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string]string{}
+			gotDeferred := map[string]string{}
 			for _, p := range pages {
 				got[p.Name] = p.Props.String()
+				gotDeferred[p.Name] = deferredString(p.Deferred)
 			}
 			if len(got) != len(tc.want) || len(pages) != len(tc.want) {
 				t.Fatalf("got pages %v, want %v", got, tc.want)
@@ -40,6 +57,10 @@ func TestFind(t *testing.T) {
 			for name, want := range tc.want {
 				if got[name] != want {
 					t.Errorf("page %s: got props %s, want %s", name, got[name], want)
+				}
+				wantDeferred := cmp.Or(tc.wantDeferred[name], "{}")
+				if gotDeferred[name] != wantDeferred {
+					t.Errorf("page %s: got deferred values %s, want %s", name, gotDeferred[name], wantDeferred)
 				}
 			}
 		})

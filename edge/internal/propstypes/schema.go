@@ -7,15 +7,19 @@ import (
 
 // JSONSchema is the contract as a JSON Schema (2020-12) of an object whose properties are
 // the pages: what the renderer checks the props it receives against in development
-// (renderer/src/worker/props-check.js, which reads only the keywords written here).
+// (renderer/src/worker/props-check.js, which reads only the keywords written here). It
+// describes props only: deferred values are not props, and the renderer checks none.
 func (c *Contract) JSONSchema() []byte {
 	pages := object{}
 	for _, p := range c.Pages {
 		pages = append(pages, member{p.Name, schema(p.Props)})
 	}
+	inProps := c.propsDefs()
 	defs := object{}
 	for _, d := range c.Defs {
-		defs = append(defs, member{d.Name, append(object{{"$comment", "Go: " + d.GoName}}, objectSchema(d.Fields)...)})
+		if inProps[d] {
+			defs = append(defs, member{d.Name, append(object{{"$comment", "Go: " + d.GoName}}, objectSchema(d.Fields)...)})
+		}
 	}
 	doc := object{
 		{"$comment", Header},
@@ -29,6 +33,33 @@ func (c *Contract) JSONSchema() []byte {
 		panic(err) // strings and objects of them always marshal
 	}
 	return append(b, '\n')
+}
+
+// propsDefs are the named types the pages' props use, directly or through one another.
+func (c *Contract) propsDefs() map[*Def]bool {
+	used := map[*Def]bool{}
+	var walk func(s *Shape)
+	walk = func(s *Shape) {
+		switch s.Kind {
+		case Array, Record, Nullable:
+			walk(s.Elem)
+		case Object:
+			for _, f := range s.Fields {
+				walk(f.Shape)
+			}
+		case Ref:
+			if !used[s.Def] {
+				used[s.Def] = true
+				for _, f := range s.Def.Fields {
+					walk(f.Shape)
+				}
+			}
+		}
+	}
+	for _, p := range c.Pages {
+		walk(p.Props)
+	}
+	return used
 }
 
 func schema(s *Shape) object {

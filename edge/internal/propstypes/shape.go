@@ -51,19 +51,27 @@ type Def struct {
 	pkgName, typeName string
 }
 
-// A Contract is every page's props as shapes, with the named types they use.
+// A Contract is every page's props and deferred values as shapes, with the named types
+// they use.
 type Contract struct {
 	Pages []PageShape
 	Defs  []*Def // by Name
 }
 
-// A PageShape is one page's props.
+// A PageShape is one page's props and deferred values.
 type PageShape struct {
-	Name  string
-	Props *Shape
+	Name     string
+	Props    *Shape
+	Deferred []DeferredShape // by Name
 }
 
-// Convert gives the shapes of pages' props.
+// A DeferredShape is one deferred value: any JSON, an object or not.
+type DeferredShape struct {
+	Name  string
+	Value *Shape
+}
+
+// Convert gives the shapes of pages' props and deferred values.
 func Convert(pages []Page) (*Contract, error) {
 	c := &converter{defs: map[string]*Def{}, expanding: map[string]bool{}}
 	contract := &Contract{}
@@ -76,7 +84,16 @@ func Convert(pages []Page) (*Contract, error) {
 		if !objectLike(shape) {
 			return nil, fmt.Errorf("page %q: props %s: its JSON is not an object (use a struct)", page.Name, page.Props)
 		}
-		contract.Pages = append(contract.Pages, PageShape{Name: page.Name, Props: shape})
+		ps := PageShape{Name: page.Name, Props: shape}
+		for _, d := range page.Deferred {
+			c.path = []string{types.TypeString(d.Type, shortName)}
+			value, err := c.shape(d.Type)
+			if err != nil {
+				return nil, fmt.Errorf("page %q: deferred %q: %w", page.Name, d.Name, err)
+			}
+			ps.Deferred = append(ps.Deferred, DeferredShape{Name: d.Name, Value: value})
+		}
+		contract.Pages = append(contract.Pages, ps)
 	}
 	if err := c.name(); err != nil {
 		return nil, err

@@ -2,8 +2,11 @@ package propstypes
 
 import (
 	"encoding/json"
+	"go/types"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -34,13 +37,15 @@ func convert(t *testing.T, files map[string]string) (*Contract, error) {
 	return Convert([]Page{{Name: "page", Props: props.Type()}})
 }
 
+// tsHead is what comes before the interfaces for a page that defers nothing
+// (TestTypeScriptDeferred has the text of PageDeferred and PageComponentProps).
 const tsHead = "// " + Header + `
 
 /** The props of each page, by the name the Go server registers it under. */
 export interface PageProps {
   page: Props;
 }
-`
+` + pageDeferredDoc + "export interface PageDeferred {}\n" + pageComponentProps
 
 func TestTypeScript(t *testing.T) {
 	for _, tc := range []struct {
@@ -286,6 +291,83 @@ export interface ShopItem {
 	}
 }
 
+// TestTypeScriptDeferred: the values of ssr.Defer are typed, a plain function's are
+// unknown, and a named type both the props and a value use is declared once.
+func TestTypeScriptDeferred(t *testing.T) {
+	pages, err := Find(".", "./testdata/deferred")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Convert(pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "// " + Header + `
+
+/** The props of each page, by the name the Go server registers it under. */
+export interface PageProps {
+  home: Listing;
+  "product-reviews": ProductProps;
+}
+
+/**
+ * The values each page's loader defers (Result.Deferred), by page and by name: what the
+ * promises of its component's ` + "`deferred`" + ` prop resolve to. A value not given with ssr.Defer
+ * is unknown.
+ */
+export interface PageDeferred {
+  "product-reviews": {
+    legacy: unknown;
+    more: MoreReviews | null;
+    related: unknown;
+    reviews: Review[];
+    stock: number;
+  };
+}
+
+/**
+ * What page N's component receives: its props and, when its loader defers values, the
+ * ` + "`deferred`" + ` prop, one promise per value, for React's use().
+ */
+export type PageComponentProps<N extends keyof PageProps> = PageProps[N] &
+  (N extends keyof PageDeferred ? { deferred: { [K in keyof PageDeferred[N]]: Promise<PageDeferred[N][K]> } } : {});
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.listing */
+export interface Listing {
+  page: number;
+}
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.moreReviews */
+export interface MoreReviews {
+  count: number;
+}
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.productProps */
+export interface ProductProps {
+  name: string;
+  top: Review;
+}
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.Review */
+export interface Review {
+  author: string;
+  stars: number;
+}
+`
+	if got := string(c.TypeScript()); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	var schema struct {
+		Defs map[string]any `json:"$defs"`
+	}
+	if err := json.Unmarshal(c.JSONSchema(), &schema); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := schema.Defs["MoreReviews"]; ok || len(schema.Defs) != 3 {
+		t.Errorf("got the schema's $defs %v, want the props' three (a type only a deferred value uses is not a prop's)", slices.Sorted(maps.Keys(schema.Defs)))
+	}
+}
+
 func TestConvertErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, src, want string
@@ -302,6 +384,31 @@ func TestConvertErrors(t *testing.T) {
 			_, err := convert(t, map[string]string{"props.go": "package shop\n\n" + tc.src})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestConvertDeferredErrors: a deferred value that cannot be JSON stops the generator with
+// its page and name; unlike props, one that is not an object is fine.
+func TestConvertDeferredErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		value types.Type
+		want  string
+	}{
+		{"a channel", types.NewChan(types.SendRecv, types.Typ[types.Int]), `page "page": deferred "reviews": chan int: chan int cannot be marshalled to JSON`},
+		{"a list, not an object", types.NewSlice(types.Typ[types.String]), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Convert([]Page{{Name: "page", Props: types.NewStruct(nil, nil),
+				Deferred: []Deferred{{Name: "reviews", Type: tc.value}}}})
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tc.want {
+				t.Errorf("got error %q, want %q", gotErr, tc.want)
 			}
 		})
 	}

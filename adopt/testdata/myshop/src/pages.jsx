@@ -1,8 +1,12 @@
 // myshop's React pages (docs/app-contract.md): the Go server names them, its loaders give
-// their props. Built by `npx sidecar-ssr-build --pages src/pages.jsx --outdir dist`.
-import { useState } from 'react';
+// their props, typed from Go (src/props.gen.d.ts, written by go generate). Built by
+// `npx sidecar-ssr-build --pages src/pages.jsx --client src/client.jsx --outdir dist`.
+import { Suspense, use, useState } from 'react';
 import './styles.css';
 
+/** @import { PageComponentProps, PageProps } from './props.gen.js' */
+
+/** @param {PageComponentProps<'order'>} props */
 function Order({ order }) {
   const [clicks, setClicks] = useState(0);
   return (
@@ -16,6 +20,24 @@ function Order({ order }) {
   );
 }
 
+/** @param {PageComponentProps<'tracking'>} props */
+function Tracking({ order, deferred }) {
+  return (
+    <main className="tracking">
+      <h1>{`Tracking order #${order.id}`}</h1>
+      <Suspense fallback={<p data-testid="shipment">Looking for your parcel…</p>}>
+        <ShipmentLine shipment={deferred.shipment} />
+      </Suspense>
+    </main>
+  );
+}
+
+/** @param {{shipment: PageComponentProps<'tracking'>['deferred']['shipment']}} props */
+function ShipmentLine({ shipment }) {
+  const { carrier, eta } = use(shipment);
+  return <p data-testid="shipment">{`${carrier} delivers it on ${eta}`}</p>;
+}
+
 function NotFound() {
   return (
     <main className="not-found">
@@ -25,8 +47,12 @@ function NotFound() {
   );
 }
 
+/** @param {PageProps['order']} props */
+const orderTitle = ({ order }) => <title>{`Order #${order.id}`}</title>;
+
 export const pages = {
-  order: { component: Order, head: ({ order }) => <title>{`Order #${order.id}`}</title> },
+  order: { component: Order, head: orderTitle },
+  tracking: { component: Tracking, head: orderTitle },
   'not-found': { component: NotFound, head: () => <title>Not found</title> },
 };
 
