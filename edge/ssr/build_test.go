@@ -96,3 +96,32 @@ func TestAReloadRendersEachPageOnce(t *testing.T) {
 		t.Errorf("a page of the old bundle after the new one rendered: got Cache-Status %q, want a render", got)
 	}
 }
+
+// TestStaleCopyOfAnotherBundleIsNotServed: inside stale-if-error, with the renderer down, a
+// copy the old bundle rendered is not the answer once the renderer runs another: the
+// request falls back as with no copy.
+func TestStaleCopyOfAnotherBundleIsNotServed(t *testing.T) {
+	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
+	b1, b2 := "bundle1", "bundle2"
+	fake.bundle.Store(&b1)
+	f := newFixtureOn(t, Options{}, fake)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour}})
+	serve(h, "/products/7")
+	time.Sleep(5 * time.Millisecond) // past the TTL, inside stale-if-error: time is the behaviour
+	fake.bundle.Store(&b2)
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fake.down.Store(true)
+	rec := serve(h, "/products/7")
+	if status := rec.Header().Get("Cache-Status"); strings.Contains(status, "hit") || strings.Contains(status, "fwd=stale") ||
+		rec.Header().Get("X-SSR-Fallback") == "" {
+		t.Errorf("renderer down on another bundle: got Cache-Status %q, X-SSR-Fallback %q; want the fallback, not the old copy",
+			status, rec.Header().Get("X-SSR-Fallback"))
+	}
+}
