@@ -23,7 +23,7 @@ case $scenario in
 edge:
   routes:
     - {pattern: "GET /{$}", page: home, cache: {ttl: 60s, stale_while_revalidate: 60s, stale_if_error: 10m, query: [page]}}
-    - {pattern: "GET /products/{id}", page: product, cache: {ttl: 5m, stale_while_revalidate: 5m, stale_if_error: 1h}}
+    - {pattern: "GET /products/{id}", page: product, cache: {ttl: 5m, stale_while_revalidate: 5m, stale_if_error: 1h, query: []}}
     - {pattern: "GET /leaks", page: leaks}
 YAML
     ;;

@@ -45,14 +45,14 @@ const EDGE_CONFIG = `edge:
       render_timeout: 10s
       stream_timeout: 20s
       hard_timeout: 30s
-      cache: {ttl: 5m}
+      cache: {ttl: 5m, query: []}
     - pattern: "GET /late/products/{id}/reviews"
       page: product-reviews
       stream: true
       render_timeout: 3s
       stream_timeout: 3s
       hard_timeout: 30s
-      cache: {ttl: 5m}
+      cache: {ttl: 5m, query: []}
 `;
 const LOADING = '[data-testid="reviews-loading"]';
 const REVIEWS = '[data-testid="reviews"]';

@@ -155,7 +155,7 @@ func TestLateDeferredValue(t *testing.T) {
 	t.Cleanup(func() { close(never) })
 	// The deadlines are the behaviour here: the stream's 1 s, the hard 3 s less the 100 ms margin.
 	o := ssr.Options{RenderTimeout: time.Second, StreamTimeout: time.Second, HardTimeout: 3 * time.Second}
-	site := startDeferredSite(t, o, ssr.PageOptions{Stream: true, Cache: ssr.Cache{TTL: time.Hour}, Load: func(r *http.Request) (ssr.Result, error) {
+	site := startDeferredSite(t, o, ssr.PageOptions{Stream: true, Cache: ssr.Cache{TTL: time.Hour, Query: []string{}}, Load: func(r *http.Request) (ssr.Result, error) {
 		return ssr.Result{Deferred: map[string]ssr.Deferred{
 			"stuck": func(context.Context) (any, error) { <-never; return nil, nil },
 		}}, nil
@@ -206,7 +206,7 @@ func TestDeferredHerdCallsEachFunctionOnce(t *testing.T) {
 	gate := make(chan struct{})
 	var fast, slow atomic.Int32
 	site := startDeferredSite(t, deferredTimeouts, ssr.PageOptions{
-		Stream: true, Cache: ssr.Cache{TTL: time.Hour},
+		Stream: true, Cache: ssr.Cache{TTL: time.Hour, Query: []string{}},
 		Load: func(r *http.Request) (ssr.Result, error) {
 			return ssr.Result{Deferred: map[string]ssr.Deferred{
 				"fast": func(context.Context) (any, error) { fast.Add(1); return 1, nil },

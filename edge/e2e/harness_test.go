@@ -62,26 +62,26 @@ edge:
     - {pattern: "GET /oom", page: oom, render_timeout: 4s, hard_timeout: 5s}
     - pattern: "GET /cached/products/{id}"
       page: product
-      cache: {ttl: 1m, stale_while_revalidate: 1m, stale_if_error: 3m}
+      cache: {ttl: 1m, stale_while_revalidate: 1m, stale_if_error: 3m, query: []}
     - pattern: "GET /cached/slow"
       page: sleep
       render_timeout: 150ms
       hard_timeout: 2s
-      cache: {ttl: 60s}
+      cache: {ttl: 60s, query: []}
     - pattern: "GET /cached/cookie"
       page: cookie
       render_timeout: 5s
       hard_timeout: 6s
-      cache: {ttl: 60s}
+      cache: {ttl: 60s, query: []}
     - pattern: "GET /cached/backend"
       page: backend
       hard_timeout: 20s
-      cache: {ttl: 1m}
+      cache: {ttl: 1m, query: []}
     - pattern: "GET /cached/flaky"
       page: flaky
-      cache: {ttl: 1m, stale_if_error: 10m}
-    - {pattern: "GET /items/{id}", page: item, cache: {ttl: 60s}}
-    - {pattern: "GET /items/{id}/reviews", page: reviews, cache: {ttl: 60s}}
+      cache: {ttl: 1m, stale_if_error: 10m, query: []}
+    - {pattern: "GET /items/{id}", page: item, cache: {ttl: 60s, query: []}}
+    - {pattern: "GET /items/{id}/reviews", page: reviews, cache: {ttl: 60s, query: []}}
     # Streaming (stream_test.go): the shell within a generous render_timeout (a loaded
     # runner), boundaries held back by the test, not by the clock.
     - pattern: "GET /streamed/{id}"
@@ -90,14 +90,14 @@ edge:
       render_timeout: 10s
       stream_timeout: 15s
       hard_timeout: 30s
-      cache: {ttl: 1m}
+      cache: {ttl: 1m, query: []}
     - pattern: "GET /streamed-partial/{id}"
       page: product-reviews
       stream: true
       render_timeout: 1s
       stream_timeout: 1s
       hard_timeout: 30s
-      cache: {ttl: 1m}
+      cache: {ttl: 1m, query: []}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
     # Uncached, so that each request's render is its own and is withdrawn when its client
     # leaves (waiting_test.go); the hard deadline is beyond any test's end, so that only the

@@ -359,7 +359,7 @@ func TestStreamingNonce(t *testing.T) {
 	// As harness_test.go's routes of the same names: generous on a loaded runner, except
 	// for the deadline that is the behaviour.
 	mux.Handle("GET /streamed/{id}", pages.Page("product-reviews", ssr.PageOptions{
-		Route: "streamed", Stream: true, Cache: ssr.Cache{TTL: time.Minute},
+		Route: "streamed", Stream: true, Cache: ssr.Cache{TTL: time.Minute, Query: []string{}},
 		RenderTimeout: 10 * time.Second, StreamTimeout: 15 * time.Second, HardTimeout: 30 * time.Second,
 	}))
 	mux.Handle("GET /streamed-partial/{id}", pages.Page("product-reviews", ssr.PageOptions{

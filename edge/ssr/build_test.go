@@ -3,9 +3,12 @@ package ssr
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
@@ -14,13 +17,14 @@ import (
 // deploy's loaders) is not served from the shared store; one of the same build is.
 func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 	store := redistest.Start(t)
-	cached := PageOptions{Cache: Cache{TTL: time.Minute}, Load: func(*http.Request) (Result, error) {
+	cached := PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{Props: map[string]int{"n": 1}}, nil
 	}}
 	old := newFixture(t, Options{SharedCache: store, BuildID: "v1"})
 	if rec := serve(old.srv.Page("product", cached), "/products/7"); rec.Code != 200 {
 		t.Fatalf("v1: got %d", rec.Code)
 	}
+	waitStored(t, store)
 	for _, tt := range []struct {
 		build      string
 		wantRender bool
@@ -29,6 +33,29 @@ func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 		rec := serve(f.srv.Page("product", cached), "/products/7")
 		if rendered := f.renderer.calls.Load() > 0; rendered != tt.wantRender {
 			t.Errorf("a server of build %s: rendered %v (Cache-Status %q), want %v", tt.build, rendered, rec.Header().Get("Cache-Status"), tt.wantRender)
+		}
+	}
+}
+
+// waitStored waits until the store at address holds a page and no render lock: a render's
+// copy is written after its response, on a goroutine of its own.
+func waitStored(t *testing.T, address string) {
+	t.Helper()
+	o, err := redis.ParseURL(address)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(o)
+	defer client.Close()
+	ctx := context.Background()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		keys, err := client.Keys(ctx, "*").Result()
+		locked := slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, ":lock:") })
+		if err == nil && len(keys) > 0 && !locked {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no page in the store after 10 s (keys %v, err %v)", keys, err)
 		}
 	}
 }
@@ -45,7 +72,7 @@ func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
 	if err := f.srv.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/7")
 	if got := serve(h, "/products/7").Header().Get("Cache-Status"); !strings.Contains(got, "hit") {
 		t.Fatalf("same bundle: got Cache-Status %q, want a hit", got)
@@ -73,7 +100,7 @@ func TestAReloadRendersEachPageOnce(t *testing.T) {
 	if err := f.srv.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1") // stored as bundle1's
 
 	fake.bundle.Store(&b2) // the renderer reloaded; the edge has not asked since
@@ -110,7 +137,7 @@ func TestStaleCopyOfAnotherBundleIsNotServed(t *testing.T) {
 	if err := f.srv.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour}})
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}}})
 	serve(h, "/products/7")
 	time.Sleep(5 * time.Millisecond) // past the TTL, inside stale-if-error: time is the behaviour
 	fake.bundle.Store(&b2)

@@ -44,7 +44,7 @@ func TestUnknownPageNeverAnswers200(t *testing.T) {
 	for _, cached := range []bool{false, true} {
 		o := PageOptions{}
 		if cached {
-			o.Cache.TTL = time.Minute
+			o.Cache.TTL, o.Cache.Query = time.Minute, []string{}
 		}
 		rec := serve(f.srv.Page("does-not-exist", o), "/")
 		if rec.Code != http.StatusInternalServerError || rec.Header().Get("X-SSR-Fallback") != "unknown-page" {

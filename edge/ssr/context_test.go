@@ -26,8 +26,8 @@ func TestSharedRendersSeeNoMiddlewareValues(t *testing.T) {
 		header   string
 		wantUser string
 	}{
-		{"cached route", Cache{TTL: time.Minute}, "", `"user":""`},
-		{"cached route, personal request (Authorization)", Cache{TTL: time.Minute}, "Bearer x", `"user":"alice"`},
+		{"cached route", Cache{TTL: time.Minute, Query: []string{}}, "", `"user":""`},
+		{"cached route, personal request (Authorization)", Cache{TTL: time.Minute, Query: []string{}}, "Bearer x", `"user":"alice"`},
 		{"uncached route", Cache{}, "", `"user":"alice"`},
 	}
 	for _, tt := range tests {
@@ -67,8 +67,8 @@ func TestSharedLoaderSeesOnlyTheKey(t *testing.T) {
 		header string
 		want   seen
 	}{
-		{"cached route", Cache{TTL: time.Minute}, "", seen{"", "", "de , fr"}}, // the first header, trimmed and lower-cased
-		{"bypass (Authorization)", Cache{TTL: time.Minute}, "Bearer x", seen{"evil.example", "203.0.113.9:4711", " DE , fr"}},
+		{"cached route", Cache{TTL: time.Minute, Query: []string{}}, "", seen{"", "", "de , fr"}}, // the first header, trimmed and lower-cased
+		{"bypass (Authorization)", Cache{TTL: time.Minute, Query: []string{}}, "Bearer x", seen{"evil.example", "203.0.113.9:4711", " DE , fr"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestPersonalResponsesArePrivate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
-			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, PersonalizeCookies: []string{"session"}}})
+			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}, PersonalizeCookies: []string{"session"}}})
 			rec := serve(h, "/products/7", tt.header, tt.value)
 			if got := rec.Header().Get("Cache-Control"); got != tt.want {
 				t.Errorf("got Cache-Control %q, want %q", got, tt.want)

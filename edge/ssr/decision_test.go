@@ -72,7 +72,7 @@ func TestPrivateDecisionStaysWithItsRequest(t *testing.T) {
 			loaded := make(chan struct{})
 			release := make(chan struct{})
 			o := PageOptions{
-				Cache: Cache{TTL: time.Minute},
+				Cache: Cache{TTL: time.Minute, Query: []string{}},
 				Load: func(*http.Request) (Result, error) {
 					close(loaded)
 					<-release

@@ -30,7 +30,7 @@ func Example() {
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
-		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour},
+		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
 		// Runs on a miss, once for every request waiting on it; never on a hit.
 		Load: func(r *http.Request) (ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))

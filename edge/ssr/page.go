@@ -143,7 +143,10 @@ type Cache struct {
 	// StaleIfError: past TTL, the stored copy is served when a render fails or is late.
 	StaleIfError time.Duration
 	// Query lists the query parameters the page reads; the others are left out of the key
-	// and of the render. Nil means all but Options.CacheIgnoreQuery.
+	// and of what the loader and the renderer see. A cached page (TTL above zero) must set
+	// it, []string{} for none: Page panics otherwise, since every other parameter (?u=1,
+	// ?u=2...) would cost a render and a stored copy of its own. Nil on an uncached page: all
+	// but Options.CacheIgnoreQuery.
 	Query []string
 	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
 	// the cache, and its loader sees the whole request.

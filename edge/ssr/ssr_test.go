@@ -158,7 +158,7 @@ func TestLoaderRunsOnlyWhenARenderIsNeeded(t *testing.T) {
 	f.renderer.delay = 100 * time.Millisecond
 	var loads atomic.Int64
 	h := f.srv.Page("product", PageOptions{
-		Cache: Cache{TTL: time.Minute},
+		Cache: Cache{TTL: time.Minute, Query: []string{}},
 		Load: func(r *http.Request) (Result, error) {
 			loads.Add(1)
 			return Result{Props: map[string]string{"id": r.PathValue("id")}}, nil
@@ -262,7 +262,7 @@ func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
 	f := newFixture(t, Options{})
 	var failing atomic.Bool
 	h := f.srv.Page("home", PageOptions{
-		Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour},
+		Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}},
 		Load: func(*http.Request) (Result, error) {
 			if failing.Load() {
 				return Result{}, errors.New("database is down")
@@ -290,7 +290,7 @@ func TestSlowLoaderCountsAgainstRenderTimeout(t *testing.T) {
 	f := newFixture(t, Options{RenderTimeout: 50 * time.Millisecond, HardTimeout: 10 * time.Second})
 	release := make(chan struct{})
 	h := f.srv.Page("home", PageOptions{
-		Cache: Cache{TTL: time.Minute},
+		Cache: Cache{TTL: time.Minute, Query: []string{}},
 		Load: func(*http.Request) (Result, error) {
 			<-release
 			return Result{Props: map[string]int{"n": 1}}, nil
@@ -330,7 +330,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
-			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
+			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
 			rec := serve(h, "/products/1")
 			if rec.Code != tt.wantCode || (tt.wantHeader[0] != "" && rec.Header().Get(tt.wantHeader[0]) != tt.wantHeader[1]) || !strings.Contains(rec.Body.String(), tt.wantBody) {
 				t.Errorf("got %d %v %q", rec.Code, rec.Header(), rec.Body.String())
@@ -345,7 +345,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 
 func TestMaxAgeShortensTheTTL(t *testing.T) {
 	f := newFixture(t, Options{CacheTTLJitter: -1})
-	h := f.srv.Page("home", PageOptions{Cache: Cache{TTL: time.Hour}, Load: func(*http.Request) (Result, error) {
+	h := f.srv.Page("home", PageOptions{Cache: Cache{TTL: time.Hour, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{MaxAge: 30 * time.Second}, nil
 	}})
 	serve(h, "/")
@@ -399,7 +399,7 @@ func TestRendererDownKeepsThePageAnswering(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	f := newFixture(t, Options{})
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute}})
+	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1")
 	serve(h, "/products/2")
 	if n, err := f.srv.PurgePath("/products/1"); n != 1 || err != nil {

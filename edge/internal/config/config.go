@@ -124,7 +124,9 @@ type RouteCache struct {
 	StaleWhileRevalidate time.Duration `yaml:"stale_while_revalidate"`
 	StaleIfError         time.Duration `yaml:"stale_if_error"`
 	// Query lists the query parameters the page depends on; the others are left out of the
-	// key and of the render. Empty means all but edge.cache_ignore_query.
+	// key and of the render. A cached route must set it ([] for none): a parameter no page
+	// reads must not buy a render. Unset on an uncached route: all but
+	// edge.cache_ignore_query reach the render.
 	Query []string `yaml:"query"`
 	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
 	// the cache.
@@ -497,6 +499,10 @@ func routeProblems(r Route, e Edge) []routeProblem {
 		if w.d < 0 {
 			ps = append(ps, routeProblem{".cache." + w.name, fmt.Sprintf("must not be negative, got %s", w.d)})
 		}
+	}
+	if r.Cache.TTL > 0 && r.Cache.Query == nil {
+		ps = append(ps, routeProblem{".cache.query", "must list the query parameters the page reads ([] for none): the route is cached, " +
+			"and any other parameter, ?u=1, ?u=2..., would make a key and a render of its own"})
 	}
 	for j, v := range r.Variants {
 		if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {

@@ -105,6 +105,7 @@ func TestRejected(t *testing.T) {
 		{"route without GET", "edge:\n  routes:\n    - {pattern: '/a', page: a}\n", nil, `edge.routes[0].pattern: must start with "GET "`},
 		{"route without page", "edge:\n  routes:\n    - {pattern: 'GET /a'}\n", nil, "edge.routes[0].page: must be set"},
 		{"bad variant", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, variants: [locale]}\n", nil, "edge.routes[0].variants[0]"},
+		{"cached route without its query", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, cache: {ttl: 1m}}\n", nil, "edge.routes[0].cache.query: must list the query parameters the page reads ([] for none)"},
 		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"iter"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -220,17 +221,39 @@ func (s *Shell) AppendTemplate(dst []byte, p Page) ([]byte, []int) {
 // script element. Only the shell's own elements get it, never markup of the page's that
 // looks like one.
 func WithNonce(dst, doc []byte, slots []int, nonce string) []byte {
+	for part := range NoncedParts(doc, slots, nonce) {
+		dst = append(dst, part...)
+	}
+	return dst
+}
+
+// NoncedParts yields WithNonce's document in parts: slices of doc, with the nonce's
+// attribute between them. A stored document is written from where it is stored, so a
+// response holds no copy of it.
+func NoncedParts(doc []byte, slots []int, nonce string) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		if nonce == "" {
+			yield(doc)
+			return
+		}
+		attr := []byte(nonceAttr(nonce))
+		last := 0
+		for _, at := range slots {
+			if !yield(doc[last:at]) || !yield(attr) {
+				return
+			}
+			last = at
+		}
+		yield(doc[last:])
+	}
+}
+
+// NoncedLen is the length of WithNonce's document.
+func NoncedLen(doc []byte, slots []int, nonce string) int {
 	if nonce == "" {
-		return append(dst, doc...)
+		return len(doc)
 	}
-	attr := nonceAttr(nonce)
-	last := 0
-	for _, at := range slots {
-		dst = append(dst, doc[last:at]...)
-		dst = append(dst, attr...)
-		last = at
-	}
-	return append(dst, doc[last:]...)
+	return len(doc) + len(slots)*len(nonceAttr(nonce))
 }
 
 func nonceAttr(nonce string) string { return " nonce=\"" + html.EscapeString(nonce) + "\"" }

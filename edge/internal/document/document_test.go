@@ -117,6 +117,9 @@ func TestNoncePlaceholder(t *testing.T) {
 			if got := WithNonce(nil, template, slots, tt.nonce); string(got) != string(live) {
 				t.Errorf("the stored document with its nonce differs from the live one:\n%s\n%s", got, live)
 			}
+			if got := NoncedLen(template, slots, tt.nonce); got != len(live) {
+				t.Errorf("NoncedLen: got %d, want %d", got, len(live))
+			}
 			if got, want := string(AppendNonced(nil, body, ph, tt.nonce)), strings.ReplaceAll(string(body), ` nonce="PH"`, nonceOrNot(tt.nonce)); got != want {
 				t.Errorf("AppendNonced: got %s, want %s", got, want)
 			}

@@ -22,7 +22,7 @@ func BenchmarkServeHit(b *testing.B) {
 			options = append(options, func(o *Options) { o.Nonce = func(*http.Request) string { return "rAnd0mNonce" } })
 		}
 		s := start(b, func(e *config.Edge) {
-			e.Routes[0].Cache = config.RouteCache{TTL: time.Hour}
+			e.Routes[0].Cache = config.RouteCache{TTL: time.Hour, Query: []string{}}
 		}, options...)
 		s.renderer.render = func(_ context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 			return &ssrv1.RenderResponse{Status: 200, Html: []byte(strings.Repeat("<div class=card>x</div>", 9000)), PropsJson: []byte(`{}`)}, nil

@@ -26,7 +26,7 @@ const homeKey = "b1 GET /{$} /"
 // cached turns caching on for the home route: fresh 10s, stale-while-revalidate 5s,
 // stale-if-error 60s.
 func cached(e *config.Edge) {
-	e.Routes[0].Cache = config.RouteCache{TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second}
+	e.Routes[0].Cache = config.RouteCache{TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second, Query: []string{}}
 }
 
 // counting makes the fake renderer count its calls and answer with render(n).

@@ -166,7 +166,7 @@ func (p *page) stored(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcac
 	} else {
 		doc = p.shell.Append((*bp)[:0], p.documentPage(req, resp, fl))
 	}
-	defer func() { *bp = doc[:0]; buffers.Put(bp) }()
+	defer putBuffer(bp, doc)
 	// Checked before compressing: a document that cannot be stored is not worth encoding.
 	if !p.cache.Fits(len(doc)) {
 		p.log.Warn("page too large to cache: requests for it render side by side for CachePassTTL (edge.cache_pass_ttl)",

@@ -4,6 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"iter"
 	"net/http"
 	"slices"
 	"strconv"
@@ -57,23 +59,68 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 
 var buffers = sync.Pool{New: func() any { b := make([]byte, 0, 256<<10); return &b }}
 
+// maxPooledBufferBytes: a buffer that grew past this for a large page goes to the garbage
+// collector, not back to buffers. The pool keeps what it is given at full size for any
+// later response, so every buffer that a page of several MB once filled would stay that
+// large. 1 MiB is five times the demo's largest page.
+const maxPooledBufferBytes = 1 << 20
+
+// putBuffer gives *bp back to buffers, holding b emptied, unless b grew too large to keep.
+func putBuffer(bp *[]byte, b []byte) {
+	if cap(b) > maxPooledBufferBytes {
+		return
+	}
+	*bp = b[:0]
+	buffers.Put(bp)
+}
+
 // respondDocument assembles doc in a pooled buffer and writes it, compressed in the coding
 // the client prefers among liveCodings.
 func (p *page) respondDocument(w http.ResponseWriter, r *http.Request, status int, doc document.Page) {
 	bp := buffers.Get().(*[]byte)
 	body := p.shell.Append((*bp)[:0], doc)
-	defer func() { *bp = body[:0]; buffers.Put(bp) }()
+	defer putBuffer(bp, body)
 	p.respondBody(w, r, status, body)
 }
 
 // respondWithNonce answers from a stored document made without nonces, with this
-// response's own. No ETag: a 304 would keep the body of an earlier nonce, which this
-// response's Content-Security-Policy does not allow.
+// response's own put in as the stored bytes are written: the response holds no copy of the
+// page, only, when compressed, an encoder of fixed size, for as long as its client takes
+// to read it. No ETag: a 304 would keep the body of an earlier nonce, which this response's
+// Content-Security-Policy does not allow.
 func (p *page) respondWithNonce(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry) {
-	bp := buffers.Get().(*[]byte)
-	body := document.WithNonce((*bp)[:0], e.Bodies[""], e.NonceAt, p.nonceFor(r))
-	defer func() { *bp = body[:0]; buffers.Put(bp) }()
-	p.respondBody(w, r, e.Status, body)
+	doc, nonce := e.Bodies[""], p.nonceFor(r)
+	size := document.NoncedLen(doc, e.NonceAt, nonce)
+	coding := ""
+	if size >= minCompressBytes {
+		coding = negotiate(r.Header.Get("Accept-Encoding"), liveCodings)
+	}
+	parts := document.NoncedParts(doc, e.NonceAt, nonce)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	if coding == "" {
+		h.Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(e.Status)
+		writeAll(w, parts)
+		return
+	}
+	enc, release := newStreamEncoder(w, coding)
+	defer release()
+	h.Set("Content-Encoding", coding)
+	w.WriteHeader(e.Status)
+	if writeAll(enc, parts) == nil {
+		enc.Close()
+	}
+}
+
+// writeAll writes parts to w in order, up to the first error: the client has gone.
+func writeAll(w io.Writer, parts iter.Seq[[]byte]) error {
+	for part := range parts {
+		if _, err := w.Write(part); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // respondBody writes body, compressed in the coding the client prefers among liveCodings.
@@ -88,7 +135,7 @@ func (p *page) respondBody(w http.ResponseWriter, r *http.Request, status int, b
 	}
 	cp := buffers.Get().(*[]byte)
 	compressed := compressLive((*cp)[:0], coding, body)
-	defer func() { *cp = compressed[:0]; buffers.Put(cp) }()
+	defer putBuffer(cp, compressed)
 	w.Header().Set("Content-Encoding", coding)
 	p.respond(w, status, compressed)
 }

@@ -14,9 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/andybalholm/brotli"
-	kgzip "github.com/klauspost/compress/gzip"
-	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -246,38 +243,12 @@ type streamWriter struct {
 	release func()
 }
 
-type streamEncoder interface {
-	io.Writer
-	Flush() error
-	Close() error
-}
-
-// zstdWriters are streaming encoders, unlike zstdEncoder's EncodeAll; one goroutine each,
-// since a response's flushes are small.
-var zstdWriters = sync.Pool{New: func() any {
-	w, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedFastest))
-	return w
-}}
-
 // newStreamWriter sets Content-Encoding for coding ("" for identity); call it before
 // WriteHeader.
 func newStreamWriter(w http.ResponseWriter, coding string) *streamWriter {
 	s := &streamWriter{w: w, rc: http.NewResponseController(w), release: func() {}}
-	switch coding {
-	case "zstd":
-		z := zstdWriters.Get().(*zstd.Encoder)
-		z.Reset(w)
-		s.enc, s.release = z, func() { zstdWriters.Put(z) }
-	case "br":
-		b := brotliWriters.Get().(*brotli.Writer)
-		b.Reset(w)
-		s.enc, s.release = b, func() { brotliWriters.Put(b) }
-	case "gzip":
-		g := gzipWriters.Get().(*kgzip.Writer)
-		g.Reset(w)
-		s.enc, s.release = g, func() { gzipWriters.Put(g) }
-	}
-	if s.enc != nil {
+	if coding != "" {
+		s.enc, s.release = newStreamEncoder(w, coding)
 		w.Header().Set("Content-Encoding", coding)
 	}
 	return s
