@@ -25,6 +25,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
 const (
@@ -45,7 +46,8 @@ func TestDashboardAndRunbookQueryTheStack(t *testing.T) {
 		// Every render measured for renderer_page_heap_growth_bytes: by default one in 100
 		// per worker is, and this test renders a few dozen pages.
 		"SSR_RENDERER_HEAP_GROWTH_SAMPLE_EVERY=1", gateEnv)
-	edge := startEdge(t, socket)
+	// With the shared store, whose metrics the runbook queries too.
+	edge := startEdge(t, socket, "SSR_EDGE_SHARED_CACHE_ADDRESS="+redistest.Start(t))
 	exposeEverySeries(t, renderer, edge, g)
 	stack := stackMetrics{
 		"edge":     metricFamilies(scrape(t, edge.admin+"/metrics")),

@@ -67,16 +67,16 @@ edge:
       page: sleep
       render_timeout: 150ms
       hard_timeout: 2s
-      cache: {ttl: 60s, query: []}
+      cache: {ttl: 60s, query: [ms]}
     - pattern: "GET /cached/cookie"
       page: cookie
       render_timeout: 5s
       hard_timeout: 6s
-      cache: {ttl: 60s, query: []}
+      cache: {ttl: 60s, query: [ms]}
     - pattern: "GET /cached/backend"
       page: backend
       hard_timeout: 20s
-      cache: {ttl: 1m, query: []}
+      cache: {ttl: 1m, query: [port]}
     - pattern: "GET /cached/flaky"
       page: flaky
       cache: {ttl: 1m, stale_if_error: 10m, query: []}

@@ -56,7 +56,11 @@ type Edge struct {
 	// the listener closes, so load balancers stop sending first.
 	ShutdownDelay  time.Duration `yaml:"shutdown_delay"`
 	MaxHeaderBytes int           `yaml:"max_header_bytes"`
-	LogLevel       string        `yaml:"log_level"`
+	// MaxConnections caps the public listener's open connections: past it, new ones wait in
+	// the kernel's backlog. Each costs its buffers, and one whose client stops reading holds
+	// its response until write_timeout: without a cap, clients could add them up at will.
+	MaxConnections int    `yaml:"max_connections"`
+	LogLevel       string `yaml:"log_level"`
 	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints.
 	AdminToken string `yaml:"admin_token"`
 	// AdminTrustLoopback admits loopback callers to them without the token. Turn it off
@@ -420,6 +424,9 @@ func Validate(c *Config) error {
 	}
 	if e.MaxRendersInFlight < 1 {
 		bad("edge.max_renders_in_flight", "must be at least 1, got %d", e.MaxRendersInFlight)
+	}
+	if e.MaxConnections < 1 {
+		bad("edge.max_connections", "must be at least 1, got %d", e.MaxConnections)
 	}
 	if e.MaxHeaderBytes < 4096 {
 		bad("edge.max_header_bytes", "must be at least 4096, got %d", e.MaxHeaderBytes)

@@ -45,9 +45,12 @@ func (s *Site) PurgePrefix(prefix string) (int, error) {
 	return s.purge(sharedcache.Purge{Kind: "prefix", Value: prefix})
 }
 
-// purgeLocal applies p to one replica's cache.
+// purgeLocal applies p to one replica's cache. Kind "all" comes from the store's
+// subscription only, when this replica may have missed purges.
 func purgeLocal(c *htmlcache.Cache, p sharedcache.Purge) int {
 	switch p.Kind {
+	case "all":
+		return c.PurgeIf(func(*htmlcache.Entry) bool { return true })
 	case "key":
 		if c.PurgeKey(p.Value) {
 			return 1

@@ -98,14 +98,19 @@ func (p *page) respondWithNonce(w http.ResponseWriter, r *http.Request, e *htmlc
 	parts := document.NoncedParts(doc, e.NonceAt, nonce)
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	if coding == "" {
+	var enc streamEncoder
+	if coding != "" {
+		if e, release, ok := newStreamEncoder(w, coding); ok {
+			enc = e
+			defer release()
+		}
+	}
+	if enc == nil {
 		h.Set("Content-Length", strconv.Itoa(size))
 		w.WriteHeader(e.Status)
 		writeAll(w, parts)
 		return
 	}
-	enc, release := newStreamEncoder(w, coding)
-	defer release()
 	h.Set("Content-Encoding", coding)
 	w.WriteHeader(e.Status)
 	if writeAll(enc, parts) == nil {

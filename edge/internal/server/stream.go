@@ -247,8 +247,11 @@ type streamWriter struct {
 // WriteHeader.
 func newStreamWriter(w http.ResponseWriter, coding string) *streamWriter {
 	s := &streamWriter{w: w, rc: http.NewResponseController(w), release: func() {}}
-	if coding != "" {
-		s.enc, s.release = newStreamEncoder(w, coding)
+	if coding == "" {
+		return s
+	}
+	if enc, release, ok := newStreamEncoder(w, coding); ok {
+		s.enc, s.release = enc, release
 		w.Header().Set("Content-Encoding", coding)
 	}
 	return s

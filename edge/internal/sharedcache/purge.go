@@ -4,12 +4,11 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
@@ -21,45 +20,51 @@ import (
 //     of that path or tag, each scored with its document's expiry (ms, the store's clock),
 //     so that expired members are pruned on every write (addIndexes) and purge;
 //   - "ix:of:" + cache key: the set of the indexes naming that document, so that a purge
-//     removes the documents it deletes from every index, not only the one it walked.
+//     removes the documents it deletes from every index, not only the one it walked;
+//   - "purgelog": the purge stream (message), its last streamLength entries, which every
+//     replica reads (follow.go). Each entry is also published on the "purges" channel,
+//     where it wakes the readers, and replicas of earlier versions hear it.
 //
-// Purges travel on the "purges" channel (message). The indexes of earlier versions
-// ("path:", "tag:", sets) are not read: their documents are keyed by another build and
-// never served by this version, and they expire with them.
+// The indexes of earlier versions ("path:", "tag:", sets) are not read: their documents
+// are keyed by another build and never served by this version, and they expire with them.
 
 // Purge is one purge, as the admin endpoint takes it: Kind is "key", "path", "prefix" or
-// "tag".
+// "tag". Subscribe also hands its caller Kind "all": every document of the replica's own
+// cache, when it may have missed purges.
 type Purge struct {
 	Kind, Value string
 }
 
+// maxURLBytes bounds the value of a purge by key, path or prefix: edge.max_header_bytes'
+// default, which bounds the request line a path comes from. maxTagBytes bounds a tag's: the
+// renderer takes 256 characters (UTF-16) in a tag, 768 bytes of UTF-8 at most.
+const (
+	maxURLBytes = 64 << 10
+	maxTagBytes = 3 * 256
+)
+
 // valid reports why p is no purge, or nil.
 func (p Purge) valid() error {
+	limit := maxURLBytes
 	switch p.Kind {
-	case "key", "path", "tag":
-		return nil
+	case "key", "path":
+	case "tag":
+		limit = maxTagBytes
 	case "prefix":
 		if p.Value == "" {
 			return errors.New("sharedcache: an empty prefix (it would purge everything)")
 		}
-		return nil
+	default:
+		return fmt.Errorf("sharedcache: purge kind %q (want key, path, prefix or tag)", p.Kind)
 	}
-	return fmt.Errorf("sharedcache: purge kind %q (want key, path, prefix or tag)", p.Kind)
-}
-
-// Matches reports whether p names e (a document the store returned).
-func (p Purge) Matches(e *htmlcache.Entry) bool {
-	switch p.Kind {
-	case "key":
-		return e.Key == p.Value
-	case "path":
-		return e.Path == p.Value
-	case "prefix":
-		return p.Value != "" && strings.HasPrefix(e.Path, p.Value)
-	case "tag":
-		return slices.Contains(e.Tags, p.Value)
+	if len(p.Value) > limit {
+		return fmt.Errorf("sharedcache: a purge by %s of %d bytes, over %d", p.Kind, len(p.Value), limit)
 	}
-	return false
+	if !utf8.ValidString(p.Value) {
+		// JSON would change it on the way: the other replicas would purge something else.
+		return fmt.Errorf("sharedcache: a purge by %s of %q, not UTF-8", p.Kind, p.Value)
+	}
+	return nil
 }
 
 const (
@@ -78,9 +83,9 @@ const (
 	purgeBatch = 500
 )
 
-// Purge publishes p to every replica subscribed (Subscribe), which remove its documents
-// from their own caches, then removes them from the store, in batches. It returns how many
-// documents it removed from the store.
+// Purge publishes p to every replica (Subscribe), which remove its documents from their own
+// caches, then removes them from the store, in batches. It returns how many documents it
+// removed from the store.
 //
 // The publish and the deletes are independent: the replicas hear of p even when the
 // deletes fail. Until the store has confirmed p (the publish and the deletes both
@@ -93,17 +98,18 @@ func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
 	if err := p.valid(); err != nil {
 		return 0, err
 	}
-	pp := s.pending.add(p, newPurgeID(), true)
+	pp, _, forgot := s.heard.add(p, newPurgeID(), time.Now(), true)
+	s.forgot(forgot)
 	n, err := s.apply(ctx, pp)
 	if err != nil {
-		s.pending.retry(s, pp)
+		s.retry(pp)
 	}
 	return n, err
 }
 
 // apply publishes pp (unless it was before), removes its documents from the store, and,
 // when both succeeded, confirms it (and publishes that).
-func (s *Store) apply(ctx context.Context, pp *pendingPurge) (int, error) {
+func (s *Store) apply(ctx context.Context, pp *heardPurge) (int, error) {
 	c := s.purgeClient()
 	if c == nil {
 		return 0, redis.ErrClosed
@@ -111,9 +117,9 @@ func (s *Store) apply(ctx context.Context, pp *pendingPurge) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, purgeTimeout)
 	defer cancel()
 	var published error
-	if !s.pending.published(pp) {
-		if published = s.publish(ctx, c, message{Kind: pp.Kind, Value: pp.Value, ID: pp.id}); published == nil {
-			s.pending.markPublished(pp)
+	if !s.heard.published(pp) {
+		if published = s.publish(ctx, c, message{Kind: pp.Kind, Value: pp.Value, ID: pp.id, At: pp.at.UnixNano()}); published == nil {
+			s.heard.markPublished(pp)
 		} else {
 			published = fmt.Errorf("sharedcache: purge not published to the other replicas: %w", published)
 		}
@@ -125,14 +131,32 @@ func (s *Store) apply(ctx context.Context, pp *pendingPurge) (int, error) {
 	if err := errors.Join(published, removed); err != nil {
 		return n, err
 	}
-	s.pending.confirm(pp.id)
-	// Best effort: a replica that misses it forgets pp after purgeRetryFor.
-	s.publish(ctx, c, message{ID: pp.id, Done: true})
+	s.heard.confirmOwn(pp)
+	// Best effort: a replica that misses it stops refusing copies purgeRetryFor after it
+	// heard of pp.
+	s.publish(ctx, c, message{ID: pp.id, At: pp.at.UnixNano(), Done: true})
 	return n, nil
 }
 
+// publish appends m, signed, to the purge stream, and wakes its readers.
 func (s *Store) publish(ctx context.Context, c *redis.Client, m message) error {
-	return c.Publish(ctx, s.opts.Prefix+"purges", m.encode()).Err()
+	payload := s.payload(m)
+	_, err := withCallTimeout(ctx, func(ctx context.Context) ([]redis.Cmder, error) {
+		return c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.XAdd(ctx, s.addArgs(payload))
+			p.Publish(ctx, s.opts.Prefix+"purges", payload)
+			return nil
+		})
+	})
+	return err
+}
+
+// payload is m as the stream and the channel carry it: signed with Options.HMACKey.
+func (s *Store) payload(m message) string { return m.signed(s.streamKey(), s.opts.HMACKey).encode() }
+
+// addArgs append payload to the purge stream.
+func (s *Store) addArgs(payload string) *redis.XAddArgs {
+	return &redis.XAddArgs{Stream: s.streamKey(), MaxLen: streamLength, Approx: true, Values: []any{messageField, payload}}
 }
 
 // remove deletes p's documents from the store and returns how many there were.
@@ -304,85 +328,6 @@ func (s *Store) closePurges() error {
 		return nil
 	}
 	return s.purger.Close()
-}
-
-// Subscribe calls apply with every purge another replica publishes, until ctx is done
-// (this replica's own are applied by its caller). It also notes which purges the store has
-// not confirmed yet (Pending). The subscription reconnects by itself after the store comes
-// back; purges published while it was away are lost to this replica's own cache, whose
-// entries then live out their TTL.
-func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
-	sub := s.rdb.Subscribe(ctx, s.opts.Prefix+"purges")
-	defer sub.Close()
-	ch := sub.Channel()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m, ok := <-ch:
-			if !ok {
-				return
-			}
-			msg, err := parseMessage(m.Payload)
-			switch {
-			case err != nil:
-			case msg.Done:
-				s.pending.confirm(msg.ID)
-			case msg.ID == "": // an earlier version's: published once the store was purged
-				apply(msg.Purge())
-			case s.pending.add(msg.Purge(), msg.ID, false).own:
-			default:
-				apply(msg.Purge())
-			}
-		}
-	}
-}
-
-// Pending reports whether a purge the store has not confirmed yet matches e, a copy the
-// store returned: it must not be used (render instead; the render's copy replaces it).
-func (s *Store) Pending(e *htmlcache.Entry) bool { return s.pending.matches(e) }
-
-// message is what the "purges" channel carries, as JSON: a purge (Kind, Value) with the ID
-// its Done message names once the store is purged. A purge without ID comes from an earlier
-// version, which publishes once the store is purged.
-type message struct {
-	Kind  string `json:",omitempty"`
-	Value string `json:",omitempty"`
-	ID    string `json:",omitempty"`
-	Done  bool   `json:",omitempty"`
-}
-
-// Purge is the purge m carries.
-func (m message) Purge() Purge { return Purge{Kind: m.Kind, Value: m.Value} }
-
-func (m message) encode() string {
-	b, _ := json.Marshal(m) // strings and a bool: it cannot fail
-	return string(b)
-}
-
-// maxIDLength bounds a message's ID: newPurgeID's are 24 characters.
-const maxIDLength = 64
-
-// parseMessage reads a message from the channel, where any client of the store may
-// publish: anything but a valid purge or Done is an error.
-func parseMessage(payload string) (message, error) {
-	var m message
-	if err := json.Unmarshal([]byte(payload), &m); err != nil {
-		return message{}, fmt.Errorf("sharedcache: purge message: %w", err)
-	}
-	if len(m.ID) > maxIDLength {
-		return message{}, fmt.Errorf("sharedcache: purge message: an ID of %d bytes", len(m.ID))
-	}
-	if m.Done {
-		if m.ID == "" || m.Kind != "" || m.Value != "" {
-			return message{}, errors.New("sharedcache: purge message: Done names an ID, and nothing else")
-		}
-		return m, nil
-	}
-	if err := m.Purge().valid(); err != nil {
-		return message{}, fmt.Errorf("sharedcache: purge message: %w", err)
-	}
-	return m, nil
 }
 
 func newPurgeID() string {

@@ -1,52 +1,96 @@
 package sharedcache
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
-// FuzzPurgeMessage: whatever a client of the store publishes on the purges channel is
-// parsed without a panic, and what parses is a valid purge or Done that encodes back to
-// itself; every purge this version publishes parses back to what it was.
+// FuzzPurgeMessage: whatever a client of the store writes to the purge stream is parsed
+// without a panic, and refused for one of the counted reasons; what parses is a valid purge
+// or Done that encodes back to itself and, with a key, carries that key's MAC over every
+// field. Every message this version publishes parses back to what it was, with the key or
+// without; with the key, unsigned, signed with another key or for another stream, or with
+// any field changed, it is refused.
 func FuzzPurgeMessage(f *testing.F) {
+	const stream = "ssr:purgelog"
+	key := bytes.Repeat([]byte("k"), 32)
+	at := time.Now().UnixNano()
 	for _, seed := range []string{
-		`{"Kind":"path","Value":"/products/7"}`, // an earlier version's
-		message{Kind: "tag", Value: "product:7", ID: newPurgeID()}.encode(),
-		message{Kind: "prefix", Value: "/p/", ID: "x"}.encode(),
-		message{ID: "0123456789ab0123456789ab", Done: true}.encode(),
-		`{"Kind":"key","Value":"b1 GET /{$} /\u0000x","ID":"1"}`,
-		`{"Done":true,"ID":"1","Kind":"path"}`, `{"Kind":"prefix","Value":""}`, `{"kind":"TAG","value":"x"}`,
-		`{"Kind":"path","Value":"\xff"}`, `[]`, `null`, `{"ID":` + strings.Repeat("9", 100) + `}`,
+		`{"Kind":"path","Value":"/products/7"}`, // an earlier version's: no ID, no time
+		`{"Kind":"prefix","Value":"/","ID":"x"}`,
+		message{Kind: "tag", Value: "product:7", ID: newPurgeID(), At: at}.encode(),
+		message{Kind: "prefix", Value: "/p/", ID: "x", At: at}.signed(stream, key).encode(),
+		message{ID: "0123456789ab0123456789ab", At: at, Done: true}.signed(stream, key).encode(),
+		`{"Kind":"key","Value":"b1 GET /{$} /\u0000x","ID":"1","At":1}`,
+		`{"Done":true,"ID":"1","At":1,"Kind":"path"}`, `{"Kind":"prefix","Value":"","ID":"1","At":1}`, `{"kind":"TAG","value":"x","id":"1","at":1}`,
+		`{"Kind":"path","Value":"\xff","ID":"1","At":1}`, `{"Kind":"tag","Value":"t","ID":"1","At":1,"MAC":"AAAA"}`,
+		`{"Kind":"tag","Value":"t","ID":"1","At":-5}`, `{"Kind":"tag","Value":"t","ID":"1","At":1e18}`,
+		`[]`, `null`, `{"ID":` + strings.Repeat("9", 100) + `}`, `{"Kind":"tag","Value":"` + strings.Repeat("x", maxTagBytes+1) + `","ID":"1","At":1}`,
 	} {
-		f.Add(seed, "path", "/a")
+		f.Add(seed, "path", "/a", at)
 	}
-	f.Fuzz(func(t *testing.T, payload, kind, value string) {
-		m, err := parseMessage(payload)
-		if err == nil {
-			again, err := parseMessage(m.encode())
-			if err != nil || again != m {
+	f.Fuzz(func(t *testing.T, payload, kind, value string, at int64) {
+		for _, macKey := range [][]byte{nil, key} {
+			m, err := parseMessage(payload, stream, macKey)
+			if err != nil {
+				if !errors.Is(err, errUnsigned) && !errors.Is(err, errBadMAC) && !errors.Is(err, errMalformed) {
+					t.Fatalf("%q refused for no counted reason: %v", payload, err)
+				}
+				continue
+			}
+			if again, err := parseMessage(m.encode(), stream, macKey); err != nil || !sameMessage(again, m) {
 				t.Fatalf("%q parsed as %+v, which encodes to %q, parsed as %+v (%v)", payload, m, m.encode(), again, err)
 			}
-			if !m.Done && m.Purge().valid() != nil || m.Done && (m.ID == "" || m.Kind != "" || m.Value != "") || len(m.ID) > maxIDLength {
+			if !m.Done && m.Purge().valid() != nil || m.Done && (m.Kind != "" || m.Value != "") || m.ID == "" || len(m.ID) > maxIDLength || m.At <= 0 {
 				t.Fatalf("%q parsed as %+v, neither a valid purge nor a Done", payload, m)
 			}
+			if macKey != nil && !bytes.Equal(m.MAC, m.signature(stream, macKey)) {
+				t.Fatalf("%q parsed with a key, and its MAC is not the key's", payload)
+			}
 		}
-		// What Purge publishes: any purge it takes, with its ID, then Done.
-		p := Purge{Kind: kind, Value: value}
-		if p.valid() != nil || !utf8.ValidString(value) {
-			return // refused before any publish; JSON carries UTF-8 only
+
+		// What Purge publishes: any purge it takes, with its ID and time, then Done.
+		if (Purge{Kind: kind, Value: value}).valid() != nil || at <= 0 {
+			return // refused before any publish
 		}
-		for _, sent := range []message{{Kind: kind, Value: value, ID: newPurgeID()}, {ID: newPurgeID(), Done: true}} {
-			if got, err := parseMessage(sent.encode()); err != nil || got != sent {
-				t.Fatalf("%+v sent, %+v (%v) received", sent, got, err)
+		for _, sent := range []message{{Kind: kind, Value: value, ID: newPurgeID(), At: at}, {ID: newPurgeID(), At: at, Done: true}} {
+			for _, macKey := range [][]byte{nil, key} {
+				if got, err := parseMessage(sent.signed(stream, macKey).encode(), stream, macKey); err != nil || !sameMessage(got, sent.signed(stream, macKey)) {
+					t.Fatalf("%+v sent, %+v (%v) received", sent, got, err)
+				}
+			}
+			changed := sent.signed(stream, key) // the key's MAC, of another time
+			if changed.At++; at == math.MaxInt64 {
+				changed.At = at - 1
+			}
+			for name, tc := range map[string]struct {
+				m    message
+				want error
+			}{
+				"unsigned":        {sent, errUnsigned},
+				"another key":     {sent.signed(stream, bytes.Repeat([]byte("o"), 32)), errBadMAC},
+				"another stream":  {sent.signed("other:purgelog", key), errBadMAC},
+				"a field changed": {changed, errBadMAC},
+				"another's MAC":   {message{ID: "x", At: 1, Done: true, MAC: sent.signed(stream, key).MAC}, errBadMAC},
+			} {
+				if _, err := parseMessage(tc.m.encode(), stream, key); !errors.Is(err, tc.want) {
+					t.Fatalf("%s: %+v parsed with the key: %v, want %v", name, tc.m, err, tc.want)
+				}
 			}
 		}
 	})
+}
+
+// sameMessage compares two messages, MAC included.
+func sameMessage(a, b message) bool {
+	return a.Kind == b.Kind && a.Value == b.Value && a.ID == b.ID && a.At == b.At && a.Done == b.Done && bytes.Equal(a.MAC, b.MAC)
 }
 
 // FuzzGlobEscape: an escaped string matches itself and nothing else in Redis's glob

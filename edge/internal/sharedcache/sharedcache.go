@@ -41,13 +41,15 @@ type Options struct {
 	Prefix string
 	// HMACKey, if set, authenticates what the store holds: each document carries, and each
 	// asset has beside it, an HMAC-SHA256 of its bytes and of the key it is stored under,
-	// and a value without a valid one is a miss. Every replica needs the same key, of at
-	// least 32 bytes. If empty, values are not authenticated: whatever can write to the
-	// store can have the edges serve any page or script (docs/operations.md, "Running the
-	// shared store safely").
+	// and a value without a valid one is a miss; each purge carries one too, and a purge
+	// without a valid one is refused. Every replica needs the same key, of at least 32
+	// bytes. If empty, nothing is authenticated: whatever can write to the store can have
+	// the edges serve any page or script, or purge every page (docs/operations.md, "Running
+	// the shared store safely").
 	HMACKey []byte
-	// Log receives the first invalid value of each kind (document, asset); the others are
-	// only counted by the caller. If nil, defaults to slog.Default().
+	// Log receives the first invalid value of each kind (document, asset), the first purge
+	// refused for each reason, and each time this replica may have missed purges; the
+	// others are only counted. If nil, defaults to slog.Default().
 	Log *slog.Logger
 }
 
@@ -65,11 +67,17 @@ type Store struct {
 	breaker *circuit.Breaker
 	// loggedDoc and loggedAsset are set once an invalid value of the kind was logged.
 	loggedDoc, loggedAsset atomic.Bool
-	// purger is the purges' client (purgeClient), made once; pending are the purges the
-	// store has not confirmed (purge.go).
+	// purger is the purges' client (purgeClient), made once; heard are the purges this
+	// replica knows of (heard.go); started is when New made the Store.
 	purger     *redis.Client
 	purgerOnce sync.Once
-	pending    pendingPurges
+	heard      heardPurges
+	started    time.Time
+	counts     counts
+	// loggedRefusal and loggedForgot are set once a purge refused for that reason, or one
+	// forgotten, was logged.
+	loggedRefusal [len(refusals)]atomic.Bool
+	loggedForgot  atomic.Bool
 }
 
 // New returns a Store for opts.Address; it does not connect until the first call.
@@ -99,7 +107,8 @@ func New(opts Options) (*Store, error) {
 	// A retry would double the time a request waits for a store that is failing.
 	ro.MaxRetries, ro.DialerRetries = -1, 1
 	redis.SetLogger(debugLog{})
-	return &Store{rdb: redis.NewClient(ro), opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second}}, nil
+	return &Store{rdb: redis.NewClient(ro), opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second},
+		heard: newHeardPurges(), started: time.Now()}, nil
 }
 
 // debugLog sends go-redis's own messages (a dial that failed, for one) to slog at debug
@@ -146,7 +155,9 @@ func (s *Store) value(ctx context.Context, key string) ([]byte, error) {
 
 // Get returns the stored document for key, or nil when the store has none. A value that is
 // not a valid document for key (decode, check) is an error wrapping ErrInvalid: a miss, which
-// the caller counts; the first of them is logged.
+// the caller counts; the first of them is logged. A document stored before a purge this
+// replica knows of matched it (however well signed: written back, or rendered before the
+// purge) is a miss too, and is deleted.
 func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
 	storeKey := s.opts.Prefix + "doc:" + key
 	b, err := s.value(ctx, storeKey)
@@ -157,8 +168,21 @@ func (s *Store) Get(ctx context.Context, key string) (*htmlcache.Entry, error) {
 	if err != nil {
 		return nil, s.Reject(key, err)
 	}
+	if s.heard.superseded(e) {
+		s.counts.superseded.Add(1)
+		// A copy another replica wrote meanwhile may go too: it costs a render.
+		s.do(ctx, func(ctx context.Context) error {
+			_, _, _, err := s.purgeBatch(ctx, s.rdb, "", key)
+			return err
+		})
+		return nil, nil
+	}
 	return e, nil
 }
+
+// Pending reports whether a purge the store has not confirmed yet matches e, a copy the
+// store returned: it must not be used (render instead; the render's copy replaces it).
+func (s *Store) Pending(e *htmlcache.Entry) bool { return s.heard.pending(e) }
 
 // Reject makes err, why a document Get returned is not to be used (a check only its caller
 // can make), an error wrapping ErrInvalid, and logs it if it is the first invalid document.

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/net/netutil"
 )
 
 // Serve serves public on edge.listen and admin on edge.admin_listen, with the configured
@@ -20,9 +22,10 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	servers := []struct {
 		name, key, addr string
+		maxConns        int // 0: no cap
 		srv             *http.Server
 	}{
-		{"public", "edge.listen", e.Listen, &http.Server{
+		{"public", "edge.listen", e.Listen, e.MaxConnections, &http.Server{
 			Handler:           public,
 			ReadHeaderTimeout: e.ReadHeaderTimeout,
 			ReadTimeout:       e.ReadTimeout,
@@ -32,7 +35,7 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 			ErrorLog:          errorLog,
 		}},
 		// Its own timeouts: a profile or a purge of many pages takes longer than a page.
-		{"admin", "edge.admin_listen", e.AdminListen, &http.Server{
+		{"admin", "edge.admin_listen", e.AdminListen, 0, &http.Server{
 			Handler:           admin,
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
@@ -45,6 +48,9 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", l.key, err)
+		}
+		if l.maxConns > 0 {
+			ln = netutil.LimitListener(ln, l.maxConns)
 		}
 		s.log.Info("listening", "listener", l.name, "address", ln.Addr().String())
 		go func() { errc <- l.srv.Serve(ln) }()

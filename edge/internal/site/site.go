@@ -108,6 +108,7 @@ func Open(cfg *config.Config, o Options) (*Site, error) {
 			renderer.Close()
 			return nil, fmt.Errorf("shared cache: %w", err)
 		}
+		reg.MustRegister(shared) // refused and forgotten purges, dropped local tiers
 	}
 	site, err := server.NewSite(e, server.Options{
 		Renderer: renderer, Pages: renderer, Manifest: manifest, Cache: server.NewCache(e, metrics), Shared: shared,
