@@ -43,12 +43,26 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 			ErrorLog:          errorLog,
 		}},
 	}
+	// One server stopping stops the process: none may be left serving alone (a public
+	// listener without the admin one has no readiness, no metrics).
+	// The listeners too: a server's Serve may not have taken its own yet.
+	var listeners []net.Listener
+	closeAll := func() {
+		for _, l := range servers {
+			l.srv.Close()
+		}
+		for _, ln := range listeners {
+			ln.Close()
+		}
+	}
 	errc := make(chan error, len(servers))
 	for _, l := range servers {
 		ln, err := net.Listen("tcp", l.addr)
 		if err != nil {
+			closeAll()
 			return fmt.Errorf("%s: %w", l.key, err)
 		}
+		listeners = append(listeners, ln)
 		if l.maxConns > 0 {
 			ln = netutil.LimitListener(ln, l.maxConns)
 		}
@@ -57,6 +71,7 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 	}
 	select {
 	case err := <-errc:
+		closeAll()
 		return err
 	case <-ctx.Done():
 	}
