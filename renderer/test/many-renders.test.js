@@ -25,16 +25,25 @@ function total(text, name, labels = /.*/) {
 const codeOf = (reply) => reply.error?.metadata.get('ssr-error')[0];
 
 test('20 x threads streamed renders held on a gate: a page that does not stream still renders, another stream gets its shell', async (t) => {
-  const { app, client } = await startRenderer(t, { threads: 2 });
+  const { app, client, logs } = await startRenderer(t, { threads: 2 });
   const held = Array.from({ length: 40 }, () => renderStream(client, GATED, { deadlineMs: 60_000 }));
-  for (const s of held) assert.equal((await s.head).status, 200);
+  // A shell that never comes fails at its deadline: say where the pool stood then.
+  /**
+   * @param {typeof held[number]} s
+   * @param {string} which
+   */
+  const shellOf = (s, which) => s.head.catch((/** @type {Error} */ err) => {
+    const tail = logs.slice(-30).map((l) => JSON.stringify(l)).join('\n');
+    throw new Error(`${which}: ${err.message}\npool: ${JSON.stringify(app.pool.stats())}\nworkers: ${JSON.stringify(app.pool.workers())}\nlog:\n${tail}`, { cause: err });
+  });
+  for (const [i, s] of held.entries()) assert.equal((await shellOf(s, `held stream ${i}`)).status, 200);
   assert.equal(app.pool.stats().inFlight, 40);
 
   const { response, error } = await render(client, { page: 'home' }, { deadlineMs: 10_000 });
   assert.equal(error, undefined, `${error?.code} ${error?.details}`);
   assert.equal(response?.status, 200);
   const another = renderStream(client, GATED, { deadlineMs: 60_000 });
-  assert.equal((await another.head).status, 200);
+  assert.equal((await shellOf(another, 'another stream')).status, 200);
 
   for (const s of [...held, another]) s.settle('gate', 'open');
   for (const s of [...held, another]) {

@@ -142,8 +142,9 @@ export class Scheduler {
    * @returns {Promise<RenderSuccess>}
    */
   async #attempt(task, signal, withdraw, before) {
+    const seen = Atomics.load(this.#wake, 0); // before the admission looks: dispatch()
     const turn = this.#admission.turn(signal, withdraw);
-    this.#watchWaits();
+    this.#watchWaits(seen);
     try {
       await turn;
     } catch (err) {
@@ -271,8 +272,13 @@ export class Scheduler {
 
   /** Lets queued renders through while workers are free; call whenever one may be. */
   dispatch() {
+    // Read before the workers are: a render that starts waiting after the admission looked
+    // at its worker bumps `wake` past this, and the wait below returns at once. Read after,
+    // that bump would be taken for one already seen, and the queued render would wait for
+    // another (a render held on a gate, with nothing else happening: until its deadline).
+    const seen = Atomics.load(this.#wake, 0);
     this.#admission.dispatch();
-    this.#watchWaits();
+    this.#watchWaits(seen);
   }
 
   /** @param {Error} err */
@@ -282,11 +288,12 @@ export class Scheduler {
 
   /**
    * While renders are queued for a worker, a render that starts waiting frees its
-   * worker's thread: wait for a worker to say so (`wake`), then dispatch.
+   * worker's thread: wait for a worker to say so (`wake` past `seen`), then dispatch. A
+   * wait already running began at an older value, and returns on this change too.
+   * @param {number} seen the value of `wake` before the workers were looked at
    */
-  #watchWaits() {
+  #watchWaits(seen) {
     if (this.#watching || this.#admission.length === 0) return;
-    const seen = Atomics.load(this.#wake, 0);
     const wait = Atomics.waitAsync(this.#wake, 0, seen);
     if (!wait.async) {
       queueMicrotask(() => this.dispatch());
