@@ -26,15 +26,15 @@ var liveCodings = []string{"zstd", "br", "gzip"}
 
 // A response compressed as it is written holds its encoder until its client has read it
 // all (up to edge.write_timeout), so the encoders keep small windows. Measured on a 7 MB
-// product listing: brotli quality 1 compresses each write in blocks of up to its window and
-// held 9.9 MB with the default 4 MiB, 1.0 MB with 64 KiB, for 1.5 % more bytes; a streaming
-// zstd encoder held 8.8 MB with the default 8 MiB window, 0.7 MB with 128 KiB and
-// WithLowerEncoderMem, for no more bytes.
+// product listing: brotli quality 1 held 9.9 MB with the default 4 MiB window, 0.5 MB with
+// 256 KiB and its input gathered in 32 KiB (respond.go); 64 KiB cost 1.6 times the CPU of a
+// hit (BenchmarkServeHit). A streaming zstd encoder held 8.8 MB with the default 8 MiB
+// window, 0.7 MB with 128 KiB and WithLowerEncoderMem, for no more bytes.
 var (
 	// zstdEncoder's EncodeAll is safe for concurrent use.
 	zstdEncoder, _ = zstd.NewWriter(nil)
 	brotliWriters  = sync.Pool{New: func() any {
-		return brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: 1, LGWin: 16})
+		return brotli.NewWriterOptions(nil, brotli.WriterOptions{Quality: 1, LGWin: 18})
 	}}
 	gzipWriters = sync.Pool{New: func() any { w, _ := kgzip.NewWriterLevel(nil, kgzip.BestSpeed); return w }}
 	// zstdWriters are streaming encoders, unlike zstdEncoder's EncodeAll; one goroutine each,

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -113,10 +114,19 @@ func (p *page) respondWithNonce(w http.ResponseWriter, r *http.Request, e *htmlc
 	}
 	h.Set("Content-Encoding", coding)
 	w.WriteHeader(e.Status)
-	if writeAll(enc, parts) == nil {
+	// The pieces between nonces are small, and brotli at quality 1 compresses each write
+	// on its own (a hash table and Huffman codes per write): gathered first, they are
+	// compressed as whole blocks.
+	in := encoderInputs.Get().(*bufio.Writer)
+	in.Reset(enc)
+	defer encoderInputs.Put(in)
+	if writeAll(in, parts) == nil && in.Flush() == nil {
 		enc.Close()
 	}
 }
+
+// encoderInputs gather what goes into a stream encoder.
+var encoderInputs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 32<<10) }}
 
 // writeAll writes parts to w in order, up to the first error: the client has gone.
 func writeAll(w io.Writer, parts iter.Seq[[]byte]) error {
