@@ -2,9 +2,12 @@ package ssr
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -42,6 +45,20 @@ func TestListenAndServeNamesTheOption(t *testing.T) {
 	err := f.srv.ListenAndServe(context.Background(), http.NewServeMux(), AdminOptions{})
 	if err == nil || !strings.HasPrefix(err.Error(), "ssr: Options.AdminListen: ") {
 		t.Fatalf("got %v, want an error naming Options.AdminListen", err)
+	}
+}
+
+// TestListenAndServeErrorUnwraps: the cause stays reachable under the option's name.
+func TestListenAndServeErrorUnwraps(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	f := newFixture(t, Options{Listen: taken.Addr().String(), AdminListen: "127.0.0.1:0"})
+	err = f.srv.ListenAndServe(context.Background(), http.NewServeMux(), AdminOptions{})
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), "ssr: Options.Listen: ") {
+		t.Fatalf("got %v, want an error naming Options.Listen that is syscall.EADDRINUSE", err)
 	}
 }
 

@@ -14,7 +14,6 @@ package ssr
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -117,16 +116,28 @@ func (s *Server) Admin(o AdminOptions) http.Handler {
 // readiness turns false, both keep serving for Options.ShutdownDelay while load balancers
 // notice, and requests in flight get Options.ShutdownTimeout to finish. The servers'
 // timeouts are the edge binary's defaults: 5s to read a request's header, 10s its body,
-// 30s to write the response, 120s idle, 64 KiB of header.
+// 30s to write the response, 120s idle, 64 KiB of header; at most 1024 connections at
+// once on the public address. Its error wraps the cause (errors.Is(err,
+// syscall.EADDRINUSE) for an address in use).
 func (s *Server) ListenAndServe(ctx context.Context, handler http.Handler, admin AdminOptions) error {
 	if admin.Draining == nil {
 		admin.Draining = new(atomic.Bool)
 	}
 	if err := s.site.Serve(ctx, handler, s.Admin(admin), admin.Draining); err != nil {
-		return errors.New("ssr: " + namingOptions(err.Error()))
+		return &namedError{msg: "ssr: " + namingOptions(err.Error()), err: err}
 	}
 	return nil
 }
+
+// namedError is err with the config keys of its message named as the Options fields that
+// set them, still unwrapping to err.
+type namedError struct {
+	msg string
+	err error
+}
+
+func (e *namedError) Error() string { return e.msg }
+func (e *namedError) Unwrap() error { return e.err }
 
 // Ready returns, without waiting, the error Check would return as far as the renderer has
 // answered (nil before it has): for a readiness probe, so that a deploy with a page name
