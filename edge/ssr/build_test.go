@@ -61,27 +61,44 @@ func waitStored(t *testing.T, address string) {
 	}
 }
 
-// TestPagesOfAnotherBundleAreNotServed: once the renderer reports another server bundle, a
-// page the old bundle rendered is rendered again.
-func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
+// newBundleFixture is a Server whose renderer runs the bundle "bundle1", and has said so.
+func newBundleFixture(t *testing.T) (*fixture, *fakeRenderer) {
+	t.Helper()
 	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
-	b1, b2 := "bundle1", "bundle2"
-	fake.bundle.Store(&b1)
+	first := "bundle1"
+	fake.bundle.Store(&first)
 	f := newFixtureOn(t, Options{}, fake)
+	check(t, f)
+	return f, fake
+}
+
+// reload makes the renderer run the bundle "bundle2", without a word to the Server.
+func (f *fakeRenderer) reload() {
+	second := "bundle2"
+	f.bundle.Store(&second)
+}
+
+// check asks the renderer for its bundle, as the Server does every 15 s.
+func check(t *testing.T, f *fixture) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := f.srv.Check(ctx); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPagesOfAnotherBundleAreNotServed: once the renderer reports another server bundle, a
+// page the old bundle rendered is rendered again.
+func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
+	f, fake := newBundleFixture(t)
 	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/7")
 	if got := serve(h, "/products/7").Header().Get("Cache-Status"); !strings.Contains(got, "hit") {
 		t.Fatalf("same bundle: got Cache-Status %q, want a hit", got)
 	}
-	fake.bundle.Store(&b2)
-	if err := f.srv.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fake.reload()
+	check(t, f)
 	if got := serve(h, "/products/7").Header().Get("Cache-Status"); strings.Contains(got, "hit") {
 		t.Errorf("another bundle: got Cache-Status %q, want a render", got)
 	}
@@ -92,25 +109,15 @@ func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
 // about), so it is a hit from then on, also once the edge asks again; and that first render
 // makes the old bundle's pages stale at once, before the edge asks.
 func TestAReloadRendersEachPageOnce(t *testing.T) {
-	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
-	b1, b2 := "bundle1", "bundle2"
-	fake.bundle.Store(&b1)
-	f := newFixtureOn(t, Options{}, fake)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.srv.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	f, fake := newBundleFixture(t)
 	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1") // stored as bundle1's
 
-	fake.bundle.Store(&b2) // the renderer reloaded; the edge has not asked since
+	fake.reload() // the edge has not asked since
 	before := fake.calls.Load()
-	for i, check := range []bool{false, false, true, false} {
-		if check {
-			if err := f.srv.Check(ctx); err != nil {
-				t.Fatal(err)
-			}
+	for i, ask := range []bool{false, false, true, false} {
+		if ask {
+			check(t, f)
 			continue
 		}
 		if got := serve(h, "/products/7").Header().Get("Cache-Status"); i > 0 && !strings.Contains(got, "hit") {
@@ -129,22 +136,12 @@ func TestAReloadRendersEachPageOnce(t *testing.T) {
 // copy the old bundle rendered is not the answer once the renderer runs another: the
 // request falls back as with no copy.
 func TestStaleCopyOfAnotherBundleIsNotServed(t *testing.T) {
-	fake := &fakeRenderer{pages: []string{"product", "not-found"}}
-	b1, b2 := "bundle1", "bundle2"
-	fake.bundle.Store(&b1)
-	f := newFixtureOn(t, Options{}, fake)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := f.srv.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	f, fake := newBundleFixture(t)
 	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}}})
 	serve(h, "/products/7")
 	time.Sleep(5 * time.Millisecond) // past the TTL, inside stale-if-error: time is the behaviour
-	fake.bundle.Store(&b2)
-	if err := f.srv.Check(ctx); err != nil {
-		t.Fatal(err)
-	}
+	fake.reload()
+	check(t, f)
 	fake.down.Store(true)
 	rec := serve(h, "/products/7")
 	if status := rec.Header().Get("Cache-Status"); strings.Contains(status, "hit") || strings.Contains(status, "fwd=stale") ||

@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -59,57 +58,6 @@ type deps struct {
 	// crawler matches the User-Agent of crawlers, which get a streaming page's complete
 	// document; nil: none.
 	crawler *regexp.Regexp
-}
-
-// builds identify the code that renders, besides the client build (which the cache key
-// holds): a stored page records them, and one rendered by other code (the Go server's
-// loaders, the server bundle's load()) is not served: after a deploy, new replicas do not
-// serve the old code's pages from the shared store, and after the renderer reloads its
-// bundle, pages of the old file are not served. They are not in the key, since the
-// bundle's id is known only once the renderer answers: keys would move then.
-type builds struct {
-	server string
-	// bundle is the id of the renderer's bundle: the one its latest answer (a render or
-	// ListPages) named; nil until it answered.
-	bundle atomic.Pointer[string]
-}
-
-func (b *builds) current() (server, bundle string) {
-	if b == nil {
-		return "", ""
-	}
-	if p := b.bundle.Load(); p != nil {
-		bundle = *p
-	}
-	return b.server, bundle
-}
-
-// rendered takes the bundle id a render's answer names (empty: none, a page the Go loader
-// answered) as the current one: the first render of a reloaded bundle makes the old one's
-// pages stale at once.
-func (b *builds) rendered(bundle string) {
-	if b == nil || bundle == "" {
-		return
-	}
-	if p := b.bundle.Load(); p == nil || *p != bundle {
-		b.bundle.Store(&bundle)
-	}
-}
-
-// stamp records on e the code that rendered it: bundle, the id its answer named, or when
-// it named none, the current one.
-func (b *builds) stamp(e *htmlcache.Entry, bundle string) {
-	e.ServerBuild, e.Bundle = b.current()
-	if bundle != "" {
-		e.Bundle = bundle
-	}
-}
-
-// matches reports whether e was rendered by this code. A bundle id not known on either side
-// (the renderer had not answered yet) does not count against it.
-func (b *builds) matches(e *htmlcache.Entry) bool {
-	server, bundle := b.current()
-	return e.ServerBuild == server && (e.Bundle == "" || bundle == "" || e.Bundle == bundle)
 }
 
 // page serves one route.
