@@ -310,13 +310,7 @@ func globEscape(s string) string {
 // purgeClient is the client of purges: its own pool, with purgeCallTimeout for each call
 // instead of the page calls' short Options.Timeout. Nil once the Store is closed.
 func (s *Store) purgeClient() *redis.Client {
-	s.purgerOnce.Do(func() {
-		o := s.rdb.Options()
-		purger := *o
-		purger.DialTimeout, purger.ReadTimeout, purger.WriteTimeout, purger.PoolTimeout = purgeCallTimeout, purgeCallTimeout, purgeCallTimeout, purgeCallTimeout
-		purger.PoolSize, purger.MinIdleConns = 2, 0
-		s.purger = redis.NewClient(&purger)
-	})
+	s.purgerOnce.Do(func() { s.purger = redis.NewClient(s.purgerOptions) })
 	return s.purger
 }
 

@@ -69,11 +69,12 @@ type Store struct {
 	loggedDoc, loggedAsset atomic.Bool
 	// purger is the purges' client (purgeClient), made once; heard are the purges this
 	// replica knows of (heard.go); started is when New made the Store.
-	purger     *redis.Client
-	purgerOnce sync.Once
-	heard      heardPurges
-	started    time.Time
-	counts     counts
+	purger        *redis.Client
+	purgerOnce    sync.Once
+	purgerOptions *redis.Options // purger's: its own pool, purgeCallTimeout for each call
+	heard         heardPurges
+	started       time.Time
+	counts        counts
 	// loggedRefusal and loggedForgot are set once a purge refused for that reason, or one
 	// forgotten, was logged.
 	loggedRefusal [len(refusals)]atomic.Bool
@@ -107,7 +108,11 @@ func New(opts Options) (*Store, error) {
 	// A retry would double the time a request waits for a store that is failing.
 	ro.MaxRetries, ro.DialerRetries = -1, 1
 	redis.SetLogger(debugLog{})
-	return &Store{rdb: redis.NewClient(ro), opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second},
+	// Copied before the page calls' client runs: it writes to its options as it connects.
+	purger := *ro
+	purger.DialTimeout, purger.ReadTimeout, purger.WriteTimeout, purger.PoolTimeout = purgeCallTimeout, purgeCallTimeout, purgeCallTimeout, purgeCallTimeout
+	purger.PoolSize, purger.MinIdleConns = 2, 0
+	return &Store{rdb: redis.NewClient(ro), purgerOptions: &purger, opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second},
 		heard: newHeardPurges(), started: time.Now()}, nil
 }
 
