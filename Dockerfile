@@ -32,7 +32,7 @@ COPY renderer/build /src/renderer/build
 COPY renderer/client /src/renderer/client
 # What a load() decided, and the deferred values' promises: the client helper shares both with the worker.
 COPY renderer/src/decision.js /src/renderer/src/decision.js
-COPY renderer/src/deferred.js /src/renderer/src/deferred.js
+COPY renderer/src/deferred-prop.js /src/renderer/src/deferred-prop.js
 COPY app/ ./
 RUN node build.mjs
 

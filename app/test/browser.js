@@ -1,8 +1,9 @@
-// What the browser tests share (hydration.test.js here, adopt/adopt.test.js for a user's own
-// app): how Chromium is launched, how a page is opened and watched, and how a document the
-// edge wrote is read. Debian's Chromium, driven by playwright-core, which never downloads a
-// browser.
+// What the browser tests share (hydration.test.js and streaming.test.js here,
+// adopt/adopt.test.js for a user's own app): how Chromium is launched, how a page is opened and
+// watched, and how a document the edge wrote is read. Debian's Chromium, driven by
+// playwright-core, which never downloads a browser.
 import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
 
 export const CHROMIUM = '/usr/bin/chromium';
 export const CHROMIUM_ARGS = [
@@ -15,6 +16,11 @@ export const CHROMIUM_ARGS = [
   '--disable-sync',
   '--disable-quic',
 ];
+
+/** Launches Chromium, headless. */
+export function launchBrowser() {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+}
 
 /**
  * Collects what makes a page fail: any console error, any uncaught page error, any console
@@ -74,6 +80,32 @@ export async function openPage(browser, url, { route, stepMs = 10_000, waitUntil
   if (route) await page.route(url, route);
   const response = await page.goto(url, { waitUntil });
   return { context, page, response, problems };
+}
+
+/**
+ * openPage, then `check` with what it opened; the page's context is closed whatever happens.
+ * @template T
+ * @param {(opened: Awaited<ReturnType<typeof openPage>>) => Promise<T>} check
+ * @returns {Promise<T>}
+ */
+export async function withPage(browser, url, options, check) {
+  const opened = await openPage(browser, url, options);
+  try {
+    return await check(opened);
+  } finally {
+    await opened.context.close();
+  }
+}
+
+/**
+ * The server's first #root child (rememberFirstRootChild) is still there and React owns it:
+ * hydrated, not replaced. `markup` names it in the failure.
+ */
+export async function assertRootAdopted(page, markup) {
+  assert.ok(
+    await page.evaluate(`(${OWNED_BY_REACT})(window.__firstRootChild) && window.__firstRootChild === document.getElementById('root').firstElementChild`),
+    `the server-rendered ${markup} was replaced instead of hydrated`,
+  );
 }
 
 /** The #root inner HTML, the parsed __SSR_DATA__ and every <script> start tag of a document. */

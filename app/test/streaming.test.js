@@ -23,15 +23,11 @@
 // adopted by React (not replaced), and the reviews visible; under the CSP, every script
 // element of the document carries the nonce its policy names.
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import os from 'node:os';
-import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { chromium } from 'playwright-core';
-import { assertNoProblems, CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT, openPage, settle } from './browser.js';
-import { builds, missingPrerequisite, paths, startProcess, stopProcess, waitLog } from './stack.js';
+import { assertNoProblems, assertRootAdopted, OWNED_BY_REACT, settle, withPage } from './browser.js';
+import { builds, startStack, testPrerequisites } from './stack.js';
 
 const STEP_MS = 10_000; // any single wait (page load, hydration, the reviews appearing)
 // The route past its stream deadline: the shell has render_timeout (3 s, far above its
@@ -115,10 +111,7 @@ async function waitForReviews(page) {
 
 /** The server's root markup and reviews were adopted by React, not replaced. */
 async function assertAdopted(page, { reviews }) {
-  assert.ok(
-    await page.evaluate(`(${OWNED_BY_REACT})(window.__firstRootChild) && window.__firstRootChild === document.getElementById('root').firstElementChild`),
-    'the server-rendered <header> was replaced instead of hydrated',
-  );
+  await assertRootAdopted(page, '<header>');
   if (reviews) {
     assert.ok(
       await page.evaluate(`window.__serverReviews === document.querySelector('${REVIEWS}')`),
@@ -136,80 +129,32 @@ function assertNonced(headers, html) {
   for (const tag of scripts) assert.ok(tag.includes(` nonce="${nonce}"`), `${tag} lacks the response's nonce`);
 }
 
-
-test('prerequisites: Chromium, the edge and shop binaries, the server bundle and both client builds', () => {
-  const missing = missingPrerequisite();
-  if (missing) assert.fail(missing);
-});
+testPrerequisites();
 
 describe('a streamed page hydrates in Chromium: live, from the cache, past the stream deadline', { timeout: 180_000 }, () => {
-  let tmpDir;
   let gates;
-  let renderer;
-  let browser;
-  /** @type {Promise<import('playwright-core').Browser> | undefined} */
-  let browserLaunch;
-  /** @type {Record<string, {proc: any, url: string}>} */
-  const edges = {};
-  /** The shop under its CSP: one with room for the reviews, one whose deadline passes. */
-  /** @type {Record<'live' | 'late', {proc: any, url: string}>} */
-  const shops = {};
-
+  /** @type {import('./stack.js').Stack} */
+  let stack;
   before(async () => {
-    const missing = missingPrerequisite();
-    if (missing) throw new Error(missing);
-    tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-ssr-streaming-'));
-    const socket = path.join(tmpDir, 'r.sock');
-    const config = path.join(tmpDir, 'edge.yaml');
-    writeFileSync(config, EDGE_CONFIG);
     gates = await startGates();
-
-    browserLaunch = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
-    renderer = startProcess('renderer', paths.node, [paths.renderer], {
-      SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
-      SSR_RENDERER_HTTP_LISTEN: '127.0.0.1:0',
-      SSR_RENDERER_BUNDLE: paths.bundle,
-      SSR_RENDERER_THREADS: '2',
-      SSR_DEMO_REVIEWS_URL: gates.url,
+    // The shop under its CSP: one with room for the reviews, one whose deadline passes; the
+    // timeouts as EDGE_CONFIG's, for the same reasons.
+    const shop = (render, stream) => ['-csp', '-render-timeout', render, '-stream-timeout', stream, '-hard-timeout', '30s', '-reviews-url', gates.url];
+    stack = await startStack({
+      name: 'streaming',
+      rendererEnv: { SSR_DEMO_REVIEWS_URL: gates.url },
+      edgeConfig: EDGE_CONFIG,
+      shops: { live: shop('10s', '20s'), late: shop('3s', '3s') },
     });
-    await Promise.all([
-      waitLog(renderer, { msg: 'ready' }, 60_000),
-      ...builds.map(async (build) => {
-        const proc = startProcess(`edge (${build.name})`, paths.edge, [], {
-          SSR_CONFIG: config,
-          SSR_EDGE_LISTEN: '127.0.0.1:0',
-          SSR_EDGE_ADMIN_LISTEN: '127.0.0.1:0',
-          SSR_EDGE_ASSETS_DIR: build.dir,
-          SSR_RENDERER_GRPC_ADDRESS: `unix://${socket}`,
-        });
-        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
-        edges[build.name] = { proc, url: `http://${line.address}` };
-      }),
-      // The timeouts as EDGE_CONFIG's, for the same reasons.
-      ...[['live', '10s', '20s'], ['late', '3s', '3s']].map(async ([which, render, stream]) => {
-        const proc = startProcess(`shop (${which})`, paths.shop, [
-          '-listen', '127.0.0.1:0', '-admin-listen', '127.0.0.1:0', '-db', path.join(tmpDir, `shop-${which}.db`),
-          '-renderer', `unix://${socket}`, '-assets', builds[0].dir, '-csp',
-          '-render-timeout', render, '-stream-timeout', stream, '-hard-timeout', '30s', '-reviews-url', gates.url,
-        ], {});
-        const line = await waitLog(proc, { msg: 'listening', listener: 'public' });
-        shops[which] = { proc, url: `http://${line.address}` };
-      }),
-    ]);
-    browser = await browserLaunch;
   });
-
   after(async () => {
-    const launched = await browserLaunch?.catch(() => null);
-    await launched?.close().catch(() => {});
-    await Promise.all([renderer, ...[...Object.values(edges), ...Object.values(shops)].map((e) => e.proc)].filter(Boolean).map(stopProcess));
+    await stack?.close();
     gates?.close();
-    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
   });
 
   const servers = [
-    ...builds.map((build) => ({ name: build.name, live: () => edges[build.name].url, late: () => `${edges[build.name].url}/late`, csp: false, goReviews: false })),
-    { name: 'shop under a strict CSP', live: () => shops.live.url, late: () => shops.late.url, csp: true, goReviews: true },
+    ...builds.map((build) => ({ name: build.name, live: () => stack.edges[build.name].url, late: () => `${stack.edges[build.name].url}/late`, csp: false, goReviews: false })),
+    { name: 'shop under a strict CSP', live: () => stack.shops.live.url, late: () => stack.shops.late.url, csp: true, goReviews: true },
   ];
   // A product of its own per server and case: each has its own gate and cache entry.
   for (const [i, server] of servers.entries()) {
@@ -218,8 +163,7 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
 
     test(`${server.name}: live, the shell before the reviews, then hydrated`, async () => {
       const url = `${server.live()}/products/${live}/reviews`;
-      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, waitUntil: 'commit', init: rememberServerReviews });
-      try {
+      await withPage(stack.browser, url, { stepMs: STEP_MS, waitUntil: 'commit', init: rememberServerReviews }, async ({ page, response, problems }) => {
         assert.equal(response.status(), 200);
         assert.match(response.headers()['cache-status'] ?? '', /detail=streamed/);
         await page.waitForSelector(LOADING, { state: 'attached' });
@@ -231,9 +175,7 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
         if (server.csp) assertNonced(response.headers(), await response.text());
         await settle(page);
         assertNoProblems(problems, `${server.name} live stream`);
-      } finally {
-        await context.close();
-      }
+      });
     });
 
     test(`${server.name}: from the cache, served whole, then hydrated`, async () => {
@@ -246,8 +188,7 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
         assert.ok(Date.now() < deadline, `no cached copy within ${STEP_MS} ms`);
         await delay(50);
       }
-      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, init: rememberServerReviews });
-      try {
+      await withPage(stack.browser, url, { stepMs: STEP_MS, init: rememberServerReviews }, async ({ page, response, problems }) => {
         assert.match(response.headers()['cache-status'] ?? '', /hit/);
         const body = await response.text();
         // Whole: the stored document, its reviews in it. Without a nonce it goes out as
@@ -260,30 +201,28 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
         if (server.csp) assertNonced(response.headers(), body);
         await settle(page);
         assertNoProblems(problems, `${server.name} cache hit`);
-      } finally {
-        await context.close();
-      }
+      });
     });
 
     test(`${server.name}: past the stream deadline, the reviews left to the browser`, async () => {
       const url = `${server.late()}/products/${late}/reviews`;
-      const { context, page, response, problems } = await openPage(browser, url, { stepMs: STEP_MS, init: rememberServerReviews });
       try {
-        const html = await response.text();
-        assert.ok(html.includes('c.data="$!"') && !html.includes('data-testid="reviews"'), 'the document was not closed with its boundary left to the browser');
-        if (server.csp) assertNonced(response.headers(), html);
-        if (server.goReviews) {
-          assert.ok(html.includes('data-ssr-deferred="reviews">{"error":'), 'the late deferred value is not marked for the browser');
-          await page.waitForSelector(UNAVAILABLE);
-          assert.equal(await page.locator(LOADING).count(), 0, 'the loading fallback is still there');
-        } else {
-          await waitForReviews(page);
-        }
-        await assertAdopted(page, { reviews: false });
-        await settle(page);
-        assertNoProblems(problems, `${server.name} past the stream deadline`);
+        await withPage(stack.browser, url, { stepMs: STEP_MS, init: rememberServerReviews }, async ({ page, response, problems }) => {
+          const html = await response.text();
+          assert.ok(html.includes('c.data="$!"') && !html.includes('data-testid="reviews"'), 'the document was not closed with its boundary left to the browser');
+          if (server.csp) assertNonced(response.headers(), html);
+          if (server.goReviews) {
+            assert.ok(html.includes('data-ssr-deferred="reviews">{"error":'), 'the late deferred value is not marked for the browser');
+            await page.waitForSelector(UNAVAILABLE);
+            assert.equal(await page.locator(LOADING).count(), 0, 'the loading fallback is still there');
+          } else {
+            await waitForReviews(page);
+          }
+          await assertAdopted(page, { reviews: false });
+          await settle(page);
+          assertNoProblems(problems, `${server.name} past the stream deadline`);
+        });
       } finally {
-        await context.close();
         gates.open(late);
       }
     });

@@ -7,7 +7,7 @@
 import { createElement } from 'react';
 import { createRoot, hydrateRoot } from 'react-dom/client';
 import { decide } from '../src/decision.js';
-import { DEFERRED_PROP, trackedPromise } from '../src/deferred.js';
+import { DEFERRED_PROP, trackedPromise } from '../src/deferred-prop.js';
 
 /** @import { App, Page } from '../src/app-contract.js' */
 

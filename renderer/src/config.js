@@ -16,7 +16,9 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} maxYoungGenerationMb
  * @property {number} stackMb
  * @property {number} maxRequestMb Largest gRPC request accepted.
- * @property {number} defaultDeadlineMs Used when a call carries no deadline.
+ * @property {number} defaultDeadlineMs The hard timeout of a call that carries
+ *   no deadline of its own (the edge's calls carry its hard_timeout as their
+ *   gRPC deadline; a grpcurl call may carry none).
  * @property {number} drainTimeoutMs After SIGTERM, how long renders in flight
  *   may take before they are cut.
  * @property {string} logLevel

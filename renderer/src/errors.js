@@ -115,8 +115,8 @@ export class QueueFullError extends RenderError {
 }
 
 /**
- * Shed at once: the call's remaining deadline is shorter than the expected
- * wait for a worker (queue length x recent mean render time / threads).
+ * Shed at once: what is left of the call's hard timeout is shorter than the
+ * expected wait for a worker (queue length x recent mean render time / threads).
  */
 export class WouldMissDeadlineError extends RenderError {
   code = codes.WOULD_MISS_DEADLINE;
@@ -208,7 +208,7 @@ export function abortFailure(signal, cause) {
  * `retryable`, else lost (WorkerLostError). The render on the thread at a first
  * out-of-memory death beside others is tried again too (a render beside it may have
  * filled the heap), and is a suspect when it cannot be: the quarantine counts a suspect
- * once it is in two such deaths (ops/quarantine.js).
+ * once it is in two such deaths (serve/quarantine.js).
  * @param {unknown} err what Piscina rejected with
  * @param {WorkerDeath} death
  * @param {object} render

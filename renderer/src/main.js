@@ -10,10 +10,10 @@ import { ConfigError, loadConfig, parseCommandLine, unixSocketPath, usage } from
 import { startGrpcServer } from './serve/grpc-server.js';
 import { build as buildDebug } from './serve/debug-server.js';
 import { build as buildHttp, listen as listenHttp } from './serve/http-server.js';
+import { Quarantine } from './serve/quarantine.js';
 import { Metrics } from './ops/metrics.js';
 import { missingNodeFlags } from './ops/node-flags.js';
 import { RenderPool } from './pool/pool.js';
-import { Quarantine } from './ops/quarantine.js';
 import { Tracing } from './ops/tracing.js';
 
 /** @import { Logger } from 'pino' */

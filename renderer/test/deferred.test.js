@@ -6,7 +6,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { before, test } from 'node:test';
 import protobuf from 'protobufjs';
 import { InvalidPropsError } from '../src/errors.js';
-import { DeferredValues, componentProps } from '../src/worker/deferred.js';
+import { DeferredValues, componentProps } from '../src/worker/deferred-values.js';
 import { preparePage, renderPage } from '../src/worker/render-page.js';
 import { streamPage } from '../src/worker/stream.js';
 import { PROTO_PATH } from '../src/worker/wire.js';

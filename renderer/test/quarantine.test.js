@@ -4,11 +4,11 @@
 // stable and names exactly what is rendered.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Quarantine, renderKey } from '../src/ops/quarantine.js';
+import { Quarantine, renderKey } from '../src/serve/quarantine.js';
 
 const MINUTE = 60_000;
 
-/** @param {Partial<import('../src/ops/quarantine.js').QuarantineOptions>} [options] */
+/** @param {Partial<import('../src/serve/quarantine.js').QuarantineOptions>} [options] */
 function setup(options = {}) {
   const clock = { now: 1_000_000 };
   const q = new Quarantine({ after: 2, windowMs: MINUTE, durationMs: 5 * MINUTE, now: () => clock.now, ...options });
@@ -57,7 +57,7 @@ test('deaths further apart than the window do not add up', () => {
 test('the sentence ends after its duration, and the count starts again', () => {
   const { q, clock } = setup({ after: 3 });
   for (let i = 0; i < 3; i++) q.recordDeath('a');
-  const sentence = /** @type {import('../src/ops/quarantine.js').Sentence} */ (q.check('a'));
+  const sentence = /** @type {import('../src/serve/quarantine.js').Sentence} */ (q.check('a'));
   assert.equal(sentence.deaths, 3);
   // A render of it already running when it entered quarantine dies too.
   assert.equal(q.recordDeath('a'), undefined);

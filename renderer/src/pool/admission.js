@@ -56,7 +56,8 @@ export class Admission {
    * QueueFullError when every worker holds max_pending_per_worker renders or
    * max_queue renders already wait, WouldMissDeadlineError when the expected
    * wait (renders ahead x mean render time / threads) ends after `deadline`.
-   * @param {number} deadline epoch ms the caller stops waiting
+   * @param {number} deadline epoch ms the caller stops waiting: the end of the
+   *   call's hard timeout (serve/grpc-server.js)
    */
   admit(deadline) {
     const ahead = this.#waiting.length;
@@ -68,10 +69,10 @@ export class Admission {
       throw new QueueFullError(`${ahead} renders already wait for a worker (max_queue ${this.#maxQueue})`);
     }
     const waitMs = (ahead * (this.#meanRenderMs() ?? 0)) / this.#threads;
-    const remainingMs = deadline - this.#now();
-    if (remainingMs < waitMs) {
+    const untilDeadlineMs = deadline - this.#now();
+    if (untilDeadlineMs < waitMs) {
       throw new WouldMissDeadlineError(`expected wait ${Math.round(waitMs)} ms (${ahead} queued) exceeds the `
-        + `${Math.max(0, Math.round(remainingMs))} ms left before the deadline`);
+        + `${Math.max(0, Math.round(untilDeadlineMs))} ms left before the deadline`);
     }
   }
 

@@ -2,7 +2,7 @@
 // deferred values, each in a buffer of its own.
 
 /** @import { PoolTask } from './types.js' */
-/** @import { WireDeferred } from '../worker/deferred.js' */
+/** @import { WireDeferred } from '../worker/deferred-values.js' */
 
 /**
  * The task as it goes to its worker: its props and deferred values in buffers of their own,

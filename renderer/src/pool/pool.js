@@ -10,7 +10,7 @@
 //   at a time retires (max_renders, heap or external memory) after a warm
 //   spare has joined, so capacity never drops;
 // - reload: every worker retires that way onto the bundle file as it is now,
-//   once a trial worker has loaded it (ops/reload.js: the reload's own life);
+//   once a trial worker has loaded it (reload.js: the reload's own life);
 // - heap snapshots (ops/heap-snapshot.js), readiness, drain, and a pool that
 //   can no longer replace its workers (fatal).
 // Growing the pool by one and knowing which worker took a task rest on
@@ -23,9 +23,9 @@ import { DrainingError } from '../errors.js';
 import { SnapshotError, requestHeapSnapshot } from '../ops/heap-snapshot.js';
 import { WORDS } from '../worker/renders.js';
 import { startOneMore } from './piscina-seams.js';
+import { ReloadSession, WORKER_MODULE } from './reload.js';
 import { Retirement } from './retirement.js';
 import { Scheduler } from './scheduler.js';
-import { ReloadSession, WORKER_MODULE } from '../ops/reload.js';
 
 /** @import { PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
@@ -195,7 +195,8 @@ export class RenderPool {
    *   poison pill.
    * @param {AbortSignal} [limits.withdraw] its caller went away: aborts the render
    *   the same way, in-band, without asking
-   * @param {number} [limits.deadline] epoch ms the caller stops waiting
+   * @param {number} [limits.deadline] epoch ms the caller stops waiting: the
+   *   end of the call's hard timeout (serve/grpc-server.js)
    * @returns {Promise<RenderSuccess>}
    */
   run(task, limits) {

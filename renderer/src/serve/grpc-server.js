@@ -11,7 +11,7 @@ import { codes, DeadlineError, CancelledError, InternalError, QuarantinedError, 
 import { splitHostPort, unixSocketPath } from '../config.js';
 import { OK } from '../ops/metrics.js';
 import { ownDeferred } from '../pool/own-buffers.js';
-import { renderKey } from '../ops/quarantine.js';
+import { renderKey } from './quarantine.js';
 import { addReflection } from './reflection.js';
 import { prepareSocketPath } from './socket.js';
 import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
@@ -20,11 +20,11 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 /** @import { RenderPool } from '../pool/pool.js' */
 /** @import { Metrics } from '../ops/metrics.js' */
 /** @import { ErrorCode } from '../errors.js' */
-/** @import { Quarantine, Sentence } from '../ops/quarantine.js' */
+/** @import { Quarantine, Sentence } from './quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { SettledMessage, StreamMessage } from '../worker/stream.js' */
-/** @import { WireDeferred } from '../worker/deferred.js' */
+/** @import { WireDeferred } from '../worker/deferred-values.js' */
 /** @import { PoolTask } from '../pool/types.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
@@ -69,7 +69,8 @@ const DEADLINE_SLACK_MS = 50;
  * @typedef {object} GrpcOptions
  * @property {string} address `unix:///path` or `host:port`
  * @property {number} maxRequestMb
- * @property {number} defaultDeadlineMs used when a call has no deadline
+ * @property {number} defaultDeadlineMs the hard timeout of a call that carries
+ *   no deadline (renderer.default_deadline)
  * @property {RenderPool} pool
  * @property {Metrics} [metrics] render outcomes are observed here when given
  * @property {Quarantine} [quarantine] requests whose renders kill workers are
@@ -334,15 +335,19 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
   const keyOf = () => (key ??= renderKey(task));
   const expired = new AbortController();
   const withdrawn = new AbortController();
+  // The hard timeout (the edge's hard_timeout) arrives as the call's gRPC
+  // deadline: `deadline`, epoch ms, Infinity when the call carries none.
+  // hardTimeoutMs is the render's budget here: what is left of the hard
+  // timeout as the call arrives, or default_deadline when it carries none.
   const deadline = Number(call.getDeadline());
-  const remainingMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
+  const hardTimeoutMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
   // Past the deadline the pool aborts the render on its worker (in-band), and
   // asks the worker's event loop whether it is free: only a worker pinned by
   // a render (an endless loop, which nothing else stops) is terminated.
   const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
-    ? `render did not finish before the call's deadline (${Math.round(remainingMs)} ms after it arrived)`
-    : `render did not finish within default_deadline (${remainingMs} ms)`);
-  const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, remainingMs));
+    ? `render did not finish before the call's deadline (${Math.round(hardTimeoutMs)} ms after it arrived)`
+    : `render did not finish within default_deadline (${hardTimeoutMs} ms)`);
+  const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, hardTimeoutMs));
   // At the deadline the caller resets the stream and grpc-js ends the call on
   // its own timer; both fire before ours and look like a cancellation: tell
   // them apart from a caller that gave up by the clock. A caller that gave up
@@ -360,7 +365,7 @@ async function serveRender({ pool, logger, defaultDeadlineMs, metrics, quarantin
       metrics?.observeQuarantineRefusal(req.page);
       throw quarantinedError(sentence, req);
     }
-    const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + remainingMs });
+    const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + hardTimeoutMs });
     // How long the call spent here, the worker's part and the hand-offs on
     // this thread included: with it the edge tells time in the renderer from
     // time on the socket. Only known now, so it goes in the trailer.

@@ -3,7 +3,7 @@
 // (load() on a slow backend, a timer) leaves its worker's event loop free, and
 // the loop answers at once; one that holds the CPU (an endless loop, a
 // synchronous render far past its deadline) never answers. Only the second is
-// a poison pill (ops/quarantine.js): a late render is not.
+// a poison pill (serve/quarantine.js): a late render is not.
 //
 // The question goes over the worker's control port, so it runs on the
 // worker's event loop (Piscina runs with atomics: 'disabled', so that loop

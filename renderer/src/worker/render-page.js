@@ -4,10 +4,10 @@
 import { performance } from 'node:perf_hooks';
 import { decide } from '../decision.js';
 import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
-import { DeferredValues, componentProps } from './deferred.js';
+import { DeferredValues, componentProps } from './deferred-values.js';
 import { RenderAborted } from './renders.js';
 
-/** @import { WireDeferred } from './deferred.js' */
+/** @import { WireDeferred } from './deferred-values.js' */
 /** @import { HeldRender } from './renders.js' */
 /** @import { LoadContext, LoadResult, Page as PageEntry } from '../app-contract.js' */
 
@@ -42,7 +42,7 @@ import { RenderAborted } from './renders.js';
  * @property {Record<string, unknown>} [props] caller props already parsed,
  *   instead of propsJson (make bench's bare-Node contender, which hands them
  *   to its workers by structured clone)
- * @property {WireDeferred[]} [deferred] the caller's deferred values (deferred.js)
+ * @property {WireDeferred[]} [deferred] the caller's deferred values (deferred-values.js)
  */
 
 /**

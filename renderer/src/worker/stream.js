@@ -18,7 +18,7 @@ import { encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader }
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { Bundle, PreparedPage } from './render-page.js' */
 /** @import { ResponseFields } from './wire.js' */
-/** @import { WireDeferred } from './deferred.js' */
+/** @import { WireDeferred } from './deferred-values.js' */
 /** @import { HeldRender } from './renders.js' */
 
 /**

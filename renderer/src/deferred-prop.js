@@ -1,6 +1,6 @@
 // Deferred values as a page's component sees them: a promise per name in its `deferred`
 // prop, which it reads with React's use() inside a Suspense boundary. One copy for the worker
-// (worker/deferred.js) and the browser (client/index.js), so that the page hydrates with the
+// (worker/deferred-values.js) and the browser (client/index.js), so that the page hydrates with the
 // promises it rendered with.
 
 /** The prop the page's component finds its deferred values in. */

@@ -9,9 +9,10 @@
 // one of several on a worker that ran out of memory is a suspect, and its
 // deaths count only once it is in two such deaths within the window.
 //
-// The logic here is pure (the clock is injected); errors.js poolFailure
-// decides what counts as a death (RenderError.poisonPill), serve/grpc-server.js
-// records it and answers the refused calls.
+// The logic here is pure (the clock is injected). It stands on the call path,
+// beside the handler that uses it: the pool decides blame (errors.js workerLoss
+// marks a death as RenderError.poisonPill), grpc-server.js records it here and
+// answers the refused calls before they reach the pool.
 import { createHash } from 'node:crypto';
 
 /** @import { RenderTask } from '../worker/render-page.js' */

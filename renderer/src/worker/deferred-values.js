@@ -4,10 +4,10 @@
 // promise already marked settled, which use() reads without suspending (renderToString
 // needs that); a pending one is settled later in the call (RenderStream's `settled`,
 // passed on by the main thread over the task's port: stream.js).
-import { DEFERRED_PROP, trackedPromise } from '../deferred.js';
+import { DEFERRED_PROP, trackedPromise } from '../deferred-prop.js';
 import { InvalidPropsError } from '../errors.js';
 
-/** @import { TrackedPromise } from '../deferred.js' */
+/** @import { TrackedPromise } from '../deferred-prop.js' */
 
 /**
  * One deferred value as the task carries it: pending (neither field), or settled with its
