@@ -64,9 +64,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o := ssr.Options{
-		Renderer: *renderer, AssetsDir: *assets, RenderTimeout: *renderTimeout, StreamTimeout: *streamTimeout, HardTimeout: *hardTimeout,
-		Registerer: registry, Logger: log,
-		Listen: *listen, AdminListen: *adminListen,
+		RendererAddress: *renderer, AssetsDir: *assets, Registerer: registry, Logger: log,
+		Timeouts: ssr.Timeouts{Render: *renderTimeout, Stream: *streamTimeout, Hard: *hardTimeout},
 	}
 	if *csp {
 		o.Nonce = func(r *http.Request) string { return nonceFrom(r.Context()) }
@@ -76,13 +75,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer pages.Close()
-	handler := pages.ServeMux(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}))
+	handler := pages.Wrap(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}))
 	if *csp {
 		handler = withCSP(handler)
 	}
 	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
 	// loopback: the admin listener is on loopback by default.
-	return pages.ListenAndServe(ctx, handler, ssr.AdminOptions{Gatherer: registry, TrustLoopback: true})
+	return pages.ListenAndServe(ctx, &http.Server{Addr: *listen, Handler: handler}, ssr.ServeOptions{
+		AdminAddr: *adminListen, Admin: ssr.AdminOptions{Gatherer: registry, TrustLoopback: true},
+	})
 }
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
@@ -92,14 +93,14 @@ func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService) *http.
 	mux.Handle("GET /assets/", pages.Assets())
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
 		Route: "GET /{$}",
-		Cache: ssr.Cache{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
+		Cache: ssr.CachePolicy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
 		Load: ssr.Typed(func(r *http.Request) (catalog.ListingProps, ssr.Result, error) {
 			page := catalog.ListingPage(r.URL.Query().Get("page"))
 			products, err := db.Listing(r.Context(), page)
 			return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
 		}),
 	}))
-	productCache := ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}}
+	productCache := ssr.CachePolicy{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}}
 	loadProduct := func(r *http.Request) (productProps, ssr.Result, error) {
 		id, ok := productID(r.PathValue("id"))
 		if !ok {

@@ -65,7 +65,7 @@ func TestStaleIfErrorWhileRendererIsDown(t *testing.T) {
 func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
 	_, edge := startStack(t)
 
-	// "timeout" is the soft deadline's reason: the request did not wait for the render.
+	// "timeout" is the render timeout's reason: the request did not wait for the render.
 	assertFallback(t, harness.Get(t, edge.url+"/cached/slow?ms=400"), 200, "timeout")
 	// The 400 ms render goes on in the background and is stored: a later request is a hit.
 	// Until it lands, requests join that render (collapsed) and fall back again.

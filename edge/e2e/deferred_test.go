@@ -40,7 +40,7 @@ func startDeferredSite(t testing.TB, o ssr.Options, page ssr.PageOptions) *defer
 	socket := filepath.Join(dir, "r.sock")
 	harness.StartRenderer(t, socket, "SSR_RENDERER_BUNDLE="+fixtureBundle())
 	logs := &logtest.Buffer{}
-	o.Renderer, o.AssetsDir, o.Logger = "unix://"+socket, assetsDir(), slog.New(slog.NewJSONHandler(logs, nil))
+	o.RendererAddress, o.AssetsDir, o.Logger = "unix://"+socket, assetsDir(), slog.New(slog.NewJSONHandler(logs, nil))
 	srv, err := ssr.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func startDeferredSite(t testing.TB, o ssr.Options, page ssr.PageOptions) *defer
 	mux := http.NewServeMux()
 	page.Route = "GET /deferred/{n}"
 	mux.Handle(page.Route, srv.Page("deferred", page))
-	ts := httptest.NewServer(srv.ServeMux(mux))
+	ts := httptest.NewServer(srv.Wrap(mux))
 	t.Cleanup(ts.Close)
 	if err := srv.Check(context.Background()); err != nil {
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func startDeferredSite(t testing.TB, o ssr.Options, page ssr.PageOptions) *defer
 }
 
 // deferredTimeouts are far beyond a loaded runner's: these tests are about order.
-var deferredTimeouts = ssr.Options{RenderTimeout: 10 * time.Second, StreamTimeout: 20 * time.Second, HardTimeout: 30 * time.Second}
+var deferredTimeouts = ssr.Options{Timeouts: ssr.Timeouts{Render: 10 * time.Second, Stream: 20 * time.Second, Hard: 30 * time.Second}}
 
 // gated is a Deferred that returns value once gate is closed, counting its calls.
 func gated(gate <-chan struct{}, calls *atomic.Int32, value any) ssr.Deferred {
@@ -149,13 +149,13 @@ func TestFailingDeferredValueFailsItsBoundaryAlone(t *testing.T) {
 
 // TestLateDeferredValue: a function that does not heed its context. The live response closes
 // at the stream deadline with the value marked missing; the render goes on and ends before
-// the hard deadline, the value settled as late, and the complete document is stored.
+// the hard timeout, the value settled as late, and the complete document is stored.
 func TestLateDeferredValue(t *testing.T) {
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
 	// The deadlines are the behaviour here: the stream's 1 s, the hard 3 s less the 100 ms margin.
-	o := ssr.Options{RenderTimeout: time.Second, StreamTimeout: time.Second, HardTimeout: 3 * time.Second}
-	site := startDeferredSite(t, o, ssr.PageOptions{Stream: true, Cache: ssr.Cache{TTL: time.Hour, Query: []string{}}, Load: func(r *http.Request) (ssr.Result, error) {
+	o := ssr.Options{Timeouts: ssr.Timeouts{Render: time.Second, Stream: time.Second, Hard: 3 * time.Second}}
+	site := startDeferredSite(t, o, ssr.PageOptions{Stream: true, Cache: ssr.CachePolicy{TTL: time.Hour, Query: []string{}}, Load: func(r *http.Request) (ssr.Result, error) {
 		return ssr.Result{Deferred: map[string]ssr.Deferred{
 			"stuck": func(context.Context) (any, error) { <-never; return nil, nil },
 		}}, nil
@@ -206,7 +206,7 @@ func TestDeferredHerdCallsEachFunctionOnce(t *testing.T) {
 	gate := make(chan struct{})
 	var fast, slow atomic.Int32
 	site := startDeferredSite(t, deferredTimeouts, ssr.PageOptions{
-		Stream: true, Cache: ssr.Cache{TTL: time.Hour, Query: []string{}},
+		Stream: true, Cache: ssr.CachePolicy{TTL: time.Hour, Query: []string{}},
 		Load: func(r *http.Request) (ssr.Result, error) {
 			return ssr.Result{Deferred: map[string]ssr.Deferred{
 				"fast": func(context.Context) (any, error) { fast.Add(1); return 1, nil },
@@ -288,7 +288,7 @@ func BenchmarkDeferredResponse(b *testing.B) {
 		}) bool {
 			return c.name == r.URL.Query().Get("case")
 		})].deferred}, nil
-	}, Cache: ssr.Cache{Query: []string{"case"}}})
+	}, Cache: ssr.CachePolicy{Query: []string{"case"}}})
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			var first, last []float64

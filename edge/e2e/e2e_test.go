@@ -158,8 +158,8 @@ func TestStack(t *testing.T) {
 		assertSSR(t, harness.Get(t, edge.url+"/"), 200) // and nothing else notices
 	})
 
-	t.Run("page slower than render_timeout falls back at the soft deadline", func(t *testing.T) {
-		// "timeout" is the soft deadline's reason: a request that waited for the 1 s render
+	t.Run("page slower than render_timeout falls back at the render timeout", func(t *testing.T) {
+		// "timeout" is the render timeout's reason: a request that waited for the 1 s render
 		// would have been served it.
 		assertFallback(t, harness.Get(t, edge.url+"/sleep?ms=1000"), 200, "timeout")
 	})
@@ -224,7 +224,7 @@ func TestRendererKilledAndRestarted(t *testing.T) {
 
 	renderer.Kill()
 	// At once: a request that waited for the renderer to come back would fall back at the
-	// soft deadline, with reason "timeout".
+	// render timeout, with reason "timeout".
 	for range 3 {
 		assertFallback(t, harness.Get(t, edge.url+"/"), 200, "renderer-unavailable")
 	}

@@ -41,9 +41,9 @@ func startRenderer(t *testing.T, socket string, env ...string) *harness.Process 
 // edgeConfig routes the demo pages and the fixture's misbehaving pages; only the /cached/
 // routes are cached. Their windows are minutes long: the tests move the edge's clock
 // through them (edgeProcess.advance) rather than sleep, and a slow runner's seconds cannot
-// move a request out of the window it was meant for. For the same reason the soft deadline
+// move a request out of the window it was meant for. For the same reason the render timeout
 // is 5 s, not 150 ms: a loaded runner's first render of "/" missed 150 ms and fell back.
-// Only the routes whose tests are about the soft deadline (/sleep, /cached/slow) keep 150 ms.
+// Only the routes whose tests are about the render timeout (/sleep, /cached/slow) keep 150 ms.
 const edgeConfig = `
 edge:
   render_timeout: 5s
@@ -100,7 +100,7 @@ edge:
       cache: {ttl: 1m, query: []}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
     # Uncached, so that each request's render is its own and is withdrawn when its client
-    # leaves (waiting_test.go); the hard deadline is beyond any test's end, so that only the
+    # leaves (waiting_test.go); the hard timeout is beyond any test's end, so that only the
     # withdrawal ends a render whose boundary is held back.
     - pattern: "GET /uncached-streamed/{id}"
       page: product-reviews

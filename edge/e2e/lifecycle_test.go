@@ -94,7 +94,7 @@ func TestRendererDrainsOnSIGTERM(t *testing.T) {
 
 	stopWhileRendering(t, renderer, renderer, edge.url+"/slow?ms=100", 15*time.Second, func() {
 		// At once: a request that waited on the draining renderer would fall back at the
-		// soft deadline, with reason "timeout".
+		// render timeout, with reason "timeout".
 		assertFallback(t, harness.Get(t, edge.url+"/"), 200, "renderer-unavailable")
 	})
 }
@@ -144,7 +144,7 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 }
 
 // TestOverloadWithdrawsRendersNobodyWaitsFor: 8 uncacheable renders of 400 ms on 2 workers.
-// At the 150 ms soft deadline every request gets the shell and the edge cancels its call:
+// At the 150 ms render timeout every request gets the shell and the edge cancels its call:
 // the renderer drops those still queued and aborts those under way, and no worker is
 // terminated. Without the withdrawal the pool would spend its time on pages nobody receives.
 func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {

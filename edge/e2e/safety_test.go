@@ -134,8 +134,8 @@ func TestPoisonPillIsQuarantined(t *testing.T) {
 }
 
 // quarantineLoops has /loops kill two workers, and waits until the renderer quarantines it.
-// Each request falls back at the 100 ms soft deadline; the edge withdraws the call, the
-// render runs on to the 600 ms hard deadline, and the renderer terminates its worker.
+// Each request falls back at the 100 ms render timeout; the edge withdraws the call, the
+// render runs on to the 600 ms hard timeout, and the renderer terminates its worker.
 func quarantineLoops(t *testing.T, renderer *harness.Process, edge *edgeProcess) {
 	t.Helper()
 	exits := func() float64 {

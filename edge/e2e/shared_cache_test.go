@@ -67,7 +67,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	harness.WaitUntil(t, 5*time.Second, "edge 1 missing after edge 0's purge", func() bool {
 		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
 	})
-	// The render goes on past the miss's soft deadline; it is counted when it ends.
+	// The render goes on past the miss's render timeout; it is counted when it ends.
 	harness.WaitUntil(t, 5*time.Second, "edge 1's render after the purge", func() bool { return renders() >= 2 })
 	if n := renders(); n != 2 {
 		t.Errorf("after the purge: %v renders in all, want 2 (edge 1 rendered again, once)", n)

@@ -191,7 +191,7 @@ func TestManyPurgesAcrossReplicasDuringARender(t *testing.T) {
 	t.Cleanup(backend.Close)
 	t.Cleanup(func() { closeOnce(release) })
 	path := "/cached/backend?port=" + backend.URL[strings.LastIndex(backend.URL, ":")+1:]
-	go func() { // falls back at its soft deadline; the render goes on
+	go func() { // falls back at its render timeout; the render goes on
 		if resp, err := http.Get(edges[0].url + path); err == nil {
 			resp.Body.Close()
 		}

@@ -347,9 +347,9 @@ func TestStreamingNonce(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	startRenderer(t, socket, gateEnv)
 	pages, err := ssr.New(ssr.Options{
-		Renderer:  "unix://" + socket,
-		AssetsDir: assetsDir(),
-		Nonce:     func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") },
+		RendererAddress: "unix://" + socket,
+		AssetsDir:       assetsDir(),
+		Nonce:           func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -359,14 +359,14 @@ func TestStreamingNonce(t *testing.T) {
 	// As harness_test.go's routes of the same names: generous on a loaded runner, except
 	// for the deadline that is the behaviour.
 	mux.Handle("GET /streamed/{id}", pages.Page("product-reviews", ssr.PageOptions{
-		Route: "streamed", Stream: true, Cache: ssr.Cache{TTL: time.Minute, Query: []string{}},
-		RenderTimeout: 10 * time.Second, StreamTimeout: 15 * time.Second, HardTimeout: 30 * time.Second,
+		Route: "streamed", Stream: true, Cache: ssr.CachePolicy{TTL: time.Minute, Query: []string{}},
+		Timeouts: ssr.Timeouts{Render: 10 * time.Second, Stream: 15 * time.Second, Hard: 30 * time.Second},
 	}))
 	mux.Handle("GET /streamed-partial/{id}", pages.Page("product-reviews", ssr.PageOptions{
 		Route: "streamed-partial", Stream: true,
-		RenderTimeout: time.Second, StreamTimeout: time.Second, HardTimeout: 30 * time.Second,
+		Timeouts: ssr.Timeouts{Render: time.Second, Stream: time.Second, Hard: 30 * time.Second},
 	}))
-	srv := httptest.NewServer(pages.ServeMux(mux))
+	srv := httptest.NewServer(pages.Wrap(mux))
 	t.Cleanup(srv.Close)
 	nonced := func(nonce string) http.Header { return http.Header{"X-Test-Nonce": {nonce}} }
 

@@ -64,7 +64,7 @@ func TestWaitingRendersLeaveRoomForOthers(t *testing.T) {
 // TestBurstOfAbandonedSlowPages: 50 clients ask at once for an uncached streamed page whose
 // data does not come, and leave once they have its shell. The next requests are rendered on
 // the server at once: the abandoned renders were aborted when their clients left, and hold
-// no worker until their (far) hard deadline, when their workers would be terminated.
+// no worker until their (far) hard timeout, when their workers would be terminated.
 func TestBurstOfAbandonedSlowPages(t *testing.T) {
 	const burst = 50
 	g, gateEnv := startGates(t)
@@ -94,7 +94,7 @@ func TestBurstOfAbandonedSlowPages(t *testing.T) {
 		t.Errorf("%d of %d clients got no shell; the first: %v", len(errs), burst, <-errs)
 	}
 
-	// Within the routes' soft deadline (render_timeout), far inside the burst's hard one.
+	// Within the routes' render timeout (render_timeout), far inside the burst's hard one.
 	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
 	assertSSR(t, harness.Get(t, edge.url+"/products/8"), 200)
 	g.open("701")
@@ -142,7 +142,7 @@ func TestClientThatLeavesAbortsOnlyItsOwnRender(t *testing.T) {
 		alone := open(t, edge.url+"/uncached-streamed/710", nil)
 		alone.until(t, shellMark)
 		leave(alone, "GET /uncached-streamed/{id}", before)
-		// Far before its hard deadline: only the abort ends it, its reviews still held back.
+		// Far before its hard timeout: only the abort ends it, its reviews still held back.
 		harness.WaitUntil(t, 30*time.Second, "the renderer aborting the render", func() bool {
 			return renders("RENDER_ERR_CANCELLED") >= 1
 		})

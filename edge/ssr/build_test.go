@@ -17,10 +17,10 @@ import (
 // deploy's loaders) is not served from the shared store; one of the same build is.
 func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 	store := redistest.Start(t)
-	cached := PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) {
+	cached := PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{Props: map[string]int{"n": 1}}, nil
 	}}
-	old := newFixture(t, Options{SharedCache: store, BuildID: "v1"})
+	old := newFixture(t, Options{Cache: CacheOptions{SharedAddress: store}, BuildID: "v1"})
 	if rec := serve(old.srv.Page("product", cached), "/products/7"); rec.Code != 200 {
 		t.Fatalf("v1: got %d", rec.Code)
 	}
@@ -29,7 +29,7 @@ func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 		build      string
 		wantRender bool
 	}{{"v1", false}, {"v2", true}} {
-		f := newFixture(t, Options{SharedCache: store, BuildID: tt.build})
+		f := newFixture(t, Options{Cache: CacheOptions{SharedAddress: store}, BuildID: tt.build})
 		rec := serve(f.srv.Page("product", cached), "/products/7")
 		if rendered := f.renderer.calls.Load() > 0; rendered != tt.wantRender {
 			t.Errorf("a server of build %s: rendered %v (Cache-Status %q), want %v", tt.build, rendered, rec.Header().Get("Cache-Status"), tt.wantRender)
@@ -92,7 +92,7 @@ func check(t *testing.T, f *fixture) {
 // page the old bundle rendered is rendered again.
 func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
 	f, fake := newBundleFixture(t)
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
+	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/7")
 	if got := serve(h, "/products/7").Header().Get("Cache-Status"); !strings.Contains(got, "hit") {
 		t.Fatalf("same bundle: got Cache-Status %q, want a hit", got)
@@ -110,7 +110,7 @@ func TestPagesOfAnotherBundleAreNotServed(t *testing.T) {
 // makes the old bundle's pages stale at once, before the edge asks.
 func TestAReloadRendersEachPageOnce(t *testing.T) {
 	f, fake := newBundleFixture(t)
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
+	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1") // stored as bundle1's
 
 	fake.reload() // the edge has not asked since
@@ -137,7 +137,7 @@ func TestAReloadRendersEachPageOnce(t *testing.T) {
 // request falls back as with no copy.
 func TestStaleCopyOfAnotherBundleIsNotServed(t *testing.T) {
 	f, fake := newBundleFixture(t)
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}}})
+	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}}})
 	serve(h, "/products/7")
 	time.Sleep(5 * time.Millisecond) // past the TTL, inside stale-if-error: time is the behaviour
 	fake.reload()

@@ -22,7 +22,7 @@ func TestCacheStatusIsAStructuredField(t *testing.T) {
 		wantDetail string
 	}{
 		{"uncacheable route whose loader failed", PageOptions{Load: failing}, false, "load-error"},
-		{"cached route whose loader failed", PageOptions{Load: failing, Cache: Cache{TTL: time.Minute, Query: []string{}}}, false, "load-error"},
+		{"cached route whose loader failed", PageOptions{Load: failing, Cache: CachePolicy{TTL: time.Minute, Query: []string{}}}, false, "load-error"},
 		{"uncacheable route, renderer down", PageOptions{}, true, "render-error"},
 		{"uncacheable route rendered", PageOptions{}, false, "uncacheable-route"},
 	}

@@ -22,13 +22,13 @@ func TestSharedRendersSeeNoMiddlewareValues(t *testing.T) {
 	}
 	tests := []struct {
 		name     string
-		cache    Cache
+		cache    CachePolicy
 		header   string
 		wantUser string
 	}{
-		{"cached route", Cache{TTL: time.Minute, Query: []string{}}, "", `"user":""`},
-		{"cached route, personal request (Authorization)", Cache{TTL: time.Minute, Query: []string{}}, "Bearer x", `"user":"alice"`},
-		{"uncached route", Cache{}, "", `"user":"alice"`},
+		{"cached route", CachePolicy{TTL: time.Minute, Query: []string{}}, "", `"user":""`},
+		{"cached route, personal request (Authorization)", CachePolicy{TTL: time.Minute, Query: []string{}}, "Bearer x", `"user":"alice"`},
+		{"uncached route", CachePolicy{}, "", `"user":"alice"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,12 +63,12 @@ func TestSharedLoaderSeesOnlyTheKey(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		cache  Cache
+		cache  CachePolicy
 		header string
 		want   seen
 	}{
-		{"cached route", Cache{TTL: time.Minute, Query: []string{}}, "", seen{"", "", "de , fr"}}, // the first header, trimmed and lower-cased
-		{"bypass (Authorization)", Cache{TTL: time.Minute, Query: []string{}}, "Bearer x", seen{"evil.example", "203.0.113.9:4711", " DE , fr"}},
+		{"cached route", CachePolicy{TTL: time.Minute, Query: []string{}}, "", seen{"", "", "de , fr"}}, // the first header, trimmed and lower-cased
+		{"bypass (Authorization)", CachePolicy{TTL: time.Minute, Query: []string{}}, "Bearer x", seen{"evil.example", "203.0.113.9:4711", " DE , fr"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,7 +107,7 @@ func TestPersonalResponsesArePrivate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
-			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}, PersonalizeCookies: []string{"session"}}})
+			h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}, PersonalizeCookies: []string{"session"}}})
 			rec := serve(h, "/products/7", tt.header, tt.value)
 			if got := rec.Header().Get("Cache-Control"); got != tt.want {
 				t.Errorf("got Cache-Control %q, want %q", got, tt.want)

@@ -20,7 +20,7 @@ func TestLoaderDecisionSurvivesTheFallback(t *testing.T) {
 	}{
 		{"not found", Result{NotFound: true}, 404, `"page":"not-found"`},
 		{"gone", Result{Status: 410, Props: map[string]bool{"gone": true}}, 410, `"page":"product"`},
-		{"redirect", Result{Redirect: "/products/8", RedirectStatus: 301}, 301, ""},
+		{"redirect", Result{Redirect: "/products/8", Status: 301}, 301, ""},
 		{"temporary redirect", Result{Redirect: "/login"}, 302, ""},
 		{"headers", Result{Props: map[string]int{"n": 1}, Header: http.Header{"X-Shop": {"kept"}}}, 200, `"page":"product"`},
 	}
@@ -32,7 +32,7 @@ func TestLoaderDecisionSurvivesTheFallback(t *testing.T) {
 					f.renderer.down.Store(true)
 				}
 				o := PageOptions{Load: func(*http.Request) (Result, error) { return tt.result, nil }}
-				o.RenderTimeout = 200 * time.Millisecond
+				o.Timeouts.Render = 200 * time.Millisecond
 				rec := serve(f.srv.Page("product", o), "/products/7")
 				if rec.Code != tt.wantStatus {
 					t.Fatalf("got %d, want %d; headers %v", rec.Code, tt.wantStatus, rec.Header())
@@ -72,14 +72,14 @@ func TestPrivateDecisionStaysWithItsRequest(t *testing.T) {
 			loaded := make(chan struct{})
 			release := make(chan struct{})
 			o := PageOptions{
-				Cache: Cache{TTL: time.Minute, Query: []string{}},
+				Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
 				Load: func(*http.Request) (Result, error) {
 					close(loaded)
 					<-release
 					return Result{Props: map[string]string{"user": "alice"}, Header: header}, nil
 				},
 			}
-			o.RenderTimeout = 300 * time.Millisecond
+			o.Timeouts.Render = 300 * time.Millisecond
 			h := f.srv.Page("product", o)
 			done := make(chan struct{})
 			go func() { serve(h, "/products/7"); close(done) }()
@@ -104,7 +104,7 @@ func TestImpossibleStatusIsTheLoadersError(t *testing.T) {
 	}{
 		{Result{Status: 99}, "status 99, not from 200 to 599"},
 		{Result{Status: 1000}, "status 1000"},
-		{Result{Redirect: "/cart", RedirectStatus: 200}, "a redirect with status 200"},
+		{Result{Redirect: "/cart", Status: 200}, "a redirect with status 200"},
 	} {
 		t.Run(tt.wantLog, func(t *testing.T) {
 			f := newFixture(t, Options{})

@@ -25,7 +25,7 @@ func TestDocumentFromGo(t *testing.T) {
 		Nonce: nonceOf,
 	})
 	h := f.srv.Page("product", PageOptions{
-		Cache: Cache{TTL: time.Minute, Query: []string{}},
+		Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
 		Head:  `<meta name="robots" content="noindex">`,
 		Load: func(*http.Request) (Result, error) {
 			// A page's own markup that looks like a script must not get the nonce.

@@ -37,7 +37,7 @@ func ExampleDeferred() {
 	}
 	http.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
 		Stream: true,
-		Cache:  ssr.Cache{TTL: 5 * time.Minute, Query: []string{}},
+		Cache:  ssr.CachePolicy{TTL: 5 * time.Minute, Query: []string{}},
 		Load: func(r *http.Request) (ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))
 			if err != nil {
@@ -79,7 +79,7 @@ func ExampleDefer() {
 	}
 	http.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
 		Stream: true,
-		Cache:  ssr.Cache{TTL: 5 * time.Minute, Query: []string{}},
+		Cache:  ssr.CachePolicy{TTL: 5 * time.Minute, Query: []string{}},
 		Load: ssr.Typed(func(r *http.Request) (ReviewsPage, ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))
 			if err != nil {

@@ -30,7 +30,7 @@ func Example() {
 
 	mux := http.NewServeMux()
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
-		Cache: ssr.Cache{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
+		Cache: ssr.CachePolicy{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}},
 		// Runs on a miss, once for every request waiting on it; never on a hit.
 		Load: func(r *http.Request) (ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))
@@ -55,7 +55,7 @@ func Example() {
 	if err := pages.Check(ctx); err != nil {
 		log.Fatal(err)
 	}
-	log.Fatal(http.ListenAndServe(":8080", pages.ServeMux(mux)))
+	log.Fatal(http.ListenAndServe(":8080", pages.Wrap(mux)))
 }
 
 // Render one page from a handler the shop already has: uncached, with the same deadline
@@ -86,8 +86,8 @@ func ExampleServer_PurgePath() {
 	}
 	http.HandleFunc("POST /admin/products/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// ... update the product in the database ...
-		_, errProduct := pages.PurgePath("/products/" + r.PathValue("id"))
-		_, errHome := pages.PurgePath("/")
+		_, errProduct := pages.PurgePath(r.Context(), "/products/"+r.PathValue("id"))
+		_, errHome := pages.PurgePath(r.Context(), "/")
 		if err := errors.Join(errProduct, errHome); err != nil {
 			// Purged here; the shared cache's store is purged once it answers again, and
 			// meanwhile no replica serves its copies of these pages.

@@ -31,7 +31,7 @@ func ExampleTyped() {
 		log.Fatal(err)
 	}
 	http.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
-		Cache: ssr.Cache{TTL: 5 * time.Minute, Query: []string{}},
+		Cache: ssr.CachePolicy{TTL: 5 * time.Minute, Query: []string{}},
 		Load: ssr.Typed(func(r *http.Request) (ProductPage, ssr.Result, error) {
 			id, err := strconv.Atoi(r.PathValue("id"))
 			if err != nil {

@@ -11,143 +11,77 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
-// configKeys is every scalar or list key of c, "edge.max_page_mb" or
-// "renderer.grpc_address", with its value (edge.routes left out).
-func configKeys(c *config.Config) map[string]any {
-	keys := map[string]any{}
-	for section, v := range map[string]reflect.Value{"edge": reflect.ValueOf(c.Edge), "renderer": reflect.ValueOf(c.Renderer)} {
-		for i := range v.NumField() {
-			if tag := v.Type().Field(i).Tag.Get("yaml"); tag != "routes" {
-				keys[section+"."+tag] = v.Field(i).Interface()
-			}
-		}
-	}
-	return keys
-}
-
-// sample sets v, an Options field, to a value that is neither zero nor any default, and
-// reports whether it could: functions, interfaces and pointers (Logger, Nonce...) set no
-// config key.
-func sample(t *testing.T, name string, v reflect.Value) bool {
-	switch {
-	case v.Type() == reflect.TypeFor[time.Duration]():
-		v.SetInt(int64(7777 * time.Millisecond))
-	case v.Kind() == reflect.String:
-		v.SetString("sample-" + name)
-	case v.Kind() == reflect.Int:
-		v.SetInt(7777)
-	case v.Kind() == reflect.Float64:
-		v.SetFloat(0.37)
-	case v.Kind() == reflect.Bool:
-		v.SetBool(true)
-	case v.Type() == reflect.TypeFor[[]string]():
-		v.Set(reflect.ValueOf([]string{"sample"}))
-	case v.Type() == reflect.TypeFor[[]byte]():
-		v.SetBytes([]byte("sample-" + name))
-	case v.Kind() == reflect.Func, v.Kind() == reflect.Interface, v.Kind() == reflect.Pointer:
-		return false
-	default:
-		t.Fatalf("Options.%s: no sample value for a %s: teach sample one", name, v.Type())
-	}
-	return true
-}
-
-// TestOptionKeysComplete: optionKeys names, for every config key an Options field sets, that
-// field, and nothing else. Each field is set alone to a sample value, and the keys of the
-// configuration that changed are the keys it sets.
-func TestOptionKeysComplete(t *testing.T) {
-	base, err := Options{}.config()
-	if err != nil {
-		t.Fatal(err)
-	}
-	baseKeys := configKeys(base)
-	sets := map[string][]string{} // field → the keys it sets
-	for _, f := range reflect.VisibleFields(reflect.TypeFor[Options]()) {
-		var o Options
-		if !sample(t, f.Name, reflect.ValueOf(&o).Elem().FieldByIndex(f.Index)) {
-			continue
-		}
-		cfg, err := o.config()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for key, v := range configKeys(cfg) {
-			if !reflect.DeepEqual(v, baseKeys[key]) {
-				sets[f.Name] = append(sets[f.Name], key)
-			}
-		}
-	}
-	for field, keys := range sets {
-		for _, key := range keys {
-			if got := optionKeys[key]; got != field {
-				t.Errorf("Options.%s sets %s: got optionKeys[%q] = %q, want %q", field, key, key, got, field)
-			}
-		}
-	}
-	for key, field := range optionKeys {
-		if !slices.Contains(sets[field], key) {
-			t.Errorf("optionKeys[%q] = %q, but Options.%s does not set %s (it sets %v)", key, field, field, key, sets[field])
-		}
-	}
-}
-
-// ifZero is an Options field's default, as its doc says it: "If zero, 150ms." "If empty,
+// ifZero is a field's default, as its doc says it: "If zero, 150ms." "If empty,
 // "not-found"." "If zero, 0.1; negative: none." "If nil, common tracking parameters (...)."
 var ifZero = regexp.MustCompile(`If (?:zero|empty|nil), (.+?)(?:;|\.(?:\s|$))`)
 
-// TestOptionsDocsMatchDefaults: the default each Options field's doc gives ("If zero,
-// 150ms") is the embedded default (defaults.yaml) of the config key the field sets: the
-// zero Options serve as the edge binary does with no config file. A field that sets a key
-// and gives no default must either default to the key's zero value or name the key where it
-// says why it differs (EarlyHints).
-func TestOptionsDocsMatchDefaults(t *testing.T) {
-	fset := token.NewFileSet()
-	file, err := parser.ParseFile(fset, "options.go", nil, parser.ParseComments)
+// fieldDocs are the docs of the fields of the named structs in file, on one line each, by
+// "Struct.Field".
+func fieldDocs(t *testing.T, file string, structs ...string) map[string]string {
+	t.Helper()
+	f, err := parser.ParseFile(token.NewFileSet(), file, nil, parser.ParseComments)
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs := map[string]string{} // field → its doc, on one line
-	ast.Inspect(file, func(n ast.Node) bool {
+	docs := map[string]string{}
+	ast.Inspect(f, func(n ast.Node) bool {
 		spec, ok := n.(*ast.TypeSpec)
-		if !ok || spec.Name.Name != "Options" {
+		if !ok || !slices.Contains(structs, spec.Name.Name) {
 			return true
 		}
-		for _, f := range spec.Type.(*ast.StructType).Fields.List {
-			for _, name := range f.Names {
-				docs[name.Name] = strings.Join(strings.Fields(f.Doc.Text()), " ")
+		for _, field := range spec.Type.(*ast.StructType).Fields.List {
+			for _, name := range field.Names {
+				docs[spec.Name.Name+"."+name.Name] = strings.Join(strings.Fields(field.Doc.Text()), " ")
 			}
 		}
 		return false
 	})
-	if len(docs) == 0 {
-		t.Fatal("no Options struct in options.go")
-	}
-	defaults, err := config.Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	values := configKeys(defaults)
-	for key, field := range optionKeys {
-		doc, ok := docs[field]
-		if !ok {
-			t.Errorf("optionKeys[%q]: no field Options.%s in options.go", key, field)
-			continue
+	return docs
+}
+
+// TestOptionsDocsMatchDefaults: the default each field's doc gives ("If zero, 150ms") is
+// the one the code applies to zero Options (withDefaults) and ServeOptions (ListenAndServe).
+func TestOptionsDocsMatchDefaults(t *testing.T) {
+	o := Options{}.withDefaults()
+	defaults := map[string]any{}
+	for name, v := range map[string]reflect.Value{
+		"Options": reflect.ValueOf(o), "Timeouts": reflect.ValueOf(o.Timeouts), "CacheOptions": reflect.ValueOf(o.Cache),
+	} {
+		for i := range v.NumField() {
+			defaults[name+"."+v.Type().Field(i).Name] = v.Field(i).Interface()
 		}
-		def := values[key]
+	}
+	defaults["ServeOptions.AdminAddr"] = defaultAdminAddr
+	defaults["ServeOptions.MaxConnections"] = defaultMaxConnections
+	defaults["ServeOptions.ShutdownTimeout"] = defaultShutdownTimeout
+	defaults["ServeOptions.ShutdownDelay"] = time.Duration(0)
+	docs := fieldDocs(t, "options.go", "Options", "Timeouts", "CacheOptions")
+	for field, doc := range fieldDocs(t, "serve.go", "ServeOptions") {
+		docs[field] = doc
+	}
+	said := 0
+	for field, doc := range docs {
 		m := ifZero.FindStringSubmatch(doc)
 		if m == nil {
-			if !reflect.ValueOf(def).IsZero() && !strings.Contains(doc, key) {
-				t.Errorf("Options.%s gives no default (\"If zero, ...\"), but %s defaults to %v in defaults.yaml", field, key, def)
-			}
 			continue
 		}
-		if err := sameDefault(m[1], def); err != "" {
-			t.Errorf("Options.%s says %q, but %s defaults to %v in defaults.yaml: %s", field, m[0], key, def, err)
+		said++
+		def, ok := defaults[field]
+		if !ok {
+			t.Errorf("%s says %q, but the test knows no default for it", field, m[0])
+			continue
 		}
+		if v := reflect.ValueOf(def); !v.IsValid() || v.Kind() == reflect.Func || v.Kind() == reflect.Pointer {
+			continue // "If nil, no spans": a behaviour, said in words
+		}
+		if err := sameDefault(m[1], def); err != "" {
+			t.Errorf("%s says %q, but its default is %v: %s", field, m[0], def, err)
+		}
+	}
+	if said < 20 {
+		t.Errorf("only %d fields say their default: is the pattern still right?", said)
 	}
 }
 
@@ -176,6 +110,10 @@ func sameDefault(said string, def any) string {
 		}
 	case int:
 		n, err := strconv.Atoi(said)
+		if mib, ok := strings.CutSuffix(said, " MiB"); ok {
+			n, err = strconv.Atoi(mib)
+			n <<= 20
+		}
 		switch {
 		case err != nil && !words:
 			return "the doc's default is not an integer"
@@ -209,24 +147,23 @@ func sameDefault(said string, def any) string {
 	return ""
 }
 
-// TestOptionsErrorsNameTheField: every rule of the edge's configuration holds for Options
-// too, and its error names the Options field, not the config key.
+// TestOptionsErrorsNameTheField: every broken rule is an *OptionError naming its field.
 func TestOptionsErrorsNameTheField(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		o    Options
 		want []string
 	}{
-		{"page size", Options{MaxPageMB: -1}, []string{"ssr: Options.MaxPageMB must be at least 1, got -1"}},
-		{"hit-for-miss lifetime", Options{CachePassTTL: -time.Second}, []string{"ssr: Options.CachePassTTL must be positive, got -1s"}},
-		{"404 freshness", Options{CacheNotFoundTTL: -time.Second}, []string{"ssr: Options.CacheNotFoundTTL must not be negative, got -1s"}},
-		{"soft above hard", Options{RenderTimeout: 3 * time.Second}, []string{"ssr: Options.RenderTimeout 3s is above Options.HardTimeout 2s"}},
-		{"entry above cache", Options{CacheMaxMB: 4}, []string{"ssr: Options.CacheMaxEntryMB must be between 1 and Options.CacheMaxMB (4), got 8"}},
-		{"jitter", Options{CacheTTLJitter: 1}, []string{"ssr: Options.CacheTTLJitter must be in [0, 1), got 1"}},
-		{"short key", Options{SharedCacheKey: []byte("short")}, []string{"ssr: Options.SharedCacheKey must be at least 32 bytes, got 5"}},
-		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must be at least 1, got -2"}},
-		{"two at once", Options{MaxPropsMB: -1, SharedCacheTimeout: -time.Millisecond}, []string{
-			"ssr: Options.MaxPropsMB must be at least 1, got -1", "ssr: Options.SharedCacheTimeout must be positive, got -1ms",
+		{"page size", Options{MaxPageBytes: -1}, []string{"ssr: Options.MaxPageBytes must not be negative, got -1"}},
+		{"hit-for-miss lifetime", Options{Cache: CacheOptions{PassTTL: -time.Second}}, []string{"ssr: Options.Cache.PassTTL must not be negative, got -1s"}},
+		{"render above hard", Options{Timeouts: Timeouts{Render: 3 * time.Second}}, []string{"ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 2s"}},
+		{"entry above cache", Options{Cache: CacheOptions{MaxBytes: 4 << 20}}, []string{"ssr: Options.Cache.MaxEntryBytes 8388608 is above Options.Cache.MaxBytes 4194304"}},
+		{"jitter", Options{Cache: CacheOptions{TTLJitter: 1}}, []string{"ssr: Options.Cache.TTLJitter must be below 1, got 1"}},
+		{"short key", Options{Cache: CacheOptions{SharedKey: []byte("short")}}, []string{"ssr: Options.Cache.SharedKey must be at least 32 bytes, got 5"}},
+		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must not be negative, got -2"}},
+		{"crawlers", Options{CrawlerUserAgent: "("}, []string{"ssr: Options.CrawlerUserAgent is not a regular expression"}},
+		{"two at once", Options{MaxPropsBytes: -1, Cache: CacheOptions{SharedTimeout: -time.Millisecond}}, []string{
+			"ssr: Options.MaxPropsBytes must not be negative, got -1", "ssr: Options.Cache.SharedTimeout must not be negative, got -1ms",
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -239,24 +176,66 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 					t.Errorf("got error %q, want one containing %q", err, want)
 				}
 			}
-			if msg := err.Error(); strings.Contains(msg, "config:") || strings.Contains(msg, "edge.") {
-				t.Errorf("got error %q, which names the config file's keys", msg)
+			for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+				if _, ok := e.(*OptionError); !ok {
+					t.Errorf("got %T %q in the error, want an *OptionError", e, e)
+				}
 			}
 		})
 	}
 }
 
-// TestNegativeJitterIsNone: a negative CacheTTLJitter means no jitter, zero the default.
-func TestNegativeJitterIsNone(t *testing.T) {
+// TestExplainNamesOtherOptions: an OptionError names the other options it mentions as its
+// caller's names say (the edge binary's config keys), its own field left to the caller.
+func TestExplainNamesOtherOptions(t *testing.T) {
+	err := Options{Timeouts: Timeouts{Render: 3 * time.Second}}.Validate()
+	oe, ok := err.(interface{ Unwrap() []error }).Unwrap()[0].(*OptionError)
+	if !ok || oe.Field != "Options.Timeouts.Render" {
+		t.Fatalf("got %v, want an *OptionError of Options.Timeouts.Render", err)
+	}
+	key := map[string]string{"Options.Timeouts.Hard": "edge.hard_timeout"}
+	if got, want := oe.Explain(func(f string) string { return key[f] }), "3s is above edge.hard_timeout 2s"; !strings.HasPrefix(got, want) {
+		t.Errorf("got %q, want it to start with %q", got, want)
+	}
+}
+
+// TestPageErrorsNameTheField: Page's rules, through ValidatePage, name PageOptions' fields,
+// the Server's deadlines taken where the page sets none.
+func TestPageErrorsNameTheField(t *testing.T) {
 	for _, tt := range []struct {
-		jitter, want float64
-	}{{0, 0.1}, {-1, 0}, {0.5, 0.5}} {
-		cfg, err := Options{CacheTTLJitter: tt.jitter}.config()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := config.Validate(cfg); err != nil || cfg.Edge.CacheTTLJitter != tt.want {
-			t.Errorf("CacheTTLJitter %v: got edge.cache_ttl_jitter %v (%v), want %v", tt.jitter, cfg.Edge.CacheTTLJitter, err, tt.want)
+		name string
+		p    PageOptions
+		want string
+	}{
+		{"variant", PageOptions{Variants: []string{"header:X", "Accept"}}, `ssr: PageOptions.Variants[1] want "header:Name" or "cookie:name", got "Accept"`},
+		{"render above the server's hard", PageOptions{Timeouts: Timeouts{Render: 3 * time.Second}}, "ssr: PageOptions.Timeouts.Render 3s is above the page's hard timeout (PageOptions.Timeouts.Hard) 2s"},
+		{"stream outside", PageOptions{Stream: true, Timeouts: Timeouts{Stream: 5 * time.Second}}, "ssr: PageOptions.Timeouts.Stream 5s must lie between"},
+		{"cached without query", PageOptions{Cache: CachePolicy{TTL: time.Minute}}, "ssr: PageOptions.Cache.Query must list"},
+		{"negative window", PageOptions{Cache: CachePolicy{StaleIfError: -time.Second, Query: []string{}}}, "ssr: PageOptions.Cache.StaleIfError must not be negative"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := (Options{}).ValidatePage(tt.p); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+	if err := (Options{}).ValidatePage(PageOptions{Stream: true, Timeouts: Timeouts{Render: 3 * time.Second, Hard: 5 * time.Second}}); err != nil {
+		t.Errorf("a page whose deadlines move the Server's stream timeout within them: got %v", err)
+	}
+}
+
+// TestNegativeMeansNone: a negative TTLJitter or NotFoundTTL means none, zero the default.
+func TestNegativeMeansNone(t *testing.T) {
+	for _, tt := range []struct {
+		in, want CacheOptions
+	}{
+		{CacheOptions{}, CacheOptions{TTLJitter: 0.1, NotFoundTTL: 10 * time.Second}},
+		{CacheOptions{TTLJitter: -1, NotFoundTTL: -1}, CacheOptions{}},
+		{CacheOptions{TTLJitter: 0.5, NotFoundTTL: time.Second}, CacheOptions{TTLJitter: 0.5, NotFoundTTL: time.Second}},
+	} {
+		got := Options{Cache: tt.in}.withDefaults().Cache
+		if got.TTLJitter != tt.want.TTLJitter || got.NotFoundTTL != tt.want.NotFoundTTL {
+			t.Errorf("%+v: got jitter %v, 404 TTL %v; want %v, %v", tt.in, got.TTLJitter, got.NotFoundTTL, tt.want.TTLJitter, tt.want.NotFoundTTL)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package ssr
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
 )
 
@@ -51,16 +51,15 @@ type Result struct {
 	// load(), or as its component's props when it has none; the browser hydrates with the
 	// props the page rendered with.
 	Props any
-	// Status, if not zero, is the response's status instead of the page's: 200 to 599.
+	// Status, if not zero, is the response's status instead of the page's: 200 to 599; with
+	// Redirect, the redirect's: 301, 302, 303, 307 or 308 (if zero, 302).
 	Status int
 	// Header is added to the response. A Set-Cookie makes the response private: it is not
 	// stored, and it reaches only the request whose loader ran.
 	Header http.Header
 	// Redirect, if not empty, answers with a redirect there instead of rendering, with
-	// RedirectStatus: 301, 302, 303, 307 or 308 (if zero, 302). 301 and 308 are cached like
-	// pages.
-	Redirect       string
-	RedirectStatus int
+	// Status. 301 and 308 are cached like pages.
+	Redirect string
 	// NotFound renders the app's not-found page with status 404.
 	NotFound bool
 	// MaxAge, if not zero, shortens the page's Cache.TTL for this render.
@@ -108,24 +107,22 @@ type PageOptions struct {
 	// Load computes the props in Go. If nil, the page's own load() does, in the renderer.
 	Load Loader
 	// Cache is the page's cache policy; a zero TTL means not cached.
-	Cache Cache
+	Cache CachePolicy
 	// Variants name the request parts the page depends on besides its path and query:
 	// "header:Accept-Language", "cookie:currency". They are part of the cache key, named in
 	// Vary, given to the loader and sent to the page as ctx.variants.
 	Variants []string
-	// RenderTimeout and HardTimeout override the Server's.
-	RenderTimeout, HardTimeout time.Duration
+	// Timeouts override the Server's (Options.Timeouts), each one that is not zero.
+	Timeouts Timeouts
 	// Lang overrides Options.Lang for this page's documents.
 	Lang string
 	// Head is trusted markup added to this page's documents' head, after Options.Head.
 	Head string
 	// Stream renders the page with React's renderToPipeableStream: the shell goes out as
 	// soon as it is ready and each Suspense boundary as it resolves; boundaries still pending
-	// StreamTimeout (PageOptions', else Options') after the request arrived are left to the
-	// browser, and the render goes on to fill the cache with the complete document.
+	// Timeouts.Stream after the request arrived are left to the browser, and the render goes
+	// on to fill the cache with the complete document.
 	Stream bool
-	// StreamTimeout overrides Options.StreamTimeout for this page.
-	StreamTimeout time.Duration
 	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
 	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
 	// by several handlers with different options. Path values do not depend on it: they
@@ -133,8 +130,8 @@ type PageOptions struct {
 	Route string
 }
 
-// Cache is a page's cache policy (RFC 5861 windows).
-type Cache struct {
+// CachePolicy is a page's cache policy (RFC 5861 windows).
+type CachePolicy struct {
 	// TTL is how long a render is fresh. Zero: the page is not cached.
 	TTL time.Duration
 	// StaleWhileRevalidate: past TTL, the stored copy is served at once while one
@@ -155,23 +152,19 @@ type Cache struct {
 
 // Page returns the handler of the app's page name. Mount it on any router; path values
 // (Go 1.22 ServeMux patterns) reach the page as ctx.params. It panics when o is invalid
-// (a variant that is not "header:Name" or "cookie:name", RenderTimeout above HardTimeout),
-// as a ServeMux does for a bad pattern: it is a programming error, found at start.
+// (Options.ValidatePage: a variant that is not "header:Name" or "cookie:name", a render
+// timeout above the hard one), as a ServeMux does for a bad pattern: it is a programming
+// error, found at start.
 func (s *Server) Page(name string, o PageOptions) http.Handler {
-	route := o.Route
-	if route == "" {
-		route = name
+	if err := s.o.ValidatePage(o); err != nil {
+		panic(fmt.Errorf("ssr: page %q:\n%w", name, err))
 	}
-	r := config.Route{
-		Pattern: route, Page: name, RenderTimeout: o.RenderTimeout, HardTimeout: o.HardTimeout, Variants: o.Variants,
-		Stream: o.Stream, StreamTimeout: o.StreamTimeout,
-		Cache: config.RouteCache{
+	r := server.Route{
+		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.server(), Variants: o.Variants, Stream: o.Stream,
+		Cache: server.CachePolicy{
 			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
 		},
-	}
-	if err := config.ValidateRoute(r, s.e); err != nil {
-		panic("ssr: page " + name + ": " + err.Error())
 	}
 	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name)}
 	if o.Route != "" {
@@ -197,8 +190,12 @@ func (res Result) loaded() (*server.Loaded, error) {
 	if err != nil {
 		return nil, err
 	}
+	status, redirectStatus := res.Status, 0
+	if res.Redirect != "" {
+		status, redirectStatus = 0, res.Status
+	}
 	return &server.Loaded{
-		Props: props, Status: res.Status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: res.RedirectStatus,
+		Props: props, Status: status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: redirectStatus,
 		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore, Tags: res.Tags,
 		Deferred: deferredJSON(res.Deferred),
 	}, nil

@@ -23,7 +23,7 @@ func TestPathValuesWithoutRoute(t *testing.T) {
 	}{
 		{"loader", "GET /p/{id}", PageOptions{Load: load}, "/p/7", `"params":{"id":"7"}`},
 		{"the page's own load", "GET /p/{id}", PageOptions{}, "/p/7", `"params":{"id":"7"}`},
-		{"cached", "GET /p/{id}", PageOptions{Load: load, Cache: Cache{TTL: time.Minute, Query: []string{}}}, "/p/7", `"params":{"id":"7"}`},
+		{"cached", "GET /p/{id}", PageOptions{Load: load, Cache: CachePolicy{TTL: time.Minute, Query: []string{}}}, "/p/7", `"params":{"id":"7"}`},
 		{"a route that is not the pattern", "GET /p/{id}", PageOptions{Route: "params-page"}, "/p/7", `"params":{"id":"7"}`},
 		{"two wildcards", "GET /shops/{shop}/items/{item}", PageOptions{}, "/shops/s1/items/i2", `"params":{"item":"i2","shop":"s1"}`},
 		{"rest of the path", "GET /files/{path...}", PageOptions{}, "/files/a/b%20c", `"params":{"path":"a/b c"}`},
@@ -52,7 +52,7 @@ func TestPathValuesWithoutRoute(t *testing.T) {
 func TestPathValuesOfTwoPaths(t *testing.T) {
 	f := newFixture(t, Options{})
 	mux := http.NewServeMux()
-	mux.Handle("GET /p/{id}", f.srv.Page("params", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}}))
+	mux.Handle("GET /p/{id}", f.srv.Page("params", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}}))
 	for _, id := range []string{"7", "8", "7"} {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/p/"+id, nil))
@@ -79,7 +79,7 @@ func hydrationData(body string) string {
 // path's wildcard differently renders each its own params: they never share a cache entry.
 func TestOneHandlerTwoPatterns(t *testing.T) {
 	f := newFixture(t, Options{})
-	h := f.srv.Page("params", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
+	h := f.srv.Page("params", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})
 	mux := http.NewServeMux()
 	mux.Handle("GET a.example/p/{id}", h)
 	mux.Handle("GET b.example/p/{slug}", h)

@@ -15,12 +15,12 @@ func TestCachedPageMustDeclareItsQuery(t *testing.T) {
 	f := newFixture(t, Options{})
 	defer func() {
 		got := fmt.Sprint(recover())
-		if !strings.Contains(got, "cache.query") || !strings.Contains(got, "[] for none") {
-			t.Errorf("got panic %q, want one naming cache.query and how to declare none", got)
+		if !strings.Contains(got, "PageOptions.Cache.Query") || !strings.Contains(got, "[] for none") {
+			t.Errorf("got panic %q, want one naming PageOptions.Cache.Query and how to declare none", got)
 		}
 	}()
 	f.srv.Page("home", PageOptions{})
-	f.srv.Page("home", PageOptions{Cache: Cache{TTL: time.Minute}})
+	f.srv.Page("home", PageOptions{Cache: CachePolicy{TTL: time.Minute}})
 }
 
 // TestUnknownQueryBuysNoRender: 1,000 requests with query parameters the page does not read
@@ -29,7 +29,7 @@ func TestUnknownQueryBuysNoRender(t *testing.T) {
 	f := newFixture(t, Options{})
 	var seen []string
 	h := f.srv.Page("home", PageOptions{
-		Cache: Cache{TTL: time.Minute, Query: []string{"page"}},
+		Cache: CachePolicy{TTL: time.Minute, Query: []string{"page"}},
 		Load: func(r *http.Request) (Result, error) {
 			seen = append(seen, r.URL.RawQuery)
 			return Result{Props: map[string]string{"page": r.URL.Query().Get("page")}}, nil

@@ -1,47 +1,83 @@
-package site
+package ssr
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/net/netutil"
 )
 
-// Serve serves public on edge.listen and admin on edge.admin_listen, with the configured
-// server timeouts, until ctx is done (SIGTERM). Then it drains: it sets draining (which
-// admin's readiness reads), both listeners keep serving for edge.shutdown_delay while load
-// balancers notice, and requests in flight get edge.shutdown_timeout to finish.
-func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *atomic.Bool) error {
-	e := s.e
+// ServeOptions configure ListenAndServe. Zero values mean the defaults given.
+type ServeOptions struct {
+	// AdminAddr is the admin handler's address (health, readiness, metrics, purges): keep it
+	// off the public network. If empty, "127.0.0.1:9100".
+	AdminAddr string
+	// Admin configures the admin handler (Server.Admin).
+	Admin AdminOptions
+	// MaxConnections caps the public server's open connections: past it, new ones wait in
+	// the kernel's backlog. Each costs its buffers, and one whose client stops reading holds
+	// its response until the server's WriteTimeout: without a cap, clients could add them up
+	// at will. If zero, 1024.
+	MaxConnections int
+	// ShutdownDelay is how long ListenAndServe goes on serving once its context is done,
+	// readiness false, while load balancers stop sending requests. If zero, none: a process
+	// that no load balancer routes to.
+	ShutdownDelay time.Duration
+	// ShutdownTimeout is how long ListenAndServe then waits for the requests in flight. If
+	// zero, 10s.
+	ShutdownTimeout time.Duration
+}
+
+// The defaults of the servers ListenAndServe runs.
+const (
+	defaultAddr              = ":8080"
+	defaultAdminAddr         = "127.0.0.1:9100"
+	defaultMaxConnections    = 1024
+	defaultShutdownTimeout   = 10 * time.Second
+	defaultReadHeaderTimeout = 5 * time.Second
+	defaultReadTimeout       = 10 * time.Second
+	defaultWriteTimeout      = 30 * time.Second
+	defaultIdleTimeout       = 120 * time.Second
+	defaultMaxHeaderBytes    = 64 << 10
+)
+
+// ListenAndServe serves public, the shop's server, on public.Addr and the Admin handler on
+// o.AdminAddr until ctx is done (SIGTERM, typically), then drains: readiness turns false
+// (Drain), both keep serving for o.ShutdownDelay while load balancers notice, and requests
+// in flight get o.ShutdownTimeout to finish. The fields of public left zero get the edge
+// binary's values: Addr ":8080", ReadHeaderTimeout 5s, ReadTimeout 10s, WriteTimeout 30s,
+// IdleTimeout 120s, MaxHeaderBytes 64 KiB, ErrorLog the Server's Logger at WARN (a negative
+// timeout means none, as in net/http). When either server stops with an error, the other is
+// closed, and the error wraps the cause (errors.Is(err, syscall.EADDRINUSE) for an address
+// in use).
+func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o ServeOptions) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	o = o.withDefaults(public)
+	public.ErrorLog = cmp.Or(public.ErrorLog, errorLog)
 	servers := []struct {
-		name, key, addr string
-		maxConns        int // 0: no cap
+		name, addrField string
 		srv             *http.Server
+		maxConns        int // 0: no cap
 	}{
-		{"public", "edge.listen", e.Listen, e.MaxConnections, &http.Server{
-			Handler:           public,
-			ReadHeaderTimeout: e.ReadHeaderTimeout,
-			ReadTimeout:       e.ReadTimeout,
-			WriteTimeout:      e.WriteTimeout,
-			IdleTimeout:       e.IdleTimeout,
-			MaxHeaderBytes:    e.MaxHeaderBytes,
-			ErrorLog:          errorLog,
-		}},
+		{"public", "the public server's Addr", public, o.MaxConnections},
 		// Its own timeouts: a profile or a purge of many pages takes longer than a page.
-		{"admin", "edge.admin_listen", e.AdminListen, 0, &http.Server{
-			Handler:           admin,
+		{"admin", "ServeOptions.AdminAddr", &http.Server{
+			Addr:              o.AdminAddr,
+			Handler:           s.Admin(o.Admin),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      60 * time.Second,
 			ErrorLog:          errorLog,
-		}},
+		}, 0},
 	}
 	// One server stopping stops the process: none may be left serving alone (a public
 	// listener without the admin one has no readiness, no metrics).
@@ -57,10 +93,10 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 	}
 	errc := make(chan error, len(servers))
 	for _, l := range servers {
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := net.Listen("tcp", l.srv.Addr)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("%s: %w", l.key, err)
+			return fmt.Errorf("ssr: %s: %w", l.addrField, err)
 		}
 		listeners = append(listeners, ln)
 		if l.maxConns > 0 {
@@ -72,14 +108,15 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 	select {
 	case err := <-errc:
 		closeAll()
-		return err
+		return fmt.Errorf("ssr: %w", err)
 	case <-ctx.Done():
 	}
-	draining.Store(true)
-	s.log.Info("draining", "delay", e.ShutdownDelay.String(), "timeout", e.ShutdownTimeout.String())
+	s.Drain()
+	delay, timeout := o.ShutdownDelay, o.ShutdownTimeout
+	s.log.Info("draining", "delay", delay.String(), "timeout", timeout.String())
 	// Readiness is already false; the shutdown delay is the behaviour asked for.
-	time.Sleep(e.ShutdownDelay)
-	shutdown, cancel := context.WithTimeout(context.Background(), e.ShutdownTimeout)
+	time.Sleep(delay)
+	shutdown, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var errs []error
 	for _, l := range servers {
@@ -87,4 +124,35 @@ func (s *Site) Serve(ctx context.Context, public, admin http.Handler, draining *
 	}
 	s.log.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// withDefaults is o with its defaults, and public's zero fields set to theirs.
+func (o ServeOptions) withDefaults(public *http.Server) ServeOptions {
+	orDefault(&public.Addr, defaultAddr)
+	orDefault(&public.ReadHeaderTimeout, defaultReadHeaderTimeout)
+	orDefault(&public.ReadTimeout, defaultReadTimeout)
+	orDefault(&public.WriteTimeout, defaultWriteTimeout)
+	orDefault(&public.IdleTimeout, defaultIdleTimeout)
+	orDefault(&public.MaxHeaderBytes, defaultMaxHeaderBytes)
+	orDefault(&o.AdminAddr, defaultAdminAddr)
+	orDefault(&o.MaxConnections, defaultMaxConnections)
+	orDefault(&o.ShutdownTimeout, defaultShutdownTimeout)
+	return o
+}
+
+// Validate returns the error ListenAndServe would return for o's values before it listens,
+// nil if they are valid.
+func (o ServeOptions) Validate() error {
+	var rs rules
+	if o.MaxConnections < 0 {
+		rs.broken("ServeOptions.MaxConnections", "must not be negative, got %d", o.MaxConnections)
+	}
+	for field, d := range map[string]time.Duration{
+		"ServeOptions.ShutdownDelay": o.ShutdownDelay, "ServeOptions.ShutdownTimeout": o.ShutdownTimeout,
+	} {
+		if d < 0 {
+			rs.broken(field, "must not be negative, got %s", d)
+		}
+	}
+	return rs.err()
 }

@@ -3,6 +3,8 @@ package ssr
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"regexp"
@@ -10,27 +12,30 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // TestListenAndServe: the page on the public listener, health on the admin one, readiness
 // false once the context ends, and a clean return.
 func TestListenAndServe(t *testing.T) {
-	f := newFixture(t, Options{Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0"})
+	f := newFixture(t, Options{})
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", f.srv.Page("home", PageOptions{}))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- f.srv.ListenAndServe(ctx, f.srv.ServeMux(mux), AdminOptions{}) }()
-	public, admin := listening(t, f, "public"), listening(t, f, "admin")
+	public := &http.Server{Addr: "127.0.0.1:0", Handler: f.srv.Wrap(mux)}
+	go func() { done <- f.srv.ListenAndServe(ctx, public, ServeOptions{AdminAddr: "127.0.0.1:0"}) }()
+	publicAddr, admin := listening(t, f, "public"), listening(t, f, "admin")
 
-	if res := get(t, "http://"+public+"/"); res.StatusCode != http.StatusOK || res.Header.Get("X-SSR-Fallback") != "" {
+	if res := get(t, "http://"+publicAddr+"/"); res.StatusCode != http.StatusOK || res.Header.Get("X-SSR-Fallback") != "" {
 		t.Fatalf("page: got %d %v", res.StatusCode, res.Header)
 	}
 	if res := get(t, "http://"+admin+"/healthz"); res.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: got %d", res.StatusCode)
 	}
-	if res := get(t, "http://"+public+"/healthz"); res.StatusCode != http.StatusNotFound {
+	if res := get(t, "http://"+publicAddr+"/healthz"); res.StatusCode != http.StatusNotFound {
 		t.Fatalf("healthz on the public listener: got %d, want 404", res.StatusCode)
 	}
 	cancel()
@@ -41,10 +46,10 @@ func TestListenAndServe(t *testing.T) {
 
 // TestListenAndServeNamesTheOption: an address it cannot listen on is named by its field.
 func TestListenAndServeNamesTheOption(t *testing.T) {
-	f := newFixture(t, Options{Listen: "127.0.0.1:0", AdminListen: "256.0.0.1:1"})
-	err := f.srv.ListenAndServe(context.Background(), http.NewServeMux(), AdminOptions{})
-	if err == nil || !strings.HasPrefix(err.Error(), "ssr: Options.AdminListen: ") {
-		t.Fatalf("got %v, want an error naming Options.AdminListen", err)
+	f := newFixture(t, Options{})
+	err := f.srv.ListenAndServe(context.Background(), &http.Server{Addr: "127.0.0.1:0"}, ServeOptions{AdminAddr: "256.0.0.1:1"})
+	if err == nil || !strings.HasPrefix(err.Error(), "ssr: ServeOptions.AdminAddr: ") {
+		t.Fatalf("got %v, want an error naming ServeOptions.AdminAddr", err)
 	}
 }
 
@@ -55,10 +60,10 @@ func TestListenAndServeErrorUnwraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	f := newFixture(t, Options{Listen: taken.Addr().String(), AdminListen: "127.0.0.1:0"})
-	err = f.srv.ListenAndServe(context.Background(), http.NewServeMux(), AdminOptions{})
-	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), "ssr: Options.Listen: ") {
-		t.Fatalf("got %v, want an error naming Options.Listen that is syscall.EADDRINUSE", err)
+	f := newFixture(t, Options{})
+	err = f.srv.ListenAndServe(context.Background(), &http.Server{Addr: taken.Addr().String()}, ServeOptions{AdminAddr: "127.0.0.1:0"})
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), "ssr: the public server's Addr: ") {
+		t.Fatalf("got %v, want an error naming the public server's Addr that is syscall.EADDRINUSE", err)
 	}
 }
 
@@ -67,15 +72,48 @@ var listeningAt = regexp.MustCompile(`msg=listening listener=(\w+) address=(\S+)
 // listening waits for the listener's log line and returns its address.
 func listening(t *testing.T, f *fixture, name string) string {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	var addr string
+	poll.Until(t, "the "+name+" listener's log line", func() bool {
 		for _, m := range listeningAt.FindAllStringSubmatch(f.logs.String(), -1) {
 			if m[1] == name {
-				return m[2]
+				addr = m[2]
 			}
 		}
+		return addr != ""
+	})
+	return addr
+}
+
+// TestServeLeavesNoListenerAlone: when the admin address cannot be bound, ListenAndServe
+// fails naming it, and the public listener it had opened is closed, not left serving.
+func TestServeLeavesNoListenerAlone(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no %s listener in the log:\n%s", name, f.logs.String())
-	return ""
+	defer taken.Close()
+	public := freeAddress(t)
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	err = s.ListenAndServe(context.Background(), &http.Server{Addr: public}, ServeOptions{AdminAddr: taken.Addr().String()})
+	if err == nil || !strings.Contains(err.Error(), "ServeOptions.AdminAddr") {
+		t.Fatalf("got %v, want an error naming ServeOptions.AdminAddr", err)
+	}
+	ln, err := net.Listen("tcp", public)
+	if err != nil {
+		t.Fatalf("the public address is still taken after ListenAndServe failed: %v", err)
+	}
+	ln.Close()
+}
+
+// freeAddress is a loopback address nothing listens on, as the kernel gave it.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
 
 func get(t *testing.T, url string) *http.Response {
@@ -86,4 +124,59 @@ func get(t *testing.T, url string) *http.Response {
 	}
 	res.Body.Close()
 	return res
+}
+
+// TestServeCapsConnections: past ServeOptions.MaxConnections a new connection is not served
+// until one closes.
+func TestServeCapsConnections(t *testing.T) {
+	public := freeAddress(t)
+	s := &Server{log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() {
+		ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+		served <- s.ListenAndServe(ctx, &http.Server{Addr: public, Handler: ok}, ServeOptions{AdminAddr: freeAddress(t), MaxConnections: 1})
+	}()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	var first net.Conn
+	poll.Until(t, "the public listener", func() bool {
+		first, _ = net.Dial("tcp", public)
+		return first != nil
+	})
+	// The first connection is accepted and held open (keep-alive, idle).
+	io.WriteString(first, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	if !strings.Contains(readSome(t, first), "ok") {
+		t.Fatal("the first connection was not served")
+	}
+	second, err := net.Dial("tcp", public) // the kernel's backlog takes it
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	io.WriteString(second, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+	second.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) // a bound on a wait for nothing
+	if n, _ := second.Read(make([]byte, 1)); n != 0 {
+		t.Fatal("a second connection was served while the first held the only one")
+	}
+	first.Close()
+	second.SetReadDeadline(time.Time{})
+	if !strings.Contains(readSome(t, second), "ok") {
+		t.Error("the second connection was not served once the first closed")
+	}
+}
+
+func readSome(t *testing.T, c net.Conn) string {
+	t.Helper()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 4096)
+	n, err := c.Read(b)
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return string(b[:n])
 }

@@ -14,45 +14,127 @@ package ssr
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"regexp"
+	"sync"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/admin"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/site"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
 
 // Server renders pages on one renderer, with one HTML cache. It is safe for concurrent use.
 type Server struct {
-	site *site.Site
-	e    config.Edge
+	o    Options // with its defaults
+	site *server.Site
+	// gatherer gathers the edge_* metrics: Options.Registerer when it is one (a
+	// *prometheus.Registry), the private registry when there was none, else nil.
+	gatherer prometheus.Gatherer
+	log      *slog.Logger
+	renderer *renderclient.Client
+	shared   *sharedcache.Store // nil: no second level
+	draining atomic.Bool
 }
+
+// tracerName is the instrumentation's name.
+const tracerName = "github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 
 // New connects (lazily) to the renderer and loads the client build's manifest. As soon as
 // the renderer answers, every page name the Server uses is checked against its bundle:
 // each missing one is logged at ERROR, and its requests answer 500; so is a page that
 // streams (PageOptions.Stream) from a bundle that does not export renderToPipeableStream.
-// Check waits for that answer, for a server that must not start with a typo.
+// Check waits for that answer, for a server that must not start with a typo. Its error
+// joins an *OptionError per broken rule of o (Options.Validate).
 func New(o Options) (*Server, error) {
-	cfg, err := o.config()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	reg := o.Registerer
+	if reg == nil {
+		private := prometheus.NewRegistry()
+		private.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = private
+	}
+	gatherer, _ := reg.(prometheus.Gatherer)
+	var tracer trace.Tracer
+	if o.TracerProvider != nil {
+		tracer = o.TracerProvider.Tracer(tracerName)
+	}
+	build := o.BuildID
+	if build == "" {
+		build = executableHash()
+	}
+	manifest, err := document.LoadManifest(o.AssetsDir)
 	if err != nil {
-		return nil, fmt.Errorf("ssr: %w", err)
+		return nil, fmt.Errorf("ssr: assets: %w", err)
 	}
-	if err := config.Validate(cfg); err != nil {
-		return nil, optionsError(err)
-	}
-	s, err := site.Open(cfg, site.Options{
-		Log: o.Logger, Registerer: o.Registerer, TracerProvider: o.TracerProvider,
-		Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage, ServerBuild: o.BuildID,
-	})
+	metrics := server.NewMetrics(reg)
+	renderer, err := renderclient.New(o.RendererAddress, renderclient.Options{MaxPageBytes: o.MaxPageBytes, Log: log, OnDialFailure: metrics.RendererDialFailed})
 	if err != nil {
-		return nil, fmt.Errorf("ssr: %w", err)
+		return nil, fmt.Errorf("ssr: renderer %q: %w", o.RendererAddress, err)
 	}
-	return &Server{site: s, e: cfg.Edge}, nil
+	s := &Server{o: o, gatherer: gatherer, log: log, renderer: renderer}
+	c := o.Cache
+	if c.SharedAddress != "" {
+		if s.shared, err = sharedcache.New(sharedcache.Options{
+			Address: c.SharedAddress, Timeout: c.SharedTimeout, LockTTL: o.Timeouts.Hard, HMACKey: c.SharedKey, Log: log,
+		}); err != nil {
+			renderer.Close()
+			return nil, fmt.Errorf("ssr: shared cache: %w", err)
+		}
+		reg.MustRegister(s.shared) // refused and forgotten purges, dropped local tiers
+	}
+	so := server.Options{
+		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(c.MaxBytes, c.MaxEntryBytes, metrics),
+		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage,
+		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
+		NotFoundTTL: c.NotFoundTTL, PassTTL: c.PassTTL, TTLJitter: c.TTLJitter, IgnoreQuery: c.IgnoreQuery,
+		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints,
+		Crawler: regexp.MustCompile(o.CrawlerUserAgent), // Validate compiled it
+	}
+	if s.site, err = server.NewSite(so); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("ssr: assets: %w", err)
+	}
+	return s, nil
 }
+
+// executableHash is a short hash of the running program, or "" when it cannot be read.
+var executableHash = sync.OnceValue(func() string {
+	path, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
+	}
+	return hex.EncodeToString(h.Sum(nil)[:6])
+})
 
 // Check waits until the renderer answers (or ctx ends) and returns an error naming every
 // page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
@@ -74,9 +156,6 @@ func (s *Server) Check(ctx context.Context) error {
 
 // AdminOptions configure the Server's admin handler.
 type AdminOptions struct {
-	// Draining, once set (at SIGTERM, before the listeners close), turns readiness false.
-	// If nil, readiness follows only Ready.
-	Draining *atomic.Bool
 	// Gatherer is served at /metrics. If nil, the Server's own metrics: Options.Registerer
 	// when it can be gathered (a *prometheus.Registry), or, without one, the private
 	// registry the Server keeps them in, with the Go runtime's and the process's collectors.
@@ -90,60 +169,33 @@ type AdminOptions struct {
 }
 
 // Admin returns the handler of the admin listener, the one the edge binary serves: GET
-// /healthz (liveness), GET /readyz (false while draining, or while Ready reports a page
-// name the renderer's bundle lacks), GET /metrics, and, for the token's bearers and
+// /healthz (liveness), GET /readyz (false once Drain is called, or while Ready reports a
+// page name the renderer's bundle lacks), GET /metrics, and, for the token's bearers and
 // trusted loopback callers, /debug/pprof/ and POST /cache/purge?path=|prefix=|tag=|key=.
 // Serve it on an address of its own, never on the public one.
 func (s *Server) Admin(o AdminOptions) http.Handler {
-	draining := o.Draining
-	if draining == nil {
-		draining = new(atomic.Bool)
-	}
 	gatherer := o.Gatherer
 	if gatherer == nil {
-		gatherer = s.site.Gatherer
+		gatherer = s.gatherer
 	}
 	if gatherer == nil { // Options.Registerer cannot be gathered: the caller serves it
 		gatherer = prometheus.NewRegistry()
 	}
-	return server.Admin(server.AdminOptions{
-		Draining: draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: s,
+	return admin.Handler(admin.Options{
+		Draining: &s.draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: s,
 	})
 }
 
-// ListenAndServe serves handler on Options.Listen and the Admin handler (configured by
-// admin) on Options.AdminListen until ctx is done (SIGTERM, typically), then drains:
-// readiness turns false, both keep serving for Options.ShutdownDelay while load balancers
-// notice, and requests in flight get Options.ShutdownTimeout to finish. The servers'
-// timeouts are the edge binary's defaults: 5s to read a request's header, 10s its body,
-// 30s to write the response, 120s idle, 64 KiB of header; at most 1024 connections at
-// once on the public address. Its error wraps the cause (errors.Is(err,
-// syscall.EADDRINUSE) for an address in use).
-func (s *Server) ListenAndServe(ctx context.Context, handler http.Handler, admin AdminOptions) error {
-	if admin.Draining == nil {
-		admin.Draining = new(atomic.Bool)
-	}
-	if err := s.site.Serve(ctx, handler, s.Admin(admin), admin.Draining); err != nil {
-		return &namedError{msg: "ssr: " + namingOptions(err.Error()), err: err}
-	}
-	return nil
-}
-
-// namedError is err with the config keys of its message named as the Options fields that
-// set them, still unwrapping to err.
-type namedError struct {
-	msg string
-	err error
-}
-
-func (e *namedError) Error() string { return e.msg }
-func (e *namedError) Unwrap() error { return e.err }
+// Drain turns the Admin handler's readiness false for good: call it when the process is
+// told to stop (SIGTERM), before closing its listeners, so that load balancers stop
+// sending it requests first. ListenAndServe calls it.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Ready returns, without waiting, the error Check would return as far as the renderer has
 // answered (nil before it has): for a readiness probe, so that a deploy with a page name
 // its bundle lacks never becomes ready.
 func (s *Server) Ready() error {
-	if err := s.site.Ready(); err != nil {
+	if err := s.site.Missing(); err != nil {
 		return fmt.Errorf("ssr: %w", err)
 	}
 	return nil
@@ -151,7 +203,16 @@ func (s *Server) Ready() error {
 
 // Close closes the connections to the renderer and the shared cache. Requests still being
 // served fall back.
-func (s *Server) Close() error { return s.site.Close() }
+func (s *Server) Close() error {
+	if s.site != nil {
+		s.site.Close()
+	}
+	var err error
+	if s.shared != nil {
+		err = s.shared.Close()
+	}
+	return errors.Join(s.renderer.Close(), err)
+}
 
 // NotFound returns the handler for paths nothing else serves: the app's not-found page
 // with status 404, one cache entry for all of them. Mount it at "/" (or "GET /").
@@ -161,38 +222,47 @@ func (s *Server) NotFound() http.Handler { return s.site.NotFound() }
 // headers. Mount it at "GET /assets/".
 func (s *Server) Assets() http.Handler { return s.site.Assets() }
 
-// ServeMux wraps the shop's ServeMux: request ids, a logged 500 instead of a dropped
-// connection when a handler panics, and the requests the mux answers itself (405, a
-// redirect to a cleaned path) counted in edge_requests_total. Pages count their own.
-func (s *Server) ServeMux(mux *http.ServeMux) http.Handler { return s.site.ServeMux(mux) }
+// Wrap is middleware for the shop's whole handler (a ServeMux, a chi router, any
+// http.Handler): request ids, a logged 500 instead of a dropped connection when a handler
+// panics, and the requests that no page answers (the router's own 404s, 405s and
+// redirects, the shop's other handlers) counted in edge_requests_total. Pages count their
+// own.
+func (s *Server) Wrap(h http.Handler) http.Handler { return s.site.Wrap(h) }
 
 // PurgePath removes the stored documents of path, every variant (header and cookie
 // Variants), and keeps renders of it already running from being stored. path is a path
 // and query as the page's cache key holds it: "/products/7" is the page without a query
 // only; "/products/7?color=red" is another document (only the query parameters the page
-// keeps, Cache.Query, sorted). To remove every query of a path, use
+// keeps, CachePolicy.Query, sorted). To remove every query of a path, use
 // PurgePrefix("/products/7?") beside PurgePath("/products/7"), or tag the page
 // (Result.Tags) and use PurgeTag. It returns how many documents it removed.
 //
-// With a shared cache, the store and every replica's cache too. The error then says that
-// the store's part failed (it was slow, unreachable): this replica's cache is purged all the
-// same, every replica that heard of the purge refuses the store's copies it names, and the
-// store is purged in the background once it answers (for up to 10 minutes).
-func (s *Server) PurgePath(path string) (int, error) { return purged(s.site.PurgePath(path)) }
+// With a shared cache, the store and every replica's cache too; ctx bounds the store's
+// part. The error then says that the store's part failed (it was slow, unreachable, ctx
+// ended): this replica's cache is purged all the same, every replica that heard of the
+// purge refuses the store's copies it names, and the store is purged in the background
+// once it answers (for up to 10 minutes).
+func (s *Server) PurgePath(ctx context.Context, path string) (int, error) {
+	return purged(s.site.PurgePath(ctx, path))
+}
 
 // PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
 // nothing.
-func (s *Server) PurgePrefix(prefix string) (int, error) {
-	return purged(s.site.PurgePrefix(prefix))
+func (s *Server) PurgePrefix(ctx context.Context, prefix string) (int, error) {
+	return purged(s.site.PurgePrefix(ctx, prefix))
 }
 
 // PurgeKey removes the document stored under one cache key, as the admin endpoint's
 // /cache/purge?key= names it, and reports whether there was one; the error is PurgePath's.
-func (s *Server) PurgeKey(key string) (bool, error) { return purged(s.site.PurgeKey(key)) }
+func (s *Server) PurgeKey(ctx context.Context, key string) (bool, error) {
+	return purged(s.site.PurgeKey(ctx, key))
+}
 
 // PurgeTag removes every stored document tagged tag (Result.Tags, or load()'s cache.tags),
 // like PurgePath. It returns how many documents it removed.
-func (s *Server) PurgeTag(tag string) (int, error) { return purged(s.site.PurgeTag(tag)) }
+func (s *Server) PurgeTag(ctx context.Context, tag string) (int, error) {
+	return purged(s.site.PurgeTag(ctx, tag))
+}
 
 // purged is a purge's result as the package returns it.
 func purged[T any](n T, err error) (T, error) {

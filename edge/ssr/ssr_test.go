@@ -105,9 +105,9 @@ func newFixtureOn(t *testing.T, o Options, fake *fakeRenderer) *fixture {
 	os.WriteFile(filepath.Join(assets, "manifest.json"), []byte(`{"buildId":"b1","scripts":["/assets/c.js"]}`), 0o644)
 	os.WriteFile(filepath.Join(assets, "assets", "c.js"), []byte("1"), 0o644)
 	logs := &logtest.Buffer{}
-	o.Renderer, o.AssetsDir = "unix://"+sock, assets
-	if o.RenderTimeout == 0 {
-		o.RenderTimeout, o.HardTimeout = 10*time.Second, 20*time.Second // no slow runner turns a test into a timeout
+	o.RendererAddress, o.AssetsDir = "unix://"+sock, assets
+	if o.Timeouts.Render == 0 {
+		o.Timeouts.Render, o.Timeouts.Hard = 10*time.Second, 20*time.Second // no slow runner turns a test into a timeout
 	}
 	o.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	srv, err := New(o)
@@ -158,7 +158,7 @@ func TestLoaderRunsOnlyWhenARenderIsNeeded(t *testing.T) {
 	f.renderer.delay = 100 * time.Millisecond
 	var loads atomic.Int64
 	h := f.srv.Page("product", PageOptions{
-		Cache: Cache{TTL: time.Minute, Query: []string{}},
+		Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
 		Load: func(r *http.Request) (Result, error) {
 			loads.Add(1)
 			return Result{Props: map[string]string{"id": r.PathValue("id")}}, nil
@@ -185,7 +185,7 @@ func TestLoaderSeesWhatTheKeyHolds(t *testing.T) {
 	seen := make(chan *http.Request, 2)
 	var withDeadline atomic.Bool
 	h := f.srv.Page("product", PageOptions{
-		Cache:    Cache{TTL: time.Minute, Query: []string{"color"}, PersonalizeCookies: []string{"session"}},
+		Cache:    CachePolicy{TTL: time.Minute, Query: []string{"color"}, PersonalizeCookies: []string{"session"}},
 		Variants: []string{"cookie:currency", "header:Accept-Language"},
 		Load: func(r *http.Request) (Result, error) {
 			_, ok := r.Context().Deadline()
@@ -232,13 +232,13 @@ func TestLoaderFailures(t *testing.T) {
 		{"props a nil pointer", func(*http.Request) (Result, error) { return Result{Props: (*struct{})(nil)}, nil }, "props must be a JSON object"},
 		{"raw props not JSON", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(`{"a":`)}, nil }, "props must be a JSON object"},
 		{"raw props not an object", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(` [1]`)}, nil }, "props must be a JSON object"},
-		{"props over MaxPropsMB", func(*http.Request) (Result, error) {
+		{"props over MaxPropsBytes", func(*http.Request) (Result, error) {
 			return Result{Props: map[string]string{"blob": strings.Repeat("x", 1<<20+1)}}, nil
-		}, "Options.MaxPropsMB"},
+		}, "Options.MaxPropsBytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{MaxPropsMB: 1})
+			f := newFixture(t, Options{MaxPropsBytes: 1 << 20})
 			rec := serve(f.srv.Page("product", PageOptions{Load: tt.load}), "/products/1")
 			if rec.Code != 503 || rec.Header().Get("X-SSR-Fallback") != "load-error" || rec.Header().Get("Cache-Control") != "no-store" {
 				t.Errorf("got %d X-SSR-Fallback %q, want 503 load-error no-store", rec.Code, rec.Header().Get("X-SSR-Fallback"))
@@ -262,7 +262,7 @@ func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
 	f := newFixture(t, Options{})
 	var failing atomic.Bool
 	h := f.srv.Page("home", PageOptions{
-		Cache: Cache{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}},
+		Cache: CachePolicy{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}},
 		Load: func(*http.Request) (Result, error) {
 			if failing.Load() {
 				return Result{}, errors.New("database is down")
@@ -284,13 +284,13 @@ func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
 	}
 }
 
-// TestSlowLoaderCountsAgainstRenderTimeout: the soft deadline covers the loader and the
+// TestSlowLoaderCountsAgainstRenderTimeout: the render timeout covers the loader and the
 // render; the late result still fills the cache.
 func TestSlowLoaderCountsAgainstRenderTimeout(t *testing.T) {
-	f := newFixture(t, Options{RenderTimeout: 50 * time.Millisecond, HardTimeout: 10 * time.Second})
+	f := newFixture(t, Options{Timeouts: Timeouts{Render: 50 * time.Millisecond, Hard: 10 * time.Second}})
 	release := make(chan struct{})
 	h := f.srv.Page("home", PageOptions{
-		Cache: Cache{TTL: time.Minute, Query: []string{}},
+		Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
 		Load: func(*http.Request) (Result, error) {
 			<-release
 			return Result{Props: map[string]int{"n": 1}}, nil
@@ -322,7 +322,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 		{"header", Result{Header: http.Header{"X-Shop": {"yes"}}}, 200, [2]string{"X-Shop", "yes"}, "product: {}", true},
 		{"private cookie", Result{Header: http.Header{"Set-Cookie": {"sid=1"}}}, 200, [2]string{"Set-Cookie", "sid=1"}, "", false},
 		{"redirect", Result{Redirect: "/products/8"}, 302, [2]string{"Location", "/products/8"}, "", false},
-		{"permanent redirect", Result{Redirect: "/products/8", RedirectStatus: 301}, 301, [2]string{"Location", "/products/8"}, "", true},
+		{"permanent redirect", Result{Redirect: "/products/8", Status: 301}, 301, [2]string{"Location", "/products/8"}, "", true},
 		{"not found", Result{NotFound: true}, 404, [2]string{}, "not-found: {}", true},
 		{"no store", Result{NoStore: true}, 200, [2]string{}, "product: {}", false},
 		{"raw JSON props", Result{Props: json.RawMessage(`{"raw":true}`)}, 200, [2]string{}, `product: {"raw":true}`, true},
@@ -330,7 +330,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFixture(t, Options{})
-			h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
+			h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
 			rec := serve(h, "/products/1")
 			if rec.Code != tt.wantCode || (tt.wantHeader[0] != "" && rec.Header().Get(tt.wantHeader[0]) != tt.wantHeader[1]) || !strings.Contains(rec.Body.String(), tt.wantBody) {
 				t.Errorf("got %d %v %q", rec.Code, rec.Header(), rec.Body.String())
@@ -344,8 +344,8 @@ func TestResultShapesTheResponse(t *testing.T) {
 }
 
 func TestMaxAgeShortensTheTTL(t *testing.T) {
-	f := newFixture(t, Options{CacheTTLJitter: -1})
-	h := f.srv.Page("home", PageOptions{Cache: Cache{TTL: time.Hour, Query: []string{}}, Load: func(*http.Request) (Result, error) {
+	f := newFixture(t, Options{Cache: CacheOptions{TTLJitter: -1}})
+	h := f.srv.Page("home", PageOptions{Cache: CachePolicy{TTL: time.Hour, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{MaxAge: 30 * time.Second}, nil
 	}})
 	serve(h, "/")
@@ -399,22 +399,22 @@ func TestRendererDownKeepsThePageAnswering(t *testing.T) {
 
 func TestPurge(t *testing.T) {
 	f := newFixture(t, Options{})
-	h := f.srv.Page("product", PageOptions{Cache: Cache{TTL: time.Minute, Query: []string{}}})
+	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1")
 	serve(h, "/products/2")
-	if n, err := f.srv.PurgePath("/products/1"); n != 1 || err != nil {
+	if n, err := f.srv.PurgePath(context.Background(), "/products/1"); n != 1 || err != nil {
 		t.Errorf("PurgePath removed %d (%v), want 1", n, err)
 	}
-	if n, err := f.srv.PurgePrefix("/products/"); n != 1 || err != nil {
+	if n, err := f.srv.PurgePrefix(context.Background(), "/products/"); n != 1 || err != nil {
 		t.Errorf("PurgePrefix removed %d (%v), want 1", n, err)
 	}
-	if n, err := f.srv.PurgePrefix(""); n != 0 || err != nil {
+	if n, err := f.srv.PurgePrefix(context.Background(), ""); n != 0 || err != nil {
 		t.Errorf("an empty prefix purged %d (%v)", n, err)
 	}
 }
 
 func TestInvalidOptions(t *testing.T) {
-	if _, err := New(Options{RenderTimeout: 3 * time.Second, HardTimeout: time.Second}); err == nil || !strings.Contains(err.Error(), "ssr: Options.RenderTimeout 3s is above Options.HardTimeout 1s") {
+	if _, err := New(Options{Timeouts: Timeouts{Render: 3 * time.Second, Hard: time.Second}}); err == nil || !strings.Contains(err.Error(), "ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 1s") {
 		t.Errorf("soft above hard: got %v", err)
 	}
 	if _, err := New(Options{AssetsDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "manifest") {
@@ -422,7 +422,7 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	f := newFixture(t, Options{})
 	defer func() {
-		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "variants[0]") {
+		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "PageOptions.Variants[0]") {
 			t.Errorf("a bad variant: got panic %v", v)
 		}
 	}()
@@ -499,8 +499,7 @@ func TestAdmin(t *testing.T) {
 	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
 	f.srv.Page("product", PageOptions{})
 	f.srv.NotFound()
-	var draining atomic.Bool
-	admin := f.srv.Admin(AdminOptions{Draining: &draining})
+	admin := f.srv.Admin(AdminOptions{})
 	do := func(method, target string) int {
 		rec := httptest.NewRecorder()
 		r := httptest.NewRequest(method, target, nil)
@@ -521,11 +520,26 @@ func TestAdmin(t *testing.T) {
 	if got := do("GET", "/readyz"); got != 503 {
 		t.Errorf("/readyz with a page the bundle lacks: got %d, want 503", got)
 	}
-	draining.Store(true)
-	if got := do("GET", "/readyz"); got != 503 {
-		t.Errorf("/readyz while draining: got %d, want 503", got)
-	}
 	if got := do("POST", "/cache/purge?path=/"); got != 403 {
 		t.Errorf("a purge from outside without the token: got %d, want 403", got)
+	}
+}
+
+// TestDrain: once Drain is called, readiness is false for good.
+func TestDrain(t *testing.T) {
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f.srv.Page("product", PageOptions{})
+	admin := f.srv.Admin(AdminOptions{})
+	ready := func() int {
+		rec := httptest.NewRecorder()
+		admin.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		return rec.Code
+	}
+	if got := ready(); got != 200 {
+		t.Fatalf("/readyz before Drain: got %d, want 200", got)
+	}
+	f.srv.Drain()
+	if got := ready(); got != 503 {
+		t.Errorf("/readyz after Drain: got %d, want 503", got)
 	}
 }

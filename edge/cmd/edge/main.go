@@ -13,18 +13,15 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/site"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/tracing"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
 func main() {
@@ -36,7 +33,8 @@ func main() {
 	}
 }
 
-// run starts the edge and blocks until ctx is done, then drains.
+// run starts the edge and blocks until ctx is done, then drains. The edge is the public
+// package's Server, its pages the config file's routes.
 func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	flags := flag.NewFlagSet("edge", flag.ContinueOnError)
 	configPath := flags.String("config", "", "YAML config file (default: $SSR_CONFIG, else the embedded defaults)")
@@ -55,7 +53,8 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	var tracerProvider trace.TracerProvider
+	o := cfg.Options()
+	o.Logger, o.Registerer = log, registry
 	if e.OTLPEndpoint != "" {
 		tp, err := tracing.Start(ctx, e.OTLPEndpoint, e.TraceSampleRatio)
 		if err != nil {
@@ -70,28 +69,28 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 				log.Warn("could not send the last spans", "err", err)
 			}
 		}()
-		tracerProvider = tp
+		o.TracerProvider = tp
 	}
-	pages, err := site.Open(cfg, site.Options{Log: log, Registerer: registry, TracerProvider: tracerProvider})
+	pages, err := ssr.New(o)
 	if err != nil {
-		return err
+		return config.Explain(err)
 	}
 	defer pages.Close()
 	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes), "tracing", cmp.Or(e.OTLPEndpoint, "off"))
-	var draining atomic.Bool
-	admin := server.Admin(server.AdminOptions{
-		Draining: &draining, Ready: pages.Ready, Gatherer: registry, Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback, Cache: pages,
-	})
-	return pages.Serve(ctx, pages.ServeMux(routes(pages, e.Routes)), admin, &draining)
+	public := cfg.PublicServer()
+	public.Handler = pages.Wrap(routes(pages, cfg.Pages()))
+	serve := cfg.ServeOptions()
+	serve.Admin.Gatherer = registry
+	return config.Explain(pages.ListenAndServe(ctx, public, serve))
 }
 
-// routes mounts the config's routes: pages without a Go loader (their own load() runs in
-// the renderer), the client build's assets, and the not-found page for everything else.
-func routes(pages *site.Site, routes []config.Route) *http.ServeMux {
+// routes mounts the config's pages (their own load() runs in the renderer), the client
+// build's assets, and the not-found page for everything else.
+func routes(pages *ssr.Server, routes []config.Page) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", pages.Assets())
-	for _, r := range routes {
-		mux.Handle(r.Pattern, pages.Page(r, server.PageOptions{}))
+	for _, p := range routes {
+		mux.Handle(p.Pattern, pages.Page(p.Name, p.Options))
 	}
 	mux.Handle(config.NotFoundPattern, pages.NotFound())
 	return mux

@@ -164,7 +164,7 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 	var svc service
 	r.one(t, "Service", &svc)
 	target, _ := resolvePort(svc.Spec.Ports[0].TargetPort, pod.containers()...)
-	// The first request may fall back at the 150 ms soft deadline (a cold connection, a -race
+	// The first request may fall back at the 150 ms render timeout (a cold connection, a -race
 	// build compressing the page for the cache); the render goes on and fills the cache.
 	harness.WaitUntil(t, 10*time.Second, "GET / through the Service's port server-rendered", func() bool {
 		resp := harness.Get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target]))

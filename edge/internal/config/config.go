@@ -1,5 +1,6 @@
-// Package config loads the edge's configuration: embedded defaults, overlaid by one YAML file
-// shared with the renderer, overlaid by SSR_EDGE_<KEY> environment variables.
+// Package config loads the edge binary's configuration: embedded defaults, overlaid by one
+// YAML file shared with the renderer, overlaid by SSR_EDGE_<KEY> environment variables; and
+// gives it as the public package's options (options.go), which that package validates.
 package config
 
 import (
@@ -44,6 +45,10 @@ type Edge struct {
 	// bounds the whole request).
 	MaxPropsMB   int    `yaml:"max_props_mb"`
 	NotFoundPage string `yaml:"not_found_page"`
+	// Lang is every document's lang; Head trusted markup in every document's head (a
+	// favicon, a font), before the page's own head tags.
+	Lang string `yaml:"lang"`
+	Head string `yaml:"head"`
 
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	ReadTimeout       time.Duration `yaml:"read_timeout"`
@@ -160,36 +165,6 @@ type Renderer struct {
 	GRPCAddress string `yaml:"grpc_address"`
 }
 
-// EffectiveTimeouts returns the route's soft and hard deadlines.
-func (r Route) EffectiveTimeouts(e Edge) (soft, hard time.Duration) {
-	soft, hard = e.RenderTimeout, e.HardTimeout
-	if r.RenderTimeout > 0 {
-		soft = r.RenderTimeout
-	}
-	if r.HardTimeout > 0 {
-		hard = r.HardTimeout
-	}
-	return soft, hard
-}
-
-// EffectiveStreamTimeout is how long the route's streamed responses may keep boundaries
-// pending, counted from the request's arrival. The route's own is checked against its
-// deadlines; edge.stream_timeout, a default for every route, is brought within them (a
-// route whose render_timeout is 2 s streams from 2 s, not an invalid 1 s).
-func (r Route) EffectiveStreamTimeout(e Edge) time.Duration {
-	if r.StreamTimeout > 0 {
-		return r.StreamTimeout
-	}
-	soft, hard := r.EffectiveTimeouts(e)
-	return min(max(e.StreamTimeout, soft), hard)
-}
-
-// MaxPageBytes is the largest render response the edge accepts.
-func (e Edge) MaxPageBytes() int { return e.MaxPageMB << 20 }
-
-// MaxPropsBytes is the largest props a Go loader may hand a page.
-func (e Edge) MaxPropsBytes() int { return e.MaxPropsMB << 20 }
-
 type file struct {
 	Edge     Edge      `yaml:"edge"`
 	Renderer yaml.Node `yaml:"renderer"`
@@ -198,7 +173,7 @@ type file struct {
 // Load builds the configuration from the defaults, the file at path (if not empty) and the
 // environment, and validates it. Any error names the offending key.
 func Load(path string, environ []string) (*Config, error) {
-	cfg, err := Defaults()
+	cfg, err := defaults()
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +187,8 @@ func Load(path string, environ []string) (*Config, error) {
 	return parse(cfg, data, path, environ)
 }
 
-// Defaults is the configuration of the embedded defaults (defaults.yaml), not validated:
-// the public package overlays its Options on it, then calls Validate.
-func Defaults() (*Config, error) {
+// defaults is the configuration of the embedded defaults (defaults.yaml), not validated.
+func defaults() (*Config, error) {
 	var f file
 	if err := decodeStrict(defaultsYAML, &f); err != nil {
 		return nil, fmt.Errorf("config: embedded defaults: %w", err)
@@ -248,13 +222,7 @@ func finish(cfg *Config, environ []string) (*Config, error) {
 	if err := applyEnv(cfg, environ); err != nil {
 		return nil, err
 	}
-	err := Validate(cfg)
-	if len(cfg.Edge.Routes) == 0 {
-		// The file is the edge binary's only source of pages; the public package mounts its
-		// own in code, so Validate does not ask for routes.
-		err = errors.Join(err, &KeyError{Key: "edge.routes", Msg: "at least one route is needed"})
-	}
-	if err != nil {
+	if err := validate(cfg); err != nil {
 		return nil, err
 	}
 	return cfg, nil

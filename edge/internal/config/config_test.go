@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
 func writeFile(t *testing.T, yaml string) string {
@@ -72,8 +75,11 @@ renderer:
 	if len(e.Routes) != 1 || e.Routes[0].Page != "x" {
 		t.Errorf("routes: got %+v, want the file's list only", e.Routes)
 	}
-	if soft, hard := e.Routes[0].EffectiveTimeouts(e); soft != 80*time.Millisecond || hard != 500*time.Millisecond {
-		t.Errorf("route timeouts: got %s/%s, want 80ms/500ms", soft, hard)
+	if got := cfg.Options().Timeouts.Render; got != 80*time.Millisecond {
+		t.Errorf("Options.Timeouts.Render: got %s, want 80ms", got)
+	}
+	if got := cfg.Pages()[0].Options.Timeouts; got != (ssr.Timeouts{Hard: 500 * time.Millisecond}) {
+		t.Errorf("the route's PageOptions.Timeouts: got %+v, want only Hard, 500ms", got)
 	}
 	if cfg.Renderer.GRPCAddress != "unix:///run/ssr/renderer.sock" {
 		t.Errorf("shared renderer key: got %q", cfg.Renderer.GRPCAddress)
@@ -96,10 +102,10 @@ func TestRejected(t *testing.T) {
 		{"bad boolean", "", []string{"SSR_EDGE_ADMIN_TRUST_LOOPBACK=maybe"}, `edge.admin_trust_loopback: not a boolean: "maybe"`},
 		{"no hit-for-miss lifetime", "", []string{"SSR_EDGE_CACHE_PASS_TTL=0s"}, `edge.cache_pass_ttl: must be positive`},
 		{"soft above hard", "edge:\n  render_timeout: 3s\n", nil, "edge.render_timeout: 3s is above edge.hard_timeout 2s"},
-		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0]: render_timeout 150ms is above hard_timeout 100ms"},
-		{"stream deadline past hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 3s}\n", nil, "edge.routes[0].stream_timeout: 3s must lie between render_timeout 150ms and hard_timeout 2s"},
+		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0].render_timeout: 150ms is above the page's hard timeout (edge.routes[0].hard_timeout) 100ms"},
+		{"stream deadline past hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 3s}\n", nil, "edge.routes[0].stream_timeout: 3s must lie between the page's render timeout (edge.routes[0].render_timeout) 150ms and its hard timeout (edge.routes[0].hard_timeout) 2s"},
 		{"stream deadline before soft", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 100ms}\n", nil, "edge.routes[0].stream_timeout: 100ms must lie between"},
-		{"bad crawler match", "edge:\n  crawler_user_agent: '('\n", nil, "edge.crawler_user_agent: not a regular expression"},
+		{"bad crawler match", "edge:\n  crawler_user_agent: '('\n", nil, "edge.crawler_user_agent: is not a regular expression"},
 		{"conflicting routes", "edge:\n  routes:\n    - {pattern: 'GET /a/{x}', page: a}\n    - {pattern: 'GET /{y}/b', page: b}\n", nil, "edge.routes[1].pattern: pattern \"GET /{y}/b\""},
 		{"duplicate route", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a}\n    - {pattern: 'GET /a', page: b}\n", nil, "edge.routes[1].pattern"},
 		{"route without GET", "edge:\n  routes:\n    - {pattern: '/a', page: a}\n", nil, `edge.routes[0].pattern: must start with "GET "`},
@@ -108,6 +114,9 @@ func TestRejected(t *testing.T) {
 		{"cached route without its query", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, cache: {ttl: 1m}}\n", nil, "edge.routes[0].cache.query: must list the query parameters the page reads ([] for none)"},
 		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
+		{"entry above the cache", "edge:\n  cache_max_mb: 4\n", nil, "edge.cache_max_entry_mb: 8388608 is above edge.cache_max_mb 4194304"},
+		{"short store key", "", []string{"SSR_EDGE_SHARED_CACHE_KEY=short"}, "edge.shared_cache_key: must be at least 32 bytes, got 5"},
+		{"negative jitter", "edge:\n  cache_ttl_jitter: -0.1\n", nil, "edge.cache_ttl_jitter: must not be negative (0 means none)"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
 		{"sample ratio above 1", "", []string{"SSR_EDGE_TRACE_SAMPLE_RATIO=2"}, "edge.trace_sample_ratio: must be in [0, 1]"},
 		{"no routes", "edge:\n  routes: []\n", nil, "edge.routes: at least one route is needed"},
@@ -157,20 +166,11 @@ func TestEmptyFileKeepsDefaults(t *testing.T) {
 	}
 }
 
-// TestValidate: Validate reports each broken rule as a KeyError naming its key, and asks for
-// no routes (the public package mounts its pages in code).
-func TestValidate(t *testing.T) {
-	cfg, err := Defaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Edge.Routes = nil
-	if err := Validate(cfg); err != nil {
-		t.Fatalf("the defaults without routes: got %v, want them valid", err)
-	}
-	cfg.Edge.MaxPageMB, cfg.Edge.CachePassTTL = -1, -time.Second
-	cfg.Edge.Routes = []Route{{Pattern: "GET /a", Variants: []string{"locale"}}}
-	err = Validate(cfg)
+// TestErrorsAreKeyErrors: every broken rule, the file's own or the public package's, is
+// one *KeyError naming its key, once.
+func TestErrorsAreKeyErrors(t *testing.T) {
+	path := writeFile(t, "edge:\n  max_page_mb: -1\n  cache_pass_ttl: -1s\n  routes:\n    - {pattern: 'GET /a', variants: [locale]}\n")
+	_, err := Load(path, nil)
 	var got []string
 	for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {
 		ke, ok := errors.AsType[*KeyError](err)
@@ -179,36 +179,14 @@ func TestValidate(t *testing.T) {
 		}
 		got = append(got, ke.Key+": "+ke.Msg)
 	}
+	slices.Sort(got)
 	want := []string{
-		"edge.max_page_mb: must be at least 1, got -1",
 		"edge.cache_pass_ttl: must be positive, got -1s",
+		"edge.max_page_mb: must be at least 1, got -1",
 		"edge.routes[0].page: must be set",
 		`edge.routes[0].variants[0]: want "header:Name" or "cookie:name", got "locale"`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if err := ValidateRoute(cfg.Edge.Routes[0], cfg.Edge); err == nil || !strings.HasPrefix(err.Error(), "page: must be set\nvariants[0]: ") {
-		t.Errorf("ValidateRoute: got %v, want the route's keys", err)
-	}
-}
-
-// TestStreamTimeoutDefault: a route's own stream_timeout is checked, the edge's default is
-// brought within the route's deadlines.
-func TestStreamTimeoutDefault(t *testing.T) {
-	e := Edge{RenderTimeout: 150 * time.Millisecond, HardTimeout: 2 * time.Second, StreamTimeout: time.Second}
-	for _, tt := range []struct {
-		name  string
-		route Route
-		want  time.Duration
-	}{
-		{"the edge's", Route{}, time.Second},
-		{"the route's own", Route{StreamTimeout: 1500 * time.Millisecond}, 1500 * time.Millisecond},
-		{"not before the route's soft deadline", Route{RenderTimeout: 2 * time.Second}, 2 * time.Second},
-		{"not past the route's hard deadline", Route{HardTimeout: 500 * time.Millisecond}, 500 * time.Millisecond},
-	} {
-		if got := tt.route.EffectiveStreamTimeout(e); got != tt.want {
-			t.Errorf("%s: got %s, want %s", tt.name, got, tt.want)
-		}
 	}
 }

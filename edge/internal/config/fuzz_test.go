@@ -17,7 +17,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("edge:\n  routes:\n    - pattern: \"GET /{$}\"\n      page: home\n      variants: [\"header:x\"]\n      cache: {ttl: 1m, query: [a]}\n"), "SSR_EDGE_CACHE_TTL_JITTER=0.5")
 	f.Add([]byte("renderer:\n  grpc_address: \"\"\n"), "SSR_EDGE_LISTEN=:0")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {
-		base, err := Defaults()
+		base, err := defaults()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -28,28 +28,24 @@ func FuzzLoad(f *testing.F) {
 			}
 			return
 		}
-		e := cfg.Edge
-		if e.RenderTimeout <= 0 || e.RenderTimeout > e.HardTimeout {
-			t.Fatalf("render_timeout %s, hard_timeout %s", e.RenderTimeout, e.HardTimeout)
+		o := cfg.Options()
+		if err := o.Validate(); err != nil {
+			t.Fatalf("the options of a valid file are not: %v", err)
 		}
-		if e.MaxPageMB < 1 || e.MaxPropsMB < 1 || e.CacheMaxEntryMB < 1 || e.CacheMaxEntryMB > e.CacheMaxMB || e.MaxRendersInFlight < 1 {
-			t.Fatalf("sizes: %+v", e)
+		if err := cfg.ServeOptions().Validate(); err != nil {
+			t.Fatalf("the serve options of a valid file are not: %v", err)
 		}
-		if e.CacheTTLJitter < 0 || e.CacheTTLJitter >= 1 || e.CachePassTTL <= 0 || e.CacheNotFoundTTL < 0 {
-			t.Fatalf("cache windows: jitter %v, pass %s, not found %s", e.CacheTTLJitter, e.CachePassTTL, e.CacheNotFoundTTL)
-		}
-		if len(e.Routes) == 0 || cfg.Renderer.GRPCAddress == "" || e.AssetsDir == "" || e.NotFoundPage == "" {
-			t.Fatalf("missing: routes %d, renderer %q, assets %q, not found %q", len(e.Routes), cfg.Renderer.GRPCAddress, e.AssetsDir, e.NotFoundPage)
+		if len(cfg.Pages()) == 0 || cfg.Renderer.GRPCAddress == "" || cfg.Edge.AssetsDir == "" || cfg.Edge.NotFoundPage == "" {
+			t.Fatalf("missing: routes %d, renderer %q, assets %q, not found %q", len(cfg.Pages()), cfg.Renderer.GRPCAddress, cfg.Edge.AssetsDir, cfg.Edge.NotFoundPage)
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc(NotFoundPattern, http.NotFound)
-		for _, r := range e.Routes {
-			soft, hard := r.EffectiveTimeouts(e)
-			if soft <= 0 || soft > hard || r.Page == "" {
-				t.Fatalf("route %+v: soft %s, hard %s", r, soft, hard)
+		for _, p := range cfg.Pages() {
+			if err := o.ValidatePage(p.Options); err != nil || p.Name == "" {
+				t.Fatalf("route %+v: %v", p, err)
 			}
-			if err := register(mux, r.Pattern); err != nil { // the edge mounts them all on one mux
-				t.Fatalf("route %q does not mount: %v", r.Pattern, err)
+			if err := register(mux, p.Pattern); err != nil { // the edge mounts them all on one mux
+				t.Fatalf("route %q does not mount: %v", p.Pattern, err)
 			}
 		}
 	})

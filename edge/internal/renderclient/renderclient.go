@@ -188,7 +188,7 @@ func (j *joinBuffers) put(b *[]byte) {
 func (j *joinBuffers) Get(n int) *[]byte { return j.get(n) }
 func (j *joinBuffers) Put(b *[]byte)     { j.put(b) }
 
-// Render asks the renderer for one page. ctx carries the hard deadline. A failure is an *Error.
+// Render asks the renderer for one page. ctx carries the hard timeout. A failure is an *Error.
 //
 // While the renderer is unreachable the circuit is open: calls fail at once with
 // UNAVAILABLE, and one call at a time probes whether it is back.
@@ -216,7 +216,7 @@ type Stream struct {
 
 // RenderStream asks the renderer for a page that streams: its messages come from Recv as
 // the renderer produces them, and Send settles the request's pending deferred values; call
-// CloseSend once none is left. ctx carries the hard deadline; cancelling it ends the call.
+// CloseSend once none is left. ctx carries the hard timeout; cancelling it ends the call.
 // Failures, from this call or from Recv, are *Error, as Render's.
 //
 // The result's type is the interface literal the server package's StreamRenderer names, so

@@ -5,7 +5,6 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -23,7 +22,7 @@ func renderBench(b *testing.B, s *stack) {
 }
 
 // noEarlyHints: httptest.ResponseRecorder takes a 103 for the final status.
-func noEarlyHints(e *config.Edge) { e.EarlyHints = false }
+func noEarlyHints(e *testSite) { e.EarlyHints = false }
 
 // BenchmarkServeRender: an uncached page, tracing off.
 func BenchmarkServeRender(b *testing.B) { renderBench(b, start(b, noEarlyHints)) }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -21,8 +20,8 @@ func BenchmarkServeHit(b *testing.B) {
 		if nonce {
 			options = append(options, func(o *Options) { o.Nonce = func(*http.Request) string { return "rAnd0mNonce" } })
 		}
-		s := start(b, func(e *config.Edge) {
-			e.Routes[0].Cache = config.RouteCache{TTL: time.Hour, Query: []string{}}
+		s := start(b, func(e *testSite) {
+			e.Routes[0].Cache = CachePolicy{TTL: time.Hour, Query: []string{}}
 		}, options...)
 		s.renderer.render = func(_ context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 			return &ssrv1.RenderResponse{Status: 200, Html: []byte(strings.Repeat("<div class=card>x</div>", 9000)), PropsJson: []byte(`{}`)}, nil
@@ -55,7 +54,7 @@ func serveEach(b *testing.B, h http.Handler, req *http.Request) {
 }
 
 func BenchmarkKey(b *testing.B) {
-	rule := newKeyRule(config.Route{Variants: []string{"header:Accept-Language"}}, []string{"utm_*", "fbclid", "gclid"})
+	rule := newKeyRule(Route{Variants: []string{"header:Accept-Language"}}, []string{"utm_*", "fbclid", "gclid"})
 	u, _ := url.Parse("/products/7?utm_source=news&color=red&size=m&fbclid=abc")
 	r := &http.Request{URL: u, Header: http.Header{"Accept-Language": {"de-DE,de;q=0.9"}}}
 	b.ReportAllocs()

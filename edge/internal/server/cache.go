@@ -2,15 +2,14 @@ package server
 
 import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/clock"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 )
 
-// NewCache returns the HTML cache sized by e, on package clock's time, reporting evictions,
-// entries and bytes to m.
-func NewCache(e config.Edge, m *Metrics) *htmlcache.Cache {
+// NewCache returns an HTML cache of at most maxBytes (maxEntryBytes a document), on
+// package clock's time, reporting evictions, entries and bytes to m.
+func NewCache(maxBytes, maxEntryBytes int, m *Metrics) *htmlcache.Cache {
 	c := htmlcache.New(htmlcache.Options{
-		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20, Now: clock.Now,
+		MaxBytes: maxBytes, MaxEntryBytes: maxEntryBytes, Now: clock.Now,
 		OnEvict: func(*htmlcache.Entry) { m.evictions.Inc() },
 	})
 	m.watch(c)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
@@ -60,7 +59,7 @@ func TestPrivateResponseReachesOneClient(t *testing.T) {
 // TestUnstorableRefreshKeepsTheGoodCopy: the page answers 503 while its backend is down.
 // Inside stale-while-revalidate the refresh leaves the stored copy; inside stale-if-error
 // the client gets the stored copy instead of the 503; once the page recovers the next
-// render is stored again at once.
+// callRenderer is stored again at once.
 func TestUnstorableRefreshKeepsTheGoodCopy(t *testing.T) {
 	s := start(t, cached) // ttl 10s, swr 5s, sie 60s
 	var down atomic.Bool
@@ -106,7 +105,7 @@ func TestUnstorableRefreshKeepsTheGoodCopy(t *testing.T) {
 // TestHitForMissIsShortAndGivesWay: a marker lives cache_pass_ttl, not the route's windows,
 // and the next storable render replaces it.
 func TestHitForMissIsShortAndGivesWay(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.CachePassTTL = 2 * time.Second })
+	s := start(t, func(e *testSite) { cached(e); e.PassTTL = 2 * time.Second })
 	var noStore atomic.Bool
 	noStore.Store(true)
 	counting(s, func(n int64) (*ssrv1.RenderResponse, error) {
@@ -135,17 +134,17 @@ func TestHitForMissIsShortAndGivesWay(t *testing.T) {
 func TestVaryNamesWhatTheKeyUses(t *testing.T) {
 	tests := []struct {
 		name  string
-		route func(*config.Route)
+		route func(*Route)
 		want  string
 	}{
-		{"no variants", func(*config.Route) {}, "Accept-Encoding"},
-		{"header variant", func(r *config.Route) { r.Variants = []string{"header:accept-language"} }, "Accept-Encoding, Accept-Language"},
-		{"cookie variant", func(r *config.Route) { r.Variants = []string{"cookie:currency", "header:X-Region"} }, "Accept-Encoding, X-Region, Cookie"},
-		{"personalizing cookie", func(r *config.Route) { r.Cache.PersonalizeCookies = []string{"session"} }, "Accept-Encoding, Cookie"},
+		{"no variants", func(*Route) {}, "Accept-Encoding"},
+		{"header variant", func(r *Route) { r.Variants = []string{"header:accept-language"} }, "Accept-Encoding, Accept-Language"},
+		{"cookie variant", func(r *Route) { r.Variants = []string{"cookie:currency", "header:X-Region"} }, "Accept-Encoding, X-Region, Cookie"},
+		{"personalizing cookie", func(r *Route) { r.Cache.PersonalizeCookies = []string{"session"} }, "Accept-Encoding, Cookie"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, func(e *config.Edge) { cached(e); tt.route(&e.Routes[0]) })
+			s := start(t, func(e *testSite) { cached(e); tt.route(&e.Routes[0]) })
 			counting(s, body("page"))
 			for _, what := range []string{"miss", "hit"} {
 				resp, _ := get(t, s.url+"/")
@@ -155,7 +154,7 @@ func TestVaryNamesWhatTheKeyUses(t *testing.T) {
 			}
 		})
 		t.Run(tt.name+", uncached route", func(t *testing.T) {
-			s := start(t, func(e *config.Edge) { tt.route(&e.Routes[0]) })
+			s := start(t, func(e *testSite) { tt.route(&e.Routes[0]) })
 			counting(s, body("page"))
 			if resp, _ := get(t, s.url+"/"); strings.Join(resp.Header.Values("Vary"), ", ") != tt.want {
 				t.Errorf("got Vary %q, want %q", resp.Header.Values("Vary"), tt.want)
@@ -166,7 +165,7 @@ func TestVaryNamesWhatTheKeyUses(t *testing.T) {
 
 // TestEmptyCookieIsNotMissing: the two reach load() differently, so they are two entries.
 func TestEmptyCookieIsNotMissing(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.Routes[0].Variants = []string{"cookie:currency"} })
+	s := start(t, func(e *testSite) { cached(e); e.Routes[0].Variants = []string{"cookie:currency"} })
 	calls := counting(s, body("page"))
 	for _, h := range []map[string]string{nil, {"Cookie": "currency="}, nil, {"Cookie": "currency="}} {
 		getWith(t, s.url+"/", h)
@@ -220,7 +219,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 // TestTooLargeToStoreLeavesAMarker: a document over cache_max_entry_mb is not compressed
 // and stored in vain on every miss; a marker lets the next requests render side by side.
 func TestTooLargeToStoreLeavesAMarker(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.MaxPageMB = 4; e.CacheMaxEntryMB = 1 })
+	s := start(t, func(e *testSite) { cached(e); e.MaxPageBytes = 4 << 20; e.CacheMaxEntryBytes = 1 << 20 })
 	calls := counting(s, func(int64) (*ssrv1.RenderResponse, error) {
 		return &ssrv1.RenderResponse{Status: 200, Html: make([]byte, 3<<19)}, nil
 	})

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/admin"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -25,8 +25,8 @@ const homeKey = "b1 GET /{$} /"
 
 // cached turns caching on for the home route: fresh 10s, stale-while-revalidate 5s,
 // stale-if-error 60s.
-func cached(e *config.Edge) {
-	e.Routes[0].Cache = config.RouteCache{TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second, Query: []string{}}
+func cached(e *testSite) {
+	e.Routes[0].Cache = CachePolicy{TTL: 10 * time.Second, StaleWhileRevalidate: 5 * time.Second, StaleIfError: 60 * time.Second, Query: []string{}}
 }
 
 // counting makes the fake renderer count its calls and answer with render(n).
@@ -229,7 +229,7 @@ func TestStoredStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, func(e *config.Edge) { cached(e); e.CacheNotFoundTTL = 3 * time.Second })
+			s := start(t, func(e *testSite) { cached(e); e.NotFoundTTL = 3 * time.Second })
 			calls := counting(s, func(int64) (*ssrv1.RenderResponse, error) { return tt.resp, nil })
 			client := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 			client.Get(s.url + tt.path)
@@ -253,7 +253,7 @@ func TestStoredStatuses(t *testing.T) {
 }
 
 func TestBypass(t *testing.T) {
-	s := start(t, func(e *config.Edge) {
+	s := start(t, func(e *testSite) {
 		cached(e)
 		e.Routes[0].Cache.PersonalizeCookies = []string{"session"}
 	})
@@ -329,7 +329,7 @@ func TestCoalescing(t *testing.T) {
 }
 
 func TestLateRenderFillsTheCache(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.RenderTimeout = 100 * time.Millisecond })
+	s := start(t, func(e *testSite) { cached(e); e.Timeouts.Render = 100 * time.Millisecond })
 	release := make(chan struct{})
 	s.renderer.render = func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 		select {
@@ -351,7 +351,7 @@ func TestLateRenderFillsTheCache(t *testing.T) {
 }
 
 func TestShedding(t *testing.T) {
-	s := start(t, func(e *config.Edge) { cached(e); e.MaxRendersInFlight = 1 })
+	s := start(t, func(e *testSite) { cached(e); e.MaxRendersInFlight = 1 })
 	release := make(chan struct{})
 	defer close(release)
 	s.renderer.render = func(_ context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
@@ -360,7 +360,7 @@ func TestShedding(t *testing.T) {
 	}
 	go http.Get(s.url + "/?page=1") // takes the only slot
 	<-s.renderer.got
-	// Were it not shed, this request would wait out the 10s soft deadline and
+	// Were it not shed, this request would wait out the 10s render timeout and
 	// say "timeout"; the reason alone tells the two apart.
 	resp, _ := get(t, s.url+"/products/9")
 	if got := resp.Header.Get("X-SSR-Fallback"); got != ReasonOverloaded {
@@ -370,7 +370,7 @@ func TestShedding(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	rule := func(query []string, variants ...string) keyRule {
-		return newKeyRule(config.Route{Pattern: "GET /p/", Variants: variants, Cache: config.RouteCache{Query: query}}, []string{"utm_*", "fbclid"})
+		return newKeyRule(Route{Pattern: "GET /p/", Variants: variants, Cache: CachePolicy{Query: query}}, []string{"utm_*", "fbclid"})
 	}
 	tests := []struct {
 		name    string
@@ -416,7 +416,7 @@ func TestKeys(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
-	s := start(t, func(e *config.Edge) {
+	s := start(t, func(e *testSite) {
 		cached(e)
 		e.Routes[1].Cache = e.Routes[0].Cache
 	})
@@ -424,12 +424,12 @@ func TestPurge(t *testing.T) {
 	for _, p := range []string{"/", "/products/1", "/products/2"} {
 		get(t, s.url+p)
 	}
-	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: localPurger{s.cache}})
+	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: localPurger{s.cache}})
 	purge := func(query string) string {
 		req, _ := http.NewRequest("POST", "/cache/purge?"+query, nil)
 		req.RemoteAddr = "127.0.0.1:9"
 		rec := &recorder{header: http.Header{}}
-		admin.ServeHTTP(rec, req)
+		adminHandler.ServeHTTP(rec, req)
 		return rec.body.String()
 	}
 	if got := purge("prefix=/products/"); got != `{"purged":2}`+"\n" {

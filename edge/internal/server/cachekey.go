@@ -5,8 +5,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
 // keyRule turns a request into the URL the page is rendered for and its cache key: the
@@ -21,7 +19,7 @@ type keyRule struct {
 	variants []string // "header:Name" or "cookie:name", sorted
 }
 
-func newKeyRule(r config.Route, ignore []string) keyRule {
+func newKeyRule(r Route, ignore []string) keyRule {
 	return keyRule{route: r.Pattern, query: r.Cache.Query, ignore: ignore, variants: slices.Sorted(slices.Values(r.Variants))}
 }
 

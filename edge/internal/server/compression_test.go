@@ -11,7 +11,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"google.golang.org/grpc/codes"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -78,7 +77,7 @@ func TestEveryResponseHonoursAcceptEncoding(t *testing.T) {
 			{"identity", "", ""},
 		} {
 			t.Run(path.name+"/"+tc.accept, func(t *testing.T) {
-				s := start(t, func(e *config.Edge) {
+				s := start(t, func(e *testSite) {
 					if path.cached {
 						cached(e)
 					}

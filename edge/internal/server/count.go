@@ -1,18 +1,24 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 )
 
 // count counts the requests h answers under route (its pattern, or the page's name where
-// the shop's router mounts it); traced: withTracing wraps it, and the answer goes on the
+// the shop's router mounts it); traced: middleware.Trace wraps it, and the answer goes on the
 // request's span.
 func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		if answered, ok := r.Context().Value(answeredKey{}).(*bool); ok {
+			*answered = true
+		}
 		h.ServeHTTP(rec, r)
 		outcome := "ssr"
 		switch {
@@ -26,19 +32,24 @@ func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler 
 		m.requests.WithLabelValues(route, strconv.Itoa(rec.code), outcome).Inc()
 		m.requestDuration.WithLabelValues(route, outcome).Observe(time.Since(began).Seconds())
 		if traced {
-			traceAnswer(r, w, rec.code, outcome)
+			middleware.TraceAnswer(r, w, rec.code, outcome)
 		}
 	})
 }
 
-// countUnrouted counts the requests a ServeMux answers itself (405, a redirect to a cleaned
-// path); the handlers it routes to count their own. It must wrap the mux directly: the mux
-// records the pattern on the *http.Request it was given.
-func (m *Metrics) countUnrouted(mux http.Handler) http.Handler {
+// answeredKey is the context key of the flag countUnanswered gives each request: a page
+// that answers it (count) sets the flag.
+type answeredKey struct{}
+
+// countUnanswered counts the requests no page of the site answers, under route "(none)":
+// the router's own (a 404, a 405, a redirect to a cleaned path) and the shop's other
+// handlers. Pages count their own.
+func (m *Metrics) countUnanswered(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		answered := new(bool)
 		rec := &statusRecorder{ResponseWriter: w}
-		mux.ServeHTTP(rec, r)
-		if r.Pattern == "" {
+		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), answeredKey{}, answered)))
+		if !*answered {
 			m.requests.WithLabelValues("(none)", strconv.Itoa(rec.code), "ssr").Inc()
 		}
 	})

@@ -43,20 +43,27 @@ func TestCount(t *testing.T) {
 	}
 }
 
-// TestCountUnrouted: what the mux answers itself is counted under route "(none)"; what it
-// routes is left to the handler's own count.
-func TestCountUnrouted(t *testing.T) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /p", func(http.ResponseWriter, *http.Request) {})
+// TestCountUnanswered: what no page answers (the router's own 405, a handler of the shop's
+// own) is counted under route "(none)"; what a page answers is left to the page's count, on
+// any router.
+func TestCountUnanswered(t *testing.T) {
 	m := NewMetrics(prometheus.NewRegistry())
-	h := m.countUnrouted(mux)
-	for _, req := range []*http.Request{httptest.NewRequest("POST", "/p", nil), httptest.NewRequest("GET", "/p", nil)} {
+	mux := http.NewServeMux()
+	ok := func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }
+	mux.Handle("GET /p", m.count("GET /p", false, http.HandlerFunc(ok)))
+	mux.HandleFunc("GET /shop", ok)
+	// Another router's way: no pattern recorded on the request.
+	var router http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mux.ServeHTTP(w, r.Clone(r.Context())) })
+	h := m.countUnanswered(router)
+	for _, req := range []*http.Request{httptest.NewRequest("POST", "/p", nil), httptest.NewRequest("GET", "/p", nil), httptest.NewRequest("GET", "/shop", nil)} {
 		h.ServeHTTP(httptest.NewRecorder(), req)
 	}
-	if n := testutil.ToFloat64(m.requests.WithLabelValues("(none)", "405", "ssr")); n != 1 {
-		t.Errorf("the mux's own 405: counted %v times, want 1", n)
+	for _, c := range []struct{ route, code string }{{"(none)", "405"}, {"(none)", "200"}, {"GET /p", "200"}} {
+		if n := testutil.ToFloat64(m.requests.WithLabelValues(c.route, c.code, "ssr")); n != 1 {
+			t.Errorf("route %s, status %s: counted %v times, want 1", c.route, c.code, n)
+		}
 	}
-	if n := testutil.CollectAndCount(m.requests); n != 1 {
-		t.Errorf("%d edge_requests_total series, want 1 (the routed request is its handler's to count)", n)
+	if n := testutil.CollectAndCount(m.requests); n != 3 {
+		t.Errorf("%d edge_requests_total series, want 3 (the page's request counted once)", n)
 	}
 }

@@ -2,9 +2,9 @@ package server
 
 // Deferred values: a Go loader's slow data (Loaded.Deferred), computed while its page renders.
 // A page that streams starts rendering with them pending, and each is sent into the running
-// render as its function returns (RenderStream's `settled`), so the shell does not wait for
+// callRenderer as its function returns (RenderStream's `settled`), so the shell does not wait for
 // any of them. A page that does not stream renders once all have settled. Every value settles
-// before the render's hard deadline, less a margin in which React finishes the boundaries
+// before the render's hard timeout, less a margin in which React finishes the boundaries
 // that waited on a late one: a render is never left waiting for a value nobody will send.
 
 import (
@@ -51,7 +51,7 @@ func (m *Metrics) exposeDeferred(route string) {
 	}
 }
 
-// deferredMargin is how long before the hard deadline every deferred value has settled.
+// deferredMargin is how long before the hard timeout every deferred value has settled.
 func deferredMargin(hard time.Duration) time.Duration { return min(hard/10, 100*time.Millisecond) }
 
 // deferredRun is one render's deferred values: each function called once, its outcome read
@@ -82,11 +82,11 @@ func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *L
 	}
 	deadline, ok := ctx.Deadline()
 	if !ok {
-		deadline = time.Now().Add(p.hard)
+		deadline = time.Now().Add(p.timeouts.Hard)
 	}
 	// Every name before any goroutine starts: settle counts them.
 	run.names = slices.Sorted(maps.Keys(l.Deferred))
-	dctx, cancel := context.WithDeadline(ctx, deadline.Add(-deferredMargin(p.hard)))
+	dctx, cancel := context.WithDeadline(ctx, deadline.Add(-deferredMargin(p.timeouts.Hard)))
 	var wg sync.WaitGroup
 	for name, f := range l.Deferred {
 		wg.Go(func() {
@@ -120,7 +120,7 @@ func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *L
 		for _, name := range run.names {
 			if run.settle(failed(name, "was not ready in time"), p.metrics, p.route, "late") {
 				p.log.Warn("deferred value late: its Suspense boundary shows the page's error UI",
-					"page", req.Page, "url", req.Url, "deferred", name, "deadline", deadline.Add(-deferredMargin(p.hard)))
+					"page", req.Page, "url", req.Url, "deferred", name, "deadline", deadline.Add(-deferredMargin(p.timeouts.Hard)))
 			}
 		}
 	}()

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 )
@@ -24,9 +25,9 @@ const (
 	// ReasonUnavailable: the renderer could not be reached, is draining, or the circuit
 	// is open.
 	ReasonUnavailable = "renderer-unavailable"
-	// ReasonTimeout: the soft deadline (render_timeout) passed before the render ended.
+	// ReasonTimeout: the render timeout (render_timeout) passed before the render ended.
 	ReasonTimeout = "timeout"
-	// ReasonDeadline: the hard deadline (hard_timeout) ended the render call.
+	// ReasonDeadline: the hard timeout (hard_timeout) ended the render call.
 	ReasonDeadline = "deadline-exceeded"
 	// ReasonOverloaded: no render slot was free (errShed), or the renderer refused the call
 	// at once: its queue, or every worker's pending renders, full.
@@ -111,7 +112,7 @@ func reasonFor(err error) string {
 // the loader decided (decision, nil when it did not run or is not done) holds as it would
 // have with the render: its redirect, its not-found page, its status, its headers.
 func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, decision *Loaded) {
-	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context())}
+	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", middleware.RequestID(r.Context())}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())
 	}

@@ -60,7 +60,7 @@ type flights struct {
 	m  map[string]*flight // guarded by mu
 }
 
-// join returns the flight for key, starting the work that prepare returns in the background
+// flightFor returns the flight for key, starting the work that prepare returns in the background
 // when there is none, or when the one running began before a purge that covers it. prepare
 // runs only then, before join returns (so it may still read the request). started reports
 // whether this call started the flight; origin is the span of the request that asks.

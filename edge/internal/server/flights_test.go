@@ -10,7 +10,7 @@ import (
 )
 
 // A request whose cache lookup missed just before a flight for its key landed must not
-// render again: under load (TestCoalescing's 500 followers on 2 cores) that window is wide
+// callRenderer again: under load (TestCoalescing's 500 followers on 2 cores) that window is wide
 // enough to hit. A fresh copy of another bundle (the renderer reloaded one) is no such flight:
 // it renders, rather than serve a page of other code as a collapsed miss.
 func TestJoinAfterTheFlightLanded(t *testing.T) {

@@ -10,21 +10,19 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
-
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
 // keyMux routes like the edge (one wildcard, two, a {rest...}, an exact root with a query
 // list, variants, the catch-all) and answers each request with its cache key and the render
 // request it would send, instead of rendering.
 func keyMux() http.Handler {
-	e := config.Edge{CacheIgnoreQuery: []string{"utm_*", "fbclid"}}
-	routes := []config.Route{
+	o := &Options{IgnoreQuery: []string{"utm_*", "fbclid"}}
+	routes := []Route{
 		{Pattern: "GET /items/{id}", Page: "item", Variants: []string{"cookie:currency", "header:Accept-Language"}},
 		{Pattern: "GET /items/{id}/reviews", Page: "reviews"},
 		{Pattern: "GET /a/{x}/b/{y}", Page: "ab"},
 		{Pattern: "GET /files/{rest...}", Page: "files", Variants: []string{"cookie:currency"}},
-		{Pattern: "GET /{$}", Page: "home", Cache: config.RouteCache{Query: []string{"page"}}},
+		{Pattern: "GET /{$}", Page: "home", Cache: CachePolicy{Query: []string{"page"}}},
 	}
 	mux := http.NewServeMux()
 	add := func(p *page) {
@@ -42,9 +40,9 @@ func keyMux() http.Handler {
 		})
 	}
 	for _, r := range routes {
-		add(newPage(r, e, deps{}))
+		add(newPage(r, o, deps{}))
 	}
-	notFound := newPage(config.Route{Pattern: config.NotFoundPattern, Page: "not-found"}, e, deps{})
+	notFound := newPage(Route{Pattern: notFoundRoute, Page: "not-found"}, o, deps{})
 	notFound.unmatched = true
 	add(notFound)
 	return mux

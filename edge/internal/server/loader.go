@@ -12,7 +12,7 @@ import (
 )
 
 // Loader computes a page's props in Go (the shop's database, services). It runs only when a
-// render is needed, inside the coalescing: a cache hit never calls it. The request it gets
+// callRenderer is needed, inside the coalescing: a cache hit never calls it. The request it gets
 // holds only what the cache key holds (see loaderRequest).
 type Loader func(*http.Request) (*Loaded, error)
 
@@ -118,7 +118,7 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded,
 		loaded.Props = []byte("{}")
 	}
 	if len(loaded.Props) > p.maxPropsBytes {
-		return nil, fmt.Errorf("page %q: props of %d bytes are over the limit of %d bytes (Options.MaxPropsMB in Go, edge.max_props_mb in the config file)", req.Page, len(loaded.Props), p.maxPropsBytes)
+		return nil, fmt.Errorf("page %q: props of %d bytes are over the limit of %d bytes (Options.MaxPropsBytes in Go, edge.max_props_mb in the config file)", req.Page, len(loaded.Props), p.maxPropsBytes)
 	}
 	return loaded, nil
 }

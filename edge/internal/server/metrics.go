@@ -47,7 +47,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "result"}),
 		rendersInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_renders_in_flight",
-			Help: "Render calls waiting for the renderer, including those past their soft deadline.",
+			Help: "Render calls waiting for the renderer, including those past their render timeout.",
 		}),
 		cacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_cache_requests_total",
@@ -84,7 +84,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "reason"}),
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_deferred_total",
-			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard deadline, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
+			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard timeout, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
 		}, []string{"route", "outcome"}),
 	}
 	reg.MustRegister(m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 )
 
@@ -36,9 +35,9 @@ func catalogue(size int) string {
 // the script nonce its request names in X-Test-Nonce.
 func noncedStack(t testing.TB, size int) *stack {
 	t.Helper()
-	s := start(t, func(e *config.Edge) {
+	s := start(t, func(e *testSite) {
 		cached(e)
-		e.MaxPageMB, e.CacheMaxMB, e.CacheMaxEntryMB = 16, 64, 16
+		e.MaxPageBytes, e.CacheMaxBytes, e.CacheMaxEntryBytes = 16<<20, 64<<20, 16<<20
 	}, func(o *Options) { o.Nonce = func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") } })
 	s.renderer.render = renders(catalogue(size))
 	resp, err := http.Get(s.url + "/")

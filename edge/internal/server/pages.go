@@ -1,5 +1,5 @@
 // Package server is the edge's HTTP side: routes to pages, serves them from the HTML cache,
-// renders misses through the renderer with a soft deadline, falls back to a stale copy or
+// renders misses through the renderer with a render timeout, falls back to a stale copy or
 // the client-side-render shell, and serves assets.
 package server
 
@@ -16,9 +16,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -65,8 +65,8 @@ type page struct {
 	route       string // the ServeMux pattern, for metrics
 	name        string
 	params      []string // wildcard names in the route pattern
-	soft, hard  time.Duration
-	policy      config.RouteCache // TTL zero: not cached
+	timeouts    Timeouts
+	policy      CachePolicy // TTL zero: not cached
 	keys        keyRule
 	personal    []string // cookies that make a request personal
 	notFoundTTL time.Duration
@@ -82,10 +82,8 @@ type page struct {
 	unmatched bool
 	// lang and head are the document's lang and the Go server's head markup.
 	lang, head string
-	// stream: the page streams (stream.go); streamTimeout bounds, from a request's arrival,
-	// how long its boundaries may stay pending.
-	stream        bool
-	streamTimeout time.Duration
+	// stream: the page streams (stream.go).
+	stream bool
 	// noncePlaceholder, for a page that streams with nonces, is what its renders put in
 	// React's inline scripts for the edge to replace with each response's nonce (document
 	// Page.NoncePlaceholder). Random, so that no page content can carry it; "" otherwise.
@@ -97,14 +95,12 @@ type page struct {
 // {name:regexp}, whose path value is named without the regexp.
 var wildcard = regexp.MustCompile(`\{([^}:.$]+)(?::[^}]*)?(?:\.\.\.)?\}`)
 
-func newPage(r config.Route, e config.Edge, d deps) *page {
-	soft, hard := r.EffectiveTimeouts(e)
+func newPage(r Route, o *Options, d deps) *page {
 	p := &page{
-		route: r.Pattern, name: r.Page, soft: soft, hard: hard, policy: r.Cache,
-		keys: newKeyRule(r, e.CacheIgnoreQuery), personal: r.Cache.PersonalizeCookies,
-		notFoundTTL: e.CacheNotFoundTTL, passTTL: e.CachePassTTL, vary: varyHeader(r), deps: d,
-		notFoundPage: e.NotFoundPage, maxPropsBytes: e.MaxPropsBytes(),
-		stream: r.Stream, streamTimeout: r.EffectiveStreamTimeout(e),
+		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
+		keys: newKeyRule(r, o.IgnoreQuery), personal: r.Cache.PersonalizeCookies,
+		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
+		notFoundPage: o.NotFoundPage, maxPropsBytes: o.MaxPropsBytes, stream: r.Stream,
 	}
 	p.params = wildcards(r.Pattern)
 	d.metrics.exposeDeferred(r.Pattern)
@@ -144,7 +140,7 @@ func mountedWildcards(r *http.Request) []string {
 // header variants, and Cookie when a cookie is a variant or can make a request personal (a
 // shared cache in front then stores one copy per Cookie header, which in practice means
 // it stores copies only for requests without cookies).
-func varyHeader(r config.Route) string {
+func varyHeader(r Route) string {
 	names := []string{"Accept-Encoding"}
 	cookie := len(r.Cache.PersonalizeCookies) > 0
 	for _, v := range slices.Sorted(slices.Values(r.Variants)) {
@@ -205,7 +201,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
-		if _, started := p.join(key, r, req); started {
+		if _, started := p.flightFor(key, r, req); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
 		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
@@ -220,7 +216,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		fwd = "stale"
 	}
-	fl, started := p.join(key, r, req)
+	fl, started := p.flightFor(key, r, req)
 	if !started {
 		p.metrics.collapsed.WithLabelValues(p.route).Inc()
 	}
@@ -231,13 +227,13 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.await(w, r, req, key, fl, started, status, entry)
 }
 
-// await answers with the flight's result if it lands within the soft deadline; otherwise,
+// await answers with the flight's result if it lands within the render timeout; otherwise,
 // or when it failed, with stale (if not nil) or the client-side-render shell. own says
 // whether this request started the flight: a private result goes only to that request, and
-// a request that joined gets a render of its own, within what is left of its soft deadline.
+// a request that joined gets a render of its own, within what is left of its render timeout.
 //
 // A flight that streams is answered as it is produced once its shell is ready within the
-// soft deadline (streamFrom), except to crawlers, which wait up to the hard deadline for the
+// callRenderer timeout (streamFrom), except to crawlers, which wait up to the hard timeout for the
 // complete document.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	arrived := time.Now()
@@ -258,12 +254,12 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	}
 	var failure error
 	reason := ""
-	wait, crawler := p.soft, p.stream && p.isCrawler(r)
+	wait, crawler := p.timeouts.Render, p.stream && p.isCrawler(r)
 	if crawler {
-		wait = p.hard
+		wait = p.timeouts.Hard
 	}
-	soft := time.NewTimer(wait)
-	defer soft.Stop()
+	patience := time.NewTimer(wait)
+	defer patience.Stop()
 	var unstreamed *flight // a flight whose head was not for streaming
 	for reason == "" {
 		var ready <-chan struct{}
@@ -278,7 +274,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			unstreamed = fl
 			continue
 		case <-fl.done:
-		case <-soft.C:
+		case <-patience.C:
 			reason = ReasonTimeout
 			continue
 		case <-r.Context().Done():
@@ -291,7 +287,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
 			ctx, withdraw := context.WithCancel(sharedContext(r.Context())) // a storable result is stored
 			defer withdraw()
-			fl, own, status = p.renderAlone(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
+			fl, own, status = p.renderForOne(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
 		case stale != nil && p.status(fl.resp) >= 500:
 			// The page itself failed (its backend is down): stale-if-error covers that too.
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
@@ -309,7 +305,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		}
 	}
 	if stale != nil {
-		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
+		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", middleware.RequestID(r.Context()))
 		p.serveEntry(w, r, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
 		return
 	}
@@ -443,13 +439,13 @@ func (p *page) nonceFor(r *http.Request) string {
 	return p.nonce(r)
 }
 
-// serveAlone renders for this request alone (bypass, hit-for-miss) within the soft deadline.
+// serveAlone renders for this request alone (bypass, hit-for-miss) within the render timeout.
 // Nothing else waits for the result, so once this request stops waiting (answered, fallen
 // back, gone) the call is cancelled: the renderer drops the render if it is still queued and
 // aborts it in its worker if it has started (React's abort: the worker and the renders
 // beside it go on). Under overload the workers then render pages somebody still waits for,
 // not pages whose requesters already got the shell or left. (A cacheable key's flight,
-// which others may join and which fills the cache, runs on a context of its own: page.fill.)
+// which others may join and which fills the cache, runs on a context of its own: page.flightFor.)
 func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
 	base := context.WithoutCancel(r.Context())
 	if key != "" { // a hit-for-miss render whose result may be stored
@@ -457,7 +453,7 @@ func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	}
 	ctx, withdraw := context.WithCancel(base)
 	defer withdraw()
-	p.await(w, r, req, key, p.renderAlone(ctx, key, lr, req), true, cacheStatus, nil)
+	p.await(w, r, req, key, p.renderForOne(ctx, key, lr, req), true, cacheStatus, nil)
 }
 
 // write answers with a flight's rendered response that was not stored.

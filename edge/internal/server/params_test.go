@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 )
 
 // TestRenderRequestParams: the render request holds the path values of the pattern the
@@ -15,7 +13,7 @@ import (
 func TestRenderRequestParams(t *testing.T) {
 	tests := []struct {
 		name  string
-		route string // config.Route.Pattern: the edge's config pattern, or PageOptions.Route (the page name by default)
+		route string // Route.Pattern: the edge's config pattern, or PageOptions.Route (the page name by default)
 		mount func(http.Handler) http.Handler
 		path  string
 		want  map[string]string
@@ -67,7 +65,7 @@ func TestRenderRequestParams(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := newPage(config.Route{Pattern: tt.route, Page: "p"}, config.Edge{}, deps{})
+			p := newPage(Route{Pattern: tt.route, Page: "p"}, &Options{}, deps{})
 			var got map[string]string
 			ran := false
 			page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got, ran = p.request(r).Params, true })

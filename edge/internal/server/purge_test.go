@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/admin"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
@@ -69,14 +71,16 @@ func TestManyPurgesDuringARender(t *testing.T) {
 // localPurger is a Purger over one replica's cache, with no shared store.
 type localPurger struct{ c *htmlcache.Cache }
 
-func (l localPurger) PurgeKey(key string) (bool, error) { return l.c.PurgeKey(key), nil }
-func (l localPurger) PurgePath(path string) (int, error) {
+func (l localPurger) PurgeKey(ctx context.Context, key string) (bool, error) {
+	return l.c.PurgeKey(key), nil
+}
+func (l localPurger) PurgePath(ctx context.Context, path string) (int, error) {
 	return purgeLocal(l.c, sharedcache.Purge{Kind: "path", Value: path}), nil
 }
-func (l localPurger) PurgePrefix(prefix string) (int, error) {
+func (l localPurger) PurgePrefix(ctx context.Context, prefix string) (int, error) {
 	return purgeLocal(l.c, sharedcache.Purge{Kind: "prefix", Value: prefix}), nil
 }
-func (l localPurger) PurgeTag(tag string) (int, error) {
+func (l localPurger) PurgeTag(ctx context.Context, tag string) (int, error) {
 	return purgeLocal(l.c, sharedcache.Purge{Kind: "tag", Value: tag}), nil
 }
 
@@ -85,20 +89,20 @@ type storeDown struct{ localPurger }
 
 var errStoreDown = errors.New(`sharedcache: purge not applied to the store: "i/o timeout"`)
 
-func (d storeDown) PurgeKey(key string) (bool, error) {
-	ok, _ := d.localPurger.PurgeKey(key)
+func (d storeDown) PurgeKey(ctx context.Context, key string) (bool, error) {
+	ok, _ := d.localPurger.PurgeKey(ctx, key)
 	return ok, errStoreDown
 }
-func (d storeDown) PurgePath(path string) (int, error) {
-	n, _ := d.localPurger.PurgePath(path)
+func (d storeDown) PurgePath(ctx context.Context, path string) (int, error) {
+	n, _ := d.localPurger.PurgePath(ctx, path)
 	return n, errStoreDown
 }
-func (d storeDown) PurgePrefix(prefix string) (int, error) {
-	n, _ := d.localPurger.PurgePrefix(prefix)
+func (d storeDown) PurgePrefix(ctx context.Context, prefix string) (int, error) {
+	n, _ := d.localPurger.PurgePrefix(ctx, prefix)
 	return n, errStoreDown
 }
-func (d storeDown) PurgeTag(tag string) (int, error) {
-	n, _ := d.localPurger.PurgeTag(tag)
+func (d storeDown) PurgeTag(ctx context.Context, tag string) (int, error) {
+	n, _ := d.localPurger.PurgeTag(ctx, tag)
 	return n, errStoreDown
 }
 
@@ -108,12 +112,12 @@ func TestPurgeSaysTheStoreFailed(t *testing.T) {
 	s := start(t, cached)
 	counting(s, body("x"))
 	get(t, s.url+"/")
-	admin := Admin(AdminOptions{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: storeDown{localPurger{s.cache}}})
+	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: storeDown{localPurger{s.cache}}})
 	for _, query := range []string{"path=/", "key=" + url.QueryEscape(homeKey), "prefix=/", "tag=t"} {
 		req := httptest.NewRequest("POST", "/cache/purge?"+query, nil)
 		req.RemoteAddr = "127.0.0.1:9"
 		rec := httptest.NewRecorder()
-		admin.ServeHTTP(rec, req)
+		adminHandler.ServeHTTP(rec, req)
 		var got struct {
 			Purged int
 			Store  *bool

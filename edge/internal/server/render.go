@@ -1,9 +1,9 @@
 package server
 
 // The render flight: what a request that cannot be answered from the cache sets going. A
-// render slot, the page's Go loader, the call to the renderer (produce, render); one flight
-// per cache key that every request for it joins (join, fill), or one of its own
-// (renderAlone); and what is stored of the result (renderInto, stored).
+// render slot, the page's Go loader, the call to the renderer (loadAndRender,
+// callRenderer); one flight per cache key that every request for it joins (flightFor,
+// fillCache), or one of its own (renderForOne); and what is stored of the result (entryFor).
 
 import (
 	"bytes"
@@ -14,13 +14,14 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// render calls the renderer (ctx carries the hard deadline) and notes the call's duration
+// callRenderer calls the renderer (ctx carries the hard timeout) and notes the call's duration
 // in the flight. It runs holding s, which a streamed render gives back at its shell.
-func (p *page) render(ctx context.Context, fl *flight, req *ssrv1.RenderRequest, s *slot) (*ssrv1.RenderResponse, error) {
+func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRequest, s *slot) (*ssrv1.RenderResponse, error) {
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
 	ctx, span := p.callSpan(ctx, req.Page)
@@ -64,51 +65,48 @@ func renderedProps(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) []byte 
 // key does not hold them), and no end with the request.
 func sharedContext(ctx context.Context) context.Context {
 	shared := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
-	if id := RequestID(ctx); id != "" {
-		shared = context.WithValue(shared, requestIDKey{}, id)
+	if id := middleware.RequestID(ctx); id != "" {
+		shared = middleware.WithID(shared, id)
 	}
 	return shared
 }
 
-// join joins the flight for key, or starts one that fills the cache; the request that
-// starts it is the origin the others' waits link to.
-func (p *page) join(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
-	return p.flights.join(key, req.Url, p.origin(r.Context()), p.stream, p.fill(key, r, req))
-}
-
-// fill prepares a flight's work: load and render, then store the document, or a hit-for-miss
-// marker when it may not be stored (the cache keeps a usable copy over a marker). The
-// loader's request is made only for a flight that starts: joining one costs nothing.
-func (p *page) fill(key string, r *http.Request, req *ssrv1.RenderRequest) func() func(*flight) {
-	return func() func(*flight) {
+// flightFor joins the flight for key, or starts one that fills the cache (fillCache); the
+// request that starts it is the origin the others' waits link to. The loader's request is
+// made only for a flight that starts: joining one costs nothing.
+func (p *page) flightFor(key string, r *http.Request, req *ssrv1.RenderRequest) (*flight, bool) {
+	prepare := func() func(*flight) {
 		lr := p.loaderRequest(r, req)
-		// The request's id and span, not its end: the render outlives the soft deadline to
+		// The request's id and span, not its end: the render outlives the render timeout to
 		// fill the cache.
 		ctx := sharedContext(r.Context())
-		return func(fl *flight) { p.renderInto(ctx, fl, key, lr, req) }
+		return func(fl *flight) { p.fillCache(ctx, fl, key, lr, req) }
 	}
+	return p.flights.join(key, req.Url, p.origin(r.Context()), p.stream, prepare)
 }
 
-// renderInto is fill's work: the shared cache's copy if it has one (or gets one from
-// another replica's render within the soft deadline), else a render, stored in both levels.
-func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
+// fillCache is a shared flight's work: the shared cache's copy if it has one (or gets one from
+// another replica's render within the render timeout), else a load and render, stored in
+// both levels, or a hit-for-miss marker when it may not be stored (the cache keeps a usable
+// copy over a marker).
+func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.Request, req *ssrv1.RenderRequest) {
 	unlock := func() {}
 	if p.shared != nil {
 		var e *htmlcache.Entry
 		// A copy purged since this flight began is not kept: render instead.
 		// A copy rendered by other code (an older deploy's) is not kept either.
-		if e, unlock = p.shared.fetch(key, p.hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.gen) {
+		if e, unlock = p.shared.fetch(key, p.timeouts.Hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.gen) {
 			fl.entry, fl.fromShared = e, true
 			return
 		}
 	}
-	fl.resp, fl.err = p.produce(ctx, fl, lr, req)
+	fl.resp, fl.err = p.loadAndRender(ctx, fl, lr, req)
 	if fl.err != nil {
 		unlock()
 		return
 	}
 	fl.private = private(fl.resp)
-	e := p.stored(key, req, fl)
+	e := p.entryFor(key, req, fl)
 	if e == nil {
 		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
 	}
@@ -121,23 +119,23 @@ func (p *page) renderInto(ctx context.Context, fl *flight, key string, lr *http.
 	}
 }
 
-// renderAlone renders for one request, within the hard deadline or until ctx is done. With
+// renderForOne renders for one request, within the hard timeout or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
-func (p *page) renderAlone(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
+func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
 	return p.flights.alone(p.stream, func(fl *flight) {
-		fl.resp, fl.err = p.produce(ctx, fl, lr, req)
+		fl.resp, fl.err = p.loadAndRender(ctx, fl, lr, req)
 		if fl.err != nil || key == "" {
 			return
 		}
-		if e := p.stored(key, req, fl); e != nil {
+		if e := p.entryFor(key, req, fl); e != nil {
 			p.cache.Set(e, fl.gen)
 		}
 	})
 }
 
-// stored builds the cache entry for fl's rendered response, the document in every coding, or
+// entryFor builds the cache entry for fl's rendered response, the document in every coding, or
 // returns nil when the response may not be stored or its document would not fit the cache.
-func (p *page) stored(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcache.Entry {
+func (p *page) entryFor(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcache.Entry {
 	resp := fl.resp
 	status := p.status(resp)
 	if !storable(status, resp) {
@@ -243,9 +241,9 @@ func (s *slot) release() {
 	}
 }
 
-// produce runs the page's loader (if any) on lr, made by loaderRequest, and the render,
-// within the hard deadline: the soft deadline of the requests waiting for it covers both.
-func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+// loadAndRender runs the page's loader (if any) on lr, made by loaderRequest, and the render,
+// within the hard timeout: the render timeout of the requests waiting for it covers both.
+func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	// A render slot before the loader, not only before the render call: past the cap a
 	// request sheds at once, and never after the shop's data work for a render it will not
 	// get. It does not wait for a slot.
@@ -254,10 +252,10 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 		return nil, errShed
 	}
 	defer s.release()
-	ctx, cancel := context.WithTimeout(ctx, p.hard)
+	ctx, cancel := context.WithTimeout(ctx, p.timeouts.Hard)
 	defer cancel()
 	if p.loader == nil {
-		return p.render(ctx, fl, req, s)
+		return p.callRenderer(ctx, fl, req, s)
 	}
 	loadCtx, span := p.span(ctx, "loader")
 	loaded, err := p.load(lr.WithContext(loadCtx), req)
@@ -303,7 +301,7 @@ func (p *page) produce(ctx context.Context, fl *flight, lr *http.Request, req *s
 			withProps.Deferred = run.pending() // settled as the render runs: renderStream
 		}
 	}
-	resp, err := p.render(ctx, fl, withProps, s)
+	resp, err := p.callRenderer(ctx, fl, withProps, s)
 	if err != nil {
 		return nil, err
 	}

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,27 +24,53 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 )
 
-// newHandler mounts every route of e on one ServeMux, as the edge binary does through the
-// public package.
-func newHandler(e config.Edge, o Options) (http.Handler, error) {
-	s, err := NewSite(e, o)
+// testSite is what a test's stack is made of: the site's settings (Options, its parts
+// added by start), its routes, and the sizes of the renderer's client and of the cache.
+type testSite struct {
+	Options
+	Routes                                          []Route
+	MaxPageBytes, CacheMaxBytes, CacheMaxEntryBytes int
+}
+
+// defaultSite has the public package's defaults and the demo's three routes.
+func defaultSite() testSite {
+	return testSite{
+		Options: Options{
+			Timeouts:     Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second},
+			NotFoundPage: "not-found", NotFoundTTL: 10 * time.Second, PassTTL: 10 * time.Second, TTLJitter: 0.1,
+			IgnoreQuery:   []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"},
+			MaxPropsBytes: 3 << 20, MaxRendersInFlight: 64, EarlyHints: true,
+			Crawler: regexp.MustCompile(`(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview`),
+		},
+		Routes: []Route{
+			{Pattern: "GET /{$}", Page: "home", Cache: CachePolicy{Query: []string{"page"}}},
+			{Pattern: "GET /products/{id}", Page: "product"},
+			{Pattern: "GET /products/{id}/reviews", Page: "product-reviews", Stream: true},
+		},
+		MaxPageBytes: 16 << 20, CacheMaxBytes: 256 << 20, CacheMaxEntryBytes: 8 << 20,
+	}
+}
+
+// newHandler mounts every route of site on one ServeMux, as the edge binary does through
+// the public package.
+func newHandler(site testSite) (http.Handler, error) {
+	s, err := NewSite(site.Options)
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle(assetsPattern, s.Assets())
-	for _, r := range e.Routes {
+	for _, r := range site.Routes {
 		mux.Handle(r.Pattern, s.Page(r, PageOptions{}))
 	}
-	mux.Handle(config.NotFoundPattern, s.NotFound())
-	return s.ServeMux(mux), nil
+	mux.Handle(notFoundRoute, s.NotFound())
+	return s.Wrap(mux), nil
 }
 
 // fakeRenderer is a RenderService whose answer each test chooses.
@@ -106,7 +131,7 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // start runs the edge handler against a fake renderer on a temp unix socket, over real gRPC.
-func start(t testing.TB, edge func(*config.Edge), options ...func(*Options)) *stack {
+func start(t testing.TB, edit func(*testSite), options ...func(*Options)) *stack {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "r.sock")
@@ -120,30 +145,26 @@ func start(t testing.TB, edge func(*config.Edge), options ...func(*Options)) *st
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 
-	cfg, err := config.Load("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := cfg.Edge
+	e := defaultSite()
 	e.AssetsDir = filepath.Join(dir, "client")
 	os.MkdirAll(filepath.Join(e.AssetsDir, "assets", "sub"), 0o755)
 	os.WriteFile(filepath.Join(e.AssetsDir, "assets", "client-1.js"), []byte("console.log(1)"), 0o644)
 	os.WriteFile(filepath.Join(e.AssetsDir, "manifest.json"), []byte("secret"), 0o644)
-	e.MaxPageMB = 1
+	e.MaxPageBytes = 1 << 20
 	// Caching is opt-in per test: these tests count render calls.
 	for i := range e.Routes {
-		e.Routes[i].Cache = config.RouteCache{}
+		e.Routes[i].Cache = CachePolicy{}
 	}
-	e.CacheNotFoundTTL = 0
-	e.CacheTTLJitter = 0
+	e.NotFoundTTL = 0
+	e.TTLJitter = 0
 	// Deadlines far beyond any fake render, so a slow CI runner never turns a
 	// test's outcome into "timeout"; the tests of deadlines set their own.
-	e.RenderTimeout = 10 * time.Second
-	e.HardTimeout = 20 * time.Second
-	if edge != nil {
-		edge(&e)
+	e.Timeouts.Render = 10 * time.Second
+	e.Timeouts.Hard = 20 * time.Second
+	if edit != nil {
+		edit(&e)
 	}
-	client, err := renderclient.New("unix://"+sock, renderclient.Options{MaxPageBytes: e.MaxPageBytes()})
+	client, err := renderclient.New("unix://"+sock, renderclient.Options{MaxPageBytes: e.MaxPageBytes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,17 +173,16 @@ func start(t testing.TB, edge func(*config.Edge), options ...func(*Options)) *st
 	metrics := NewMetrics(registry)
 	clock := &fakeClock{t: time.Unix(1_000_000, 0)}
 	cache := htmlcache.New(htmlcache.Options{
-		MaxBytes: e.CacheMaxMB << 20, MaxEntryBytes: e.CacheMaxEntryMB << 20,
+		MaxBytes: e.CacheMaxBytes, MaxEntryBytes: e.CacheMaxEntryBytes,
 		Now: clock.now, OnEvict: func(*htmlcache.Entry) { metrics.evictions.Inc() },
 	})
-	o := Options{
-		Renderer: client, Manifest: &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}},
-		Cache: cache, Metrics: metrics, Log: slog.New(slog.DiscardHandler),
-	}
+	o := &e.Options
+	o.Renderer, o.Manifest = client, &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}}
+	o.Cache, o.Metrics, o.Log = cache, metrics, slog.New(slog.DiscardHandler)
 	for _, option := range options {
-		option(&o)
+		option(o)
 	}
-	h, err := newHandler(e, o)
+	h, err := newHandler(e)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,9 +335,9 @@ func TestFallbacks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := start(t, func(e *config.Edge) {
+			s := start(t, func(e *testSite) {
 				if tt.wantReason == ReasonTimeout {
-					e.RenderTimeout = 100 * time.Millisecond
+					e.Timeouts.Render = 100 * time.Millisecond
 				}
 			})
 			s.renderer.render = tt.render
@@ -328,10 +348,10 @@ func TestFallbacks(t *testing.T) {
 }
 
 func TestWithdrawsRendersNobodyCanStore(t *testing.T) {
-	s := start(t, func(e *config.Edge) { e.RenderTimeout = 100 * time.Millisecond })
+	s := start(t, func(e *testSite) { e.Timeouts.Render = 100 * time.Millisecond })
 	withdrawn := make(chan struct{})
 	s.renderer.render = func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-		<-ctx.Done() // the 20s hard deadline is far away: only a cancellation ends this
+		<-ctx.Done() // the 20s hard timeout is far away: only a cancellation ends this
 		close(withdrawn)
 		return nil, ctx.Err()
 	}
@@ -346,8 +366,7 @@ func TestWithdrawsRendersNobodyCanStore(t *testing.T) {
 
 func TestRendererDown(t *testing.T) {
 	dir := t.TempDir()
-	cfg, _ := config.Load("", nil)
-	e := cfg.Edge
+	e := defaultSite()
 	e.AssetsDir = dir
 	os.Mkdir(filepath.Join(dir, "assets"), 0o755)
 	client, err := renderclient.New("unix://"+filepath.Join(dir, "nobody.sock"), renderclient.Options{})
@@ -355,10 +374,9 @@ func TestRendererDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer client.Close()
-	h, _ := newHandler(e, Options{
-		Renderer: client, Manifest: &document.Manifest{Scripts: []string{"/assets/c.js"}},
-		Cache: htmlcache.New(htmlcache.Options{}), Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.DiscardHandler),
-	})
+	e.Renderer, e.Manifest = client, &document.Manifest{Scripts: []string{"/assets/c.js"}}
+	e.Cache, e.Metrics, e.Log = htmlcache.New(htmlcache.Options{}), NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler)
+	h, _ := newHandler(e)
 	ts := httptest.NewServer(h)
 	defer ts.Close()
 	resp, body := get(t, ts.URL+"/")
@@ -434,75 +452,10 @@ edge_requests_total{code="404",outcome="ssr",route="GET /"} 1
 	if n := testutil.CollectAndCount(s.registry, "edge_render_duration_seconds"); n != 4 {
 		t.Errorf("got %d render duration series, want 4 (three routes OK, one Internal)", n)
 	}
-	idle := "# HELP edge_renders_in_flight Render calls waiting for the renderer, including those past their soft deadline.\n" +
+	idle := "# HELP edge_renders_in_flight Render calls waiting for the renderer, including those past their render timeout.\n" +
 		"# TYPE edge_renders_in_flight gauge\nedge_renders_in_flight 0\n"
 	if err := testutil.GatherAndCompare(s.registry, strings.NewReader(idle), "edge_renders_in_flight"); err != nil {
 		t.Errorf("in-flight renders after every answer: %v", err)
-	}
-}
-
-func TestAdmin(t *testing.T) {
-	var draining atomic.Bool
-	registry := prometheus.NewRegistry()
-	registry.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "probe_total", Help: "x"}))
-	cache := htmlcache.New(htmlcache.Options{})
-	local := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", TrustLoopback: true, Cache: localPurger{cache}})
-	// In a pod: the renderer's app code shares the loopback interface.
-	pod := Admin(AdminOptions{Draining: &draining, Gatherer: registry, Token: "s3cret", Cache: localPurger{cache}})
-
-	serveOn := func(h http.Handler, method, path, remote, auth string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, path, nil)
-		req.RemoteAddr = remote
-		if auth != "" {
-			req.Header.Set("Authorization", auth)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
-	serve := func(path, remote, auth string) *httptest.ResponseRecorder {
-		return serveOn(local, "GET", path, remote, auth)
-	}
-	tests := []struct {
-		name, path, remote, auth string
-		want                     int
-	}{
-		{"liveness", "/healthz", "10.0.0.9:1", "", 200},
-		{"readiness", "/readyz", "10.0.0.9:1", "", 200},
-		{"metrics", "/metrics", "10.0.0.9:1", "", 200},
-		{"pprof from loopback", "/debug/pprof/", "127.0.0.1:5", "", 200},
-		{"pprof from the network", "/debug/pprof/", "10.0.0.9:1", "", 403},
-		{"pprof with the token", "/debug/pprof/", "10.0.0.9:1", "Bearer s3cret", 200},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := serve(tt.path, tt.remote, tt.auth).Code; got != tt.want {
-				t.Errorf("got %d, want %d", got, tt.want)
-			}
-		})
-	}
-	for _, tt := range []struct {
-		name, method, path, remote, auth string
-		want                             int
-	}{
-		{"pod: metrics from loopback", "GET", "/metrics", "127.0.0.1:5", "", 200},
-		{"pod: pprof from loopback without the token", "GET", "/debug/pprof/", "127.0.0.1:5", "", 403},
-		{"pod: purge from loopback without the token", "POST", "/cache/purge?prefix=/", "127.0.0.1:5", "", 403},
-		{"pod: purge with the token", "POST", "/cache/purge?prefix=/", "127.0.0.1:5", "Bearer s3cret", 200},
-		{"pod: pprof with the token", "GET", "/debug/pprof/", "10.0.0.9:1", "Bearer s3cret", 200},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := serveOn(pod, tt.method, tt.path, tt.remote, tt.auth).Code; got != tt.want {
-				t.Errorf("got %d, want %d", got, tt.want)
-			}
-		})
-	}
-	if body := serve("/metrics", "10.0.0.9:1", "").Body.String(); !strings.Contains(body, "probe_total 0") {
-		t.Errorf("metrics do not come from the given gatherer:\n%s", body)
-	}
-	draining.Store(true)
-	if got := serve("/readyz", "127.0.0.1:1", "").Code; got != 503 {
-		t.Errorf("readiness while draining: got %d, want 503", got)
 	}
 }
 
@@ -510,7 +463,7 @@ func TestAdmin(t *testing.T) {
 // scripts to preload, then its page; with early_hints off, no 1xx at all.
 func TestEarlyHints(t *testing.T) {
 	for _, on := range []bool{true, false} {
-		s := start(t, func(e *config.Edge) { e.EarlyHints = on })
+		s := start(t, func(e *testSite) { e.EarlyHints = on })
 		s.renderer.render = renders("<main>x</main>")
 		var hints []textproto.MIMEHeader
 		trace := &httptrace.ClientTrace{Got1xxResponse: func(code int, h textproto.MIMEHeader) error {

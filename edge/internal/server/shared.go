@@ -14,7 +14,7 @@ import (
 // sharedTier is the cache's second level (edge.shared_cache_address): before a replica
 // renders a key it reads the store, where any replica's render of it is; a cold key is
 // rendered by the one replica that takes its lock in the store, the others wait for its
-// result (up to the route's hard deadline, then they render too); every render is written
+// result (up to the route's hard timeout, then they render too); every render is written
 // back. Purges go through the store to every replica. A failing store is skipped: the
 // replica renders on its own, as with no second level.
 type sharedTier struct {
@@ -26,13 +26,13 @@ type sharedTier struct {
 // sharedPoll is how often a replica waiting on another's render looks for its result.
 const sharedPoll = 10 * time.Millisecond
 
-// lockSlack is how much longer than the hard deadline a render lock lives: the holder
+// lockSlack is how much longer than the hard timeout a render lock lives: the holder
 // writes its copy to the store after its render.
 const lockSlack = time.Second
 
 // fetch returns a fresh copy of key from the store; when another replica holds the key's
-// render lock, it waits for that replica's copy, up to wait (the hard deadline: the requests
-// themselves fall back at their soft deadline as they would here), taking the lock itself if
+// callRenderer lock, it waits for that replica's copy, up to wait (the hard timeout: the requests
+// themselves fall back at their render timeout as they would here), taking the lock itself if
 // it comes free with no copy (that render failed). Otherwise it returns nil and the release
 // of the render lock this replica now holds (a no-op when it holds none: the store failed,
 // or the other replica is later than wait). A copy that a purge the store has not confirmed
@@ -49,7 +49,7 @@ func (s *sharedTier) fetch(key string, wait time.Duration, now func() time.Time)
 			return e, none
 		}
 		began := time.Now()
-		// The lock outlives the holder's render (within wait, the hard deadline) and the
+		// The lock outlives the holder's render (within wait, the hard timeout) and the
 		// write of its copy.
 		unlock, acquired, err := s.store.LockFor(ctx, key, wait+lockSlack)
 		s.observe("lock", began, err, either(acquired, "ok", "held"))
@@ -104,9 +104,9 @@ func (s *sharedTier) put(e *htmlcache.Entry, unlock func()) {
 // purge tells every other replica of p and removes its documents from the store. When
 // either fails, the store goes on retrying it in the background, and refuses meanwhile the
 // store's copies it names (sharedcache.Store.Purge).
-func (s *sharedTier) purge(p sharedcache.Purge) (int, error) {
+func (s *sharedTier) purge(ctx context.Context, p sharedcache.Purge) (int, error) {
 	began := time.Now()
-	n, err := s.store.Purge(context.Background(), p)
+	n, err := s.store.Purge(ctx, p)
 	s.observe("purge", began, err, "ok")
 	if err != nil {
 		s.log.Error("shared cache: purge not applied to the store yet: retrying in the background, its copies refused meanwhile",

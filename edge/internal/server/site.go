@@ -14,15 +14,19 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
 
 const assetsPattern = "GET /assets/"
 
-// Options are what a Site is built from.
+// notFoundRoute names the not-found page's route in metrics: the pattern it is mounted at.
+const notFoundRoute = "GET /"
+
+// Options are what a Site is built from: its parts, and the settings every page shares,
+// valid and with their defaults in place (the public package sees to both).
 type Options struct {
 	Renderer Renderer
 	Manifest *document.Manifest
@@ -45,12 +49,36 @@ type Options struct {
 	// ServerBuild identifies the Go server's own code (its loaders): part of every cache
 	// key, with the client build's and the renderer bundle's ids.
 	ServerBuild string
+
+	// AssetsDir holds the client build: manifest.json and assets/.
+	AssetsDir string
+	// Timeouts are the deadlines of pages that set none.
+	Timeouts Timeouts
+	// NotFoundPage is the app's page for paths nothing serves; NotFoundTTL the freshness of
+	// 404s (zero: not stored).
+	NotFoundPage string
+	NotFoundTTL  time.Duration
+	// PassTTL is how long requests render side by side after a render that may not be stored.
+	PassTTL time.Duration
+	// TTLJitter shortens each stored TTL by up to this fraction, at random.
+	TTLJitter float64
+	// IgnoreQuery are the query parameters no page reads (a trailing * matches a prefix).
+	IgnoreQuery []string
+	// MaxPropsBytes bounds the props a Go loader hands a page.
+	MaxPropsBytes int
+	// MaxRendersInFlight caps the renders that take CPU at once (see slot).
+	MaxRendersInFlight int
+	// EarlyHints: a 103 with the build's Link header before waiting for a render.
+	EarlyHints bool
+	// Crawler matches the User-Agent of crawlers, which get a streaming page's complete
+	// document; nil: none.
+	Crawler *regexp.Regexp
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
 // mounts its config routes on it; the public package mounts pages with Go loaders.
 type Site struct {
-	e      config.Edge
+	o      Options
 	d      deps
 	assets http.Handler
 	pages  PageLister
@@ -64,17 +92,14 @@ type Site struct {
 	stop context.CancelFunc
 }
 
-// NewSite prepares the pages of e (valid: config.Validate) over o's renderer and cache.
-func NewSite(e config.Edge, o Options) (*Site, error) {
+// NewSite prepares the pages of a site over o's renderer and cache.
+func NewSite(o Options) (*Site, error) {
 	build := &builds{server: o.ServerBuild}
 	d := deps{
-		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: e.EarlyHints,
-		cache: o.Cache, flights: &flights{cache: o.Cache, current: build.matches}, slots: make(chan struct{}, e.MaxRendersInFlight),
-		jitter: e.CacheTTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
+		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints,
+		cache: o.Cache, flights: &flights{cache: o.Cache, current: build.matches}, slots: make(chan struct{}, o.MaxRendersInFlight),
+		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
-	}
-	if e.CrawlerUserAgent != "" {
-		d.crawler = regexp.MustCompile(e.CrawlerUserAgent) // config.Validate compiled it
 	}
 	if o.ErrorPage != "" {
 		d.names.use(o.ErrorPage, "the error page", false)
@@ -82,7 +107,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
 	}
-	files, err := newAssets(filepath.Join(e.AssetsDir, "assets"), d.shared)
+	files, err := newAssets(filepath.Join(o.AssetsDir, "assets"), d.shared)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +117,7 @@ func NewSite(e config.Edge, o Options) (*Site, error) {
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
 	s := &Site{
-		e: e, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop,
+		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop,
 		pages: o.Pages, lang: o.Lang, head: o.Head,
 	}
 	if o.Pages != nil {
@@ -161,7 +186,7 @@ type PageOptions struct {
 }
 
 // Page serves one route: its page, cache policy, variants and deadlines.
-func (s *Site) Page(r config.Route, o PageOptions) http.Handler {
+func (s *Site) Page(r Route, o PageOptions) http.Handler {
 	p := s.newPage(r, cmp.Or(o.UsedBy, "route "+r.Pattern))
 	p.loader = o.Load
 	p.lang = cmp.Or(o.Lang, p.lang)
@@ -172,13 +197,14 @@ func (s *Site) Page(r config.Route, o PageOptions) http.Handler {
 }
 
 // newPage is a page of the site's, its name checked against the renderer's bundle.
-func (s *Site) newPage(r config.Route, usedBy string) *page {
-	p := newPage(r, s.e, s.d)
+func (s *Site) newPage(r Route, usedBy string) *page {
+	r.Timeouts = r.Timeouts.Over(s.o.Timeouts)
+	p := newPage(r, &s.o, s.d)
 	p.lang, p.head = s.lang, s.head
 	s.d.names.use(r.Page, usedBy, r.Stream)
 	// A purge must outlive every render that began before it: a flight may wait on another
-	// replica's render, then render itself, each within the hard deadline.
-	s.d.cache.RememberPurgesFor(2*p.hard + purgeSlack)
+	// replica's render, then render itself, each within the hard timeout.
+	s.d.cache.RememberPurgesFor(2*p.timeouts.Hard + purgeSlack)
 	return p
 }
 
@@ -189,8 +215,8 @@ const purgeSlack = 10 * time.Second
 // cache entry for all of them. It may be served stale for an hour while the renderer is
 // down, since a not-found page rarely changes.
 func (s *Site) NotFound() http.Handler {
-	p := s.newPage(config.Route{Pattern: config.NotFoundPattern, Page: s.e.NotFoundPage, Cache: config.RouteCache{
-		TTL: s.e.CacheNotFoundTTL, StaleWhileRevalidate: s.e.CacheNotFoundTTL, StaleIfError: time.Hour,
+	p := s.newPage(Route{Pattern: notFoundRoute, Page: s.o.NotFoundPage, Cache: CachePolicy{
+		TTL: s.o.NotFoundTTL, StaleWhileRevalidate: s.o.NotFoundTTL, StaleIfError: time.Hour,
 	}}, "the not-found page")
 	p.unmatched = true
 	return s.wrap(p.route, p)
@@ -200,14 +226,14 @@ func (s *Site) NotFound() http.Handler {
 func (s *Site) Assets() http.Handler { return s.assets }
 
 // RespondWith answers r with page rendered as decided (or err, a loader's failure),
-// uncached, within the soft deadline, with the fallbacks of any page: the public package's
+// uncached, within the render timeout, with the fallbacks of any page: the public package's
 // Server.Render. It returns the fallback's reason, or "" when the page was rendered.
 // ("Render", in this package, is the renderer's call.)
 func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, decided *Loaded, err error) string {
 	s.mu.Lock()
 	p, ok := s.direct[page]
 	if !ok {
-		p = s.newPage(config.Route{Pattern: "render " + page, Page: page}, "Render")
+		p = s.newPage(Route{Pattern: "render " + page, Page: page}, "Render")
 		s.direct[page] = p
 	}
 	s.mu.Unlock()
@@ -221,11 +247,11 @@ func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, 
 // 500 instead of a dropped connection on a bug, a span when tracing is on, and a count in
 // edge_requests_total.
 func (s *Site) wrap(route string, h http.Handler) http.Handler {
-	return withRecover(s.d.log)(withRequestID(withTracing(s.d.tracer, route, s.d.metrics.count(route, s.d.tracer != nil, h))))
+	return middleware.Recover(s.d.log)(middleware.WithRequestID(middleware.Trace(s.d.tracer, route)(s.d.metrics.count(route, s.d.tracer != nil, h))))
 }
 
-// ServeMux wraps a ServeMux of pages: request ids, recovered panics, and the requests the
-// mux answers itself counted.
-func (s *Site) ServeMux(mux *http.ServeMux) http.Handler {
-	return withRecover(s.d.log)(withRequestID(s.d.metrics.countUnrouted(mux)))
+// Wrap wraps the shop's handler of pages: request ids, recovered panics, and the requests
+// no page answers counted.
+func (s *Site) Wrap(h http.Handler) http.Handler {
+	return middleware.Recover(s.d.log)(middleware.WithRequestID(s.d.metrics.countUnanswered(h)))
 }

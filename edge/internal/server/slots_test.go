@@ -15,7 +15,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
@@ -97,31 +96,26 @@ func (*holdingStream) CloseSend() error                      { return nil }
 // or not) and /other, a page that neither streams nor has a loader.
 func slotSite(t *testing.T, r Renderer, stream bool, load Loader) string {
 	t.Helper()
-	cfg, err := config.Load("", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := cfg.Edge
+	e := defaultSite().Options
 	e.AssetsDir = t.TempDir()
 	if err := os.Mkdir(filepath.Join(e.AssetsDir, "assets"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	e.MaxRendersInFlight = 1
 	// Far beyond any render here: an answer that is not "overloaded" is never "timeout".
-	e.RenderTimeout, e.StreamTimeout, e.HardTimeout = 10*time.Second, 15*time.Second, 20*time.Second
-	site, err := NewSite(e, Options{
-		Renderer: r, Manifest: &document.Manifest{BuildID: "b1"},
-		Cache:   htmlcache.New(htmlcache.Options{MaxBytes: 1 << 20, MaxEntryBytes: 1 << 20}),
-		Metrics: NewMetrics(prometheus.NewRegistry()), Log: slog.New(slog.DiscardHandler),
-	})
+	e.Timeouts.Render, e.Timeouts.Stream, e.Timeouts.Hard = 10*time.Second, 15*time.Second, 20*time.Second
+	e.Renderer, e.Manifest = r, &document.Manifest{BuildID: "b1"}
+	e.Cache = htmlcache.New(htmlcache.Options{MaxBytes: 1 << 20, MaxEntryBytes: 1 << 20})
+	e.Metrics, e.Log = NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler)
+	site, err := NewSite(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(site.Close)
 	mux := http.NewServeMux()
-	mux.Handle("GET /held", site.Page(config.Route{Pattern: "GET /held", Page: "held", Stream: stream}, PageOptions{Load: load}))
-	mux.Handle("GET /other", site.Page(config.Route{Pattern: "GET /other", Page: "other"}, PageOptions{}))
-	ts := httptest.NewServer(site.ServeMux(mux))
+	mux.Handle("GET /held", site.Page(Route{Pattern: "GET /held", Page: "held", Stream: stream}, PageOptions{Load: load}))
+	mux.Handle("GET /other", site.Page(Route{Pattern: "GET /other", Page: "other"}, PageOptions{}))
+	ts := httptest.NewServer(site.Wrap(mux))
 	t.Cleanup(ts.Close)
 	return ts.URL
 }

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -148,7 +149,7 @@ func (e errInvalidStream) Error() string { return "renderer stream: " + string(e
 // The body goes out as it comes, each batch flushed through the compressor and the
 // connection. At the route's stream deadline, counted from the request's arrival, the
 // document is closed with the boundaries still pending left to the browser (partial); the
-// render goes on for the cache.
+// callRenderer goes on for the cache.
 func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, own bool, cacheStatus string, stale bool, arrived time.Time) bool {
 	t := fl.tee
 	code := p.status(t.head)
@@ -182,7 +183,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 		return c
 	}
 	out.Write(open)
-	deadline := time.NewTimer(time.Until(arrived.Add(p.streamTimeout)))
+	deadline := time.NewTimer(time.Until(arrived.Add(p.timeouts.Stream)))
 	defer deadline.Stop()
 	next := 0
 	var nonced []byte // a chunk with this response's nonce
@@ -199,7 +200,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 		if ended {
 			if err != nil {
 				p.log.Warn("streamed render failed after its shell: boundaries still pending are left to the browser",
-					"err", err, "page", req.Page, "url", req.Url, "request_id", RequestID(r.Context()))
+					"err", err, "page", req.Page, "url", req.Url, "request_id", middleware.RequestID(r.Context()))
 				p.closePartial(out, w, doc.Nonce, closing(), "error")
 				return true
 			}

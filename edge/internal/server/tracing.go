@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 )
 
 // renderSpan names the render call on both sides: the edge's client span, the renderer's
@@ -53,7 +55,7 @@ func (d *deps) origin(ctx context.Context) trace.SpanContext {
 // the traceparent of the call's span. (AppendToOutgoingContext defers building the
 // metadata map to the transport, which builds its own anyway.)
 func (d *deps) outgoing(ctx context.Context) context.Context {
-	id := RequestID(ctx)
+	id := middleware.RequestID(ctx)
 	if d.tracer == nil {
 		// Apart, so that the carrier below, which escapes, costs nothing with tracing off.
 		if id == "" {

@@ -64,7 +64,10 @@ func TestTracing(t *testing.T) {
 		if want := "00-" + callerTrace + "-" + call.SpanContext.SpanID().String() + "-01"; len(traceparent) != 1 || traceparent[0] != want {
 			t.Errorf("the renderer got traceparent %q, want %q (the render call's span)", traceparent, want)
 		}
-		attrs := attributes(server)
+		attrs := map[string]string{}
+		for _, kv := range server.Attributes {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
 		for key, want := range map[string]string{"ssr.request_id": "req-1", "ssr.outcome": "ssr", "http.response.status_code": "200", "http.route": "/products/{id}"} {
 			if attrs[key] != want {
 				t.Errorf("request span: %s = %q, want %q", key, attrs[key], want)

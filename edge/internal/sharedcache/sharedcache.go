@@ -306,7 +306,7 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func(), acquired b
 	return s.LockFor(ctx, key, s.opts.LockTTL)
 }
 
-// LockFor is Lock for a render that may take up to ttl (its page's hard deadline and a
+// LockFor is Lock for a render that may take up to ttl (its page's hard timeout and a
 // margin): a holder that crashed loses the lock after ttl or Options.LockTTL, whichever
 // is longer, and a live holder keeps it until it stored its result.
 func (s *Store) LockFor(ctx context.Context, key string, ttl time.Duration) (unlock func(), acquired bool, err error) {

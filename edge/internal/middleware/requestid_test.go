@@ -1,4 +1,4 @@
-package server
+package middleware
 
 import (
 	"net/http"
@@ -23,7 +23,7 @@ func TestWithRequestID(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var seen string
-			h := withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RequestID(r.Context()) }))
+			h := WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RequestID(r.Context()) }))
 			req := httptest.NewRequest("GET", "/", nil)
 			if tt.sent != "" {
 				req.Header.Set("X-Request-Id", tt.sent)
@@ -48,8 +48,8 @@ func TestWithRequestID(t *testing.T) {
 // layer's id is the request's, and the inner one neither replaces nor echoes another.
 func TestWithRequestIDNested(t *testing.T) {
 	var seen string
-	inner := withRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RequestID(r.Context()) }))
-	outer := withRequestID(inner)
+	inner := WithRequestID(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { seen = RequestID(r.Context()) }))
+	outer := WithRequestID(inner)
 	rec := httptest.NewRecorder()
 	outer.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	if got := rec.Header().Values("X-Request-Id"); len(got) != 1 || got[0] != seen {

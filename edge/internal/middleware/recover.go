@@ -1,13 +1,13 @@
-package server
+package middleware
 
 import (
 	"log/slog"
 	"net/http"
 )
 
-// withRecover turns a panic in the edge itself into a logged 500 instead of a dropped
+// Recover turns a panic in the edge itself into a logged 500 instead of a dropped
 // connection.
-func withRecover(log *slog.Logger) func(http.Handler) http.Handler {
+func Recover(log *slog.Logger) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			defer func() {

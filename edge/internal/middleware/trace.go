@@ -1,4 +1,4 @@
-package server
+package middleware
 
 import (
 	"net/http"
@@ -10,13 +10,22 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// withTracing opens a request's server span, named by its route, as a child of the caller's
+// traceContext is W3C Trace Context, in and out, whatever the process's global propagator.
+var traceContext = propagation.TraceContext{}
+
+// Trace opens a request's server span, named by its route, as a child of the caller's
 // when a traceparent says so (the sampler follows the caller's sampled flag). With tracing
-// off it is not in the chain at all.
-func withTracing(tracer trace.Tracer, route string, next http.Handler) http.Handler {
-	if tracer == nil {
-		return next
+// off (a nil tracer) it is not in the chain at all.
+func Trace(tracer trace.Tracer, route string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		if tracer == nil {
+			return next
+		}
+		return traced(tracer, route, next)
 	}
+}
+
+func traced(tracer trace.Tracer, route string, next http.Handler) http.Handler {
 	_, pattern, _ := strings.Cut(route, " ")
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx := traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
@@ -31,8 +40,9 @@ func withTracing(tracer trace.Tracer, route string, next http.Handler) http.Hand
 	})
 }
 
-// traceAnswer puts what a request was answered with on its span (metrics.count knows it).
-func traceAnswer(r *http.Request, w http.ResponseWriter, code int, outcome string) {
+// TraceAnswer puts what a request was answered with on its span (the count of requests
+// knows it).
+func TraceAnswer(r *http.Request, w http.ResponseWriter, code int, outcome string) {
 	span := trace.SpanFromContext(r.Context())
 	if !span.IsRecording() {
 		return

@@ -1,4 +1,4 @@
-package server
+package middleware
 
 import (
 	"bytes"
@@ -22,7 +22,7 @@ func TestWithRecover(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var logs bytes.Buffer
-			h := withRequestID(withRecover(slog.New(slog.NewJSONHandler(&logs, nil)))(tt.handler))
+			h := WithRequestID(Recover(slog.New(slog.NewJSONHandler(&logs, nil)))(tt.handler))
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", "/p", nil))
 			if rec.Code != tt.wantCode {
@@ -41,7 +41,7 @@ func TestWithRecover(t *testing.T) {
 // TestWithRecoverLeavesAbortHandler: http.ErrAbortHandler is how a handler asks net/http to
 // drop the connection; turning it into a 500 would defeat it.
 func TestWithRecoverLeavesAbortHandler(t *testing.T) {
-	h := withRecover(slog.New(slog.DiscardHandler))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
+	h := Recover(slog.New(slog.DiscardHandler))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic(http.ErrAbortHandler) }))
 	defer func() {
 		if v := recover(); v != http.ErrAbortHandler {
 			t.Errorf("got panic %v, want http.ErrAbortHandler to go on up", v)

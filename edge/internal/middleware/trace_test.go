@@ -1,4 +1,4 @@
-package server
+package middleware
 
 import (
 	"net/http"
@@ -14,7 +14,7 @@ import (
 // to cost a request anything.
 func TestWithTracingOff(t *testing.T) {
 	h := http.NewServeMux()
-	if got := withTracing(nil, "GET /p", h); got != http.Handler(h) {
+	if got := Trace(nil, "GET /p")(h); got != http.Handler(h) {
 		t.Errorf("got %T, want the handler itself", got)
 	}
 }
@@ -35,7 +35,7 @@ func TestWithTracing(t *testing.T) {
 			exporter := tracetest.NewInMemoryExporter()
 			tracer := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter)).Tracer("test")
 			var inside trace.SpanContext
-			h := withRequestID(withTracing(tracer, "GET /products/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := WithRequestID(Trace(tracer, "GET /products/{id}")(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				inside = trace.SpanContextFromContext(r.Context())
 			})))
 			req := httptest.NewRequest("GET", "/products/7", nil)

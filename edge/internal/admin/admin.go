@@ -1,9 +1,9 @@
-package server
-
-// The admin listener's handler: liveness, readiness, metrics, and behind the admin token
-// pprof and purges.
+// Package admin is the admin listener's handler: liveness, readiness, metrics, and behind
+// the admin token pprof and purges.
+package admin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,8 +15,8 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/clock"
 )
 
-// AdminOptions configure the admin handler.
-type AdminOptions struct {
+// Options configure the admin handler.
+type Options struct {
 	// Draining turns readiness false once set.
 	Draining *atomic.Bool
 	// Ready, if not nil, is asked by readiness too: an error makes it false, with the
@@ -33,18 +33,18 @@ type AdminOptions struct {
 	Cache Purger
 }
 
-// Purger removes stored documents: the Site, and the public package's Server. The error
+// Purger removes stored documents: the public package's Server. The error
 // says the shared store's part of a purge failed.
 type Purger interface {
-	PurgeKey(key string) (bool, error)
-	PurgePath(path string) (int, error)
-	PurgePrefix(prefix string) (int, error)
-	PurgeTag(tag string) (int, error)
+	PurgeKey(ctx context.Context, key string) (bool, error)
+	PurgePath(ctx context.Context, path string) (int, error)
+	PurgePrefix(ctx context.Context, prefix string) (int, error)
+	PurgeTag(ctx context.Context, tag string) (int, error)
 }
 
-// Admin returns the admin handler: liveness, readiness (false once draining), metrics, and
+// Handler returns the admin handler: liveness, readiness (false once draining), metrics, and
 // /debug/pprof/ and purges for bearers of the admin token (and loopback callers if trusted).
-func Admin(o AdminOptions) http.Handler {
+func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -88,15 +88,15 @@ func purge(c Purger) http.HandlerFunc {
 		switch {
 		case q.Has("key"):
 			var purged bool
-			if purged, err = c.PurgeKey(q.Get("key")); purged {
+			if purged, err = c.PurgeKey(r.Context(), q.Get("key")); purged {
 				n = 1
 			}
 		case q.Has("path"):
-			n, err = c.PurgePath(q.Get("path"))
+			n, err = c.PurgePath(r.Context(), q.Get("path"))
 		case q.Has("prefix") && q.Get("prefix") != "":
-			n, err = c.PurgePrefix(q.Get("prefix"))
+			n, err = c.PurgePrefix(r.Context(), q.Get("prefix"))
 		case q.Get("tag") != "":
-			n, err = c.PurgeTag(q.Get("tag"))
+			n, err = c.PurgeTag(r.Context(), q.Get("tag"))
 		default:
 			http.Error(w, "purge needs ?key=, ?path=, a non-empty ?prefix= or a non-empty ?tag=", http.StatusBadRequest)
 			return

@@ -1,0 +1,238 @@
+package config
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+)
+
+// The file's keys become the public package's options here, in one direction: each key
+// is read once, into the option it sets (optionKeys names which, for errors), and the
+// package validates the options. What a zero option means to the package (its default),
+// the file says by leaving the key out: its defaults are written in defaults.yaml, so a
+// zero written in the file means what the key's doc says, never "the default".
+
+// Options are the public package's options the file sets. Logger, Registerer and
+// TracerProvider are the binary's to add, from log_level, its registry and otlp_endpoint.
+func (c *Config) Options() ssr.Options {
+	e := &c.Edge
+	return ssr.Options{
+		RendererAddress:    c.Renderer.GRPCAddress,
+		AssetsDir:          e.AssetsDir,
+		Timeouts:           ssr.Timeouts{Render: e.RenderTimeout, Hard: e.HardTimeout, Stream: e.StreamTimeout},
+		MaxPageBytes:       e.MaxPageMB << 20,
+		MaxPropsBytes:      e.MaxPropsMB << 20,
+		MaxRendersInFlight: e.MaxRendersInFlight,
+		NotFoundPage:       e.NotFoundPage,
+		Lang:               e.Lang,
+		Head:               e.Head,
+		EarlyHints:         e.EarlyHints,
+		CrawlerUserAgent:   orMatchesNone(e.CrawlerUserAgent),
+		Cache: ssr.CacheOptions{
+			MaxBytes:      e.CacheMaxMB << 20,
+			MaxEntryBytes: e.CacheMaxEntryMB << 20,
+			NotFoundTTL:   zeroIsNone(e.CacheNotFoundTTL),
+			PassTTL:       e.CachePassTTL,
+			TTLJitter:     zeroIsNone(e.CacheTTLJitter),
+			IgnoreQuery:   nonNil(e.CacheIgnoreQuery),
+			SharedAddress: e.SharedCacheAddress,
+			SharedKey:     orNil([]byte(e.SharedCacheKey)),
+			SharedTimeout: e.SharedCacheTimeout,
+		},
+	}
+}
+
+// ServeOptions are ListenAndServe's options the file sets; the admin handler's Gatherer is
+// the binary's registry.
+func (c *Config) ServeOptions() ssr.ServeOptions {
+	e := &c.Edge
+	return ssr.ServeOptions{
+		AdminAddr:       e.AdminListen,
+		Admin:           ssr.AdminOptions{Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback},
+		MaxConnections:  e.MaxConnections,
+		ShutdownDelay:   e.ShutdownDelay,
+		ShutdownTimeout: e.ShutdownTimeout,
+	}
+}
+
+// PublicServer is the public server the file describes, without its Handler.
+func (c *Config) PublicServer() *http.Server {
+	e := &c.Edge
+	return &http.Server{
+		Addr:              e.Listen,
+		ReadHeaderTimeout: e.ReadHeaderTimeout,
+		ReadTimeout:       zeroIsNone(e.ReadTimeout),
+		WriteTimeout:      zeroIsNone(e.WriteTimeout),
+		IdleTimeout:       zeroIsNone(e.IdleTimeout),
+		MaxHeaderBytes:    e.MaxHeaderBytes,
+	}
+}
+
+// A Page is a route of the file: a page of the app mounted at a pattern.
+type Page struct {
+	Pattern string
+	Name    string
+	Options ssr.PageOptions
+}
+
+// Pages are the file's routes, in order.
+func (c *Config) Pages() []Page {
+	pages := make([]Page, len(c.Edge.Routes))
+	for i, r := range c.Edge.Routes {
+		pages[i] = Page{Pattern: r.Pattern, Name: r.Page, Options: ssr.PageOptions{
+			Route:    r.Pattern,
+			Timeouts: ssr.Timeouts{Render: r.RenderTimeout, Hard: r.HardTimeout, Stream: r.StreamTimeout},
+			Variants: r.Variants,
+			Stream:   r.Stream,
+			Cache: ssr.CachePolicy{
+				TTL: r.Cache.TTL, StaleWhileRevalidate: r.Cache.StaleWhileRevalidate, StaleIfError: r.Cache.StaleIfError,
+				Query: r.Cache.Query, PersonalizeCookies: r.Cache.PersonalizeCookies,
+			},
+		}}
+	}
+	return pages
+}
+
+// optionKeys names the key that sets each option, for the package's errors: a file's
+// reader knows its keys. Route keys are relative to their route ("edge.routes[2].").
+var optionKeys = map[string]string{
+	"Options.RendererAddress":                "renderer.grpc_address",
+	"Options.AssetsDir":                      "edge.assets_dir",
+	"Options.Timeouts.Render":                "edge.render_timeout",
+	"Options.Timeouts.Hard":                  "edge.hard_timeout",
+	"Options.Timeouts.Stream":                "edge.stream_timeout",
+	"Options.MaxPageBytes":                   "edge.max_page_mb",
+	"Options.MaxPropsBytes":                  "edge.max_props_mb",
+	"Options.MaxRendersInFlight":             "edge.max_renders_in_flight",
+	"Options.NotFoundPage":                   "edge.not_found_page",
+	"Options.Lang":                           "edge.lang",
+	"Options.Head":                           "edge.head",
+	"Options.EarlyHints":                     "edge.early_hints",
+	"Options.CrawlerUserAgent":               "edge.crawler_user_agent",
+	"Options.Cache.MaxBytes":                 "edge.cache_max_mb",
+	"Options.Cache.MaxEntryBytes":            "edge.cache_max_entry_mb",
+	"Options.Cache.NotFoundTTL":              "edge.cache_not_found_ttl",
+	"Options.Cache.PassTTL":                  "edge.cache_pass_ttl",
+	"Options.Cache.TTLJitter":                "edge.cache_ttl_jitter",
+	"Options.Cache.IgnoreQuery":              "edge.cache_ignore_query",
+	"Options.Cache.SharedAddress":            "edge.shared_cache_address",
+	"Options.Cache.SharedKey":                "edge.shared_cache_key",
+	"Options.Cache.SharedTimeout":            "edge.shared_cache_timeout",
+	"ServeOptions.AdminAddr":                 "edge.admin_listen",
+	"ServeOptions.Admin.Token":               "edge.admin_token",
+	"ServeOptions.Admin.TrustLoopback":       "edge.admin_trust_loopback",
+	"ServeOptions.MaxConnections":            "edge.max_connections",
+	"ServeOptions.ShutdownDelay":             "edge.shutdown_delay",
+	"ServeOptions.ShutdownTimeout":           "edge.shutdown_timeout",
+	"http.Server.Addr":                       "edge.listen",
+	"http.Server.ReadHeaderTimeout":          "edge.read_header_timeout",
+	"http.Server.ReadTimeout":                "edge.read_timeout",
+	"http.Server.WriteTimeout":               "edge.write_timeout",
+	"http.Server.IdleTimeout":                "edge.idle_timeout",
+	"http.Server.MaxHeaderBytes":             "edge.max_header_bytes",
+	"PageOptions.Route":                      "pattern",
+	"PageOptions.Timeouts.Render":            "render_timeout",
+	"PageOptions.Timeouts.Hard":              "hard_timeout",
+	"PageOptions.Timeouts.Stream":            "stream_timeout",
+	"PageOptions.Variants":                   "variants",
+	"PageOptions.Stream":                     "stream",
+	"PageOptions.Cache.TTL":                  "cache.ttl",
+	"PageOptions.Cache.StaleWhileRevalidate": "cache.stale_while_revalidate",
+	"PageOptions.Cache.StaleIfError":         "cache.stale_if_error",
+	"PageOptions.Cache.Query":                "cache.query",
+	"PageOptions.Cache.PersonalizeCookies":   "cache.personalize_cookies",
+}
+
+// keyOf names field (an option's path, an index allowed: "PageOptions.Variants[1]") by its
+// key; route keys get prefix, "edge.routes[2].".
+func keyOf(field, prefix string) string {
+	path, index, _ := strings.Cut(field, "[")
+	key, ok := optionKeys[path]
+	if !ok {
+		return field // an option no key sets: the file cannot have broken it, but say it
+	}
+	if index != "" {
+		key += "[" + index
+	}
+	if strings.HasPrefix(path, "PageOptions.") {
+		key = prefix + key
+	}
+	return key
+}
+
+// keyErrors is err, the package's, with each *ssr.OptionError made the *KeyError of the
+// key that set its option.
+func keyErrors(err error, prefix string) []error {
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	for _, e := range unjoin(err) {
+		oe, ok := e.(*ssr.OptionError)
+		if !ok {
+			errs = append(errs, e)
+			continue
+		}
+		name := func(field string) string { return keyOf(field, prefix) }
+		errs = append(errs, &KeyError{Key: name(oe.Field), Msg: oe.Explain(name)})
+	}
+	return errs
+}
+
+// Explain is err, an error of the public package's (New, ListenAndServe), with the
+// options it names given by the keys that set them.
+func Explain(err error) error {
+	if errs := keyErrors(err, "edge.routes[]."); len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return err
+}
+
+// unjoin is the errors errors.Join joined into err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// matchesNone is a regular expression that matches no User-Agent.
+const matchesNone = `\b\B`
+
+// orMatchesNone is the file's crawler_user_agent, where empty means none, as the package
+// takes it, where empty means its default.
+func orMatchesNone(pattern string) string {
+	if pattern == "" {
+		return matchesNone
+	}
+	return pattern
+}
+
+// zeroIsNone is a value of the file's, where zero means none, as the package takes it,
+// where zero means its default and a negative value none.
+func zeroIsNone[T time.Duration | float64](v T) T {
+	if v == 0 {
+		return -1
+	}
+	return v
+}
+
+// orNil is b, or nil when it is empty: the package's "no key".
+func orNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// nonNil is a list of the file's, where empty means none, as the package takes it, where
+// nil means its default.
+func nonNil(list []string) []string {
+	if list == nil {
+		return []string{}
+	}
+	return list
+}

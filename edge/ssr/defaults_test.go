@@ -1,0 +1,53 @@
+package ssr_test
+
+import (
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+)
+
+// TestDefaultsAreTheBinarys: the edge binary's embedded defaults (defaults.yaml, which the
+// renderer's tests read too) give the options zero Options mean, but where the binary
+// decides otherwise, for the reason given: each default lives in the package, and the file
+// that writes it out for operators is held to it.
+func TestDefaultsAreTheBinarys(t *testing.T) {
+	cfg, err := config.Load("", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	differs := map[string]string{
+		"EarlyHints": "on in the binary: behind a proxy of its own deploy; off in the package, where httptest and middleware take a 103 for the status",
+	}
+	compare := func(what string, fromFile, zero any) {
+		t.Helper()
+		a, b := reflect.ValueOf(fromFile), reflect.ValueOf(zero)
+		for i := range a.NumField() {
+			name := a.Type().Field(i).Name
+			if _, ok := differs[name]; ok {
+				continue
+			}
+			if f, z := a.Field(i).Interface(), b.Field(i).Interface(); !reflect.DeepEqual(f, z) {
+				t.Errorf("%s.%s: the binary's default is %v, the package's %v", what, name, f, z)
+			}
+		}
+	}
+	file, zero := ssr.WithDefaults(cfg.Options()), ssr.WithDefaults(ssr.Options{})
+	compare("Options", file, zero)
+	compare("Options.Timeouts", file.Timeouts, zero.Timeouts)
+	compare("Options.Cache", file.Cache, zero.Cache)
+
+	public := cfg.PublicServer()
+	serve := ssr.ServeWithDefaults(cfg.ServeOptions(), public)
+	zeroPublic := &http.Server{}
+	zeroServe := ssr.ServeWithDefaults(ssr.ServeOptions{}, zeroPublic)
+	differs["Admin"] = "admin_trust_loopback is on locally, where the admin listener is on loopback; the pod's config turns it off"
+	compare("ServeOptions", serve, zeroServe)
+	for _, f := range []string{"Addr", "ReadHeaderTimeout", "ReadTimeout", "WriteTimeout", "IdleTimeout", "MaxHeaderBytes"} {
+		if a, b := reflect.ValueOf(public).Elem().FieldByName(f).Interface(), reflect.ValueOf(zeroPublic).Elem().FieldByName(f).Interface(); a != b {
+			t.Errorf("http.Server.%s: the binary's default is %v, the package's %v", f, a, b)
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package ssr
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+)
+
+// An OptionError is one broken rule of one option: New's, Page's and ListenAndServe's
+// errors join one per rule.
+type OptionError struct {
+	// Field is the option's path: "Options.Cache.MaxEntryBytes",
+	// "PageOptions.Timeouts.Stream", "ServeOptions.MaxConnections".
+	Field string
+	// says is what is wrong, naming each option it mentions by name(field).
+	says func(name func(field string) string) string
+}
+
+func (e *OptionError) Error() string { return "ssr: " + e.Field + " " + e.Explain(asField) }
+
+// Explain says what is wrong with the value, naming each other option it mentions as name
+// does: the edge binary names them by its config file's keys.
+func (e *OptionError) Explain(name func(field string) string) string { return e.says(name) }
+
+func asField(field string) string { return field }
+
+// rules gathers the broken rules of one set of options.
+type rules []error
+
+// broken adds a rule of field broken: format's %[n]s verbs for fields named are the
+// options' names (name), its other verbs args.
+func (rs *rules) broken(field, format string, args ...any) {
+	*rs = append(*rs, &OptionError{Field: field, says: func(name func(string) string) string {
+		named := make([]any, len(args))
+		for i, a := range args {
+			if f, ok := a.(fieldName); ok {
+				a = name(string(f))
+			}
+			named[i] = a
+		}
+		return fmt.Sprintf(format, named...)
+	}})
+}
+
+// fieldName is an argument of rules.broken that names another option.
+type fieldName string
+
+func (rs rules) err() error { return errors.Join(rs...) }
+
+// Validate returns the error New would return for o's values, nil if they are valid: for
+// options read from a file, before anything is opened.
+func (o Options) Validate() error {
+	o = o.withDefaults()
+	var rs rules
+	for field, n := range map[string]int{
+		"Options.MaxPageBytes": o.MaxPageBytes, "Options.MaxPropsBytes": o.MaxPropsBytes,
+		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.Cache.MaxBytes": o.Cache.MaxBytes,
+		"Options.Cache.MaxEntryBytes": o.Cache.MaxEntryBytes,
+	} {
+		if n < 0 {
+			rs.broken(field, "must not be negative, got %d", n)
+		}
+	}
+	for field, d := range map[string]time.Duration{
+		"Options.Timeouts.Render": o.Timeouts.Render, "Options.Timeouts.Hard": o.Timeouts.Hard,
+		"Options.Timeouts.Stream": o.Timeouts.Stream, "Options.Cache.PassTTL": o.Cache.PassTTL,
+		"Options.Cache.SharedTimeout": o.Cache.SharedTimeout,
+	} {
+		if d < 0 {
+			rs.broken(field, "must not be negative, got %s", d)
+		}
+	}
+	if o.Timeouts.Render > o.Timeouts.Hard {
+		rs.broken("Options.Timeouts.Render", "%s is above %s %s: a request must not wait longer than its render may last",
+			o.Timeouts.Render, fieldName("Options.Timeouts.Hard"), o.Timeouts.Hard)
+	}
+	if m := o.Cache.MaxEntryBytes; m > o.Cache.MaxBytes {
+		rs.broken("Options.Cache.MaxEntryBytes", "%d is above %s %d", m, fieldName("Options.Cache.MaxBytes"), o.Cache.MaxBytes)
+	}
+	if j := o.Cache.TTLJitter; j >= 1 {
+		rs.broken("Options.Cache.TTLJitter", "must be below 1, got %v", j)
+	}
+	if n := len(o.Cache.SharedKey); n > 0 && n < 32 {
+		rs.broken("Options.Cache.SharedKey", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
+	}
+	if _, err := regexp.Compile(o.CrawlerUserAgent); err != nil {
+		rs.broken("Options.CrawlerUserAgent", "is not a regular expression: %v", err)
+	}
+	return rs.err()
+}
+
+// ValidatePage returns the error Page would panic with for p on a Server of o, nil if p is
+// valid: for pages read from a file, whose mistakes are the file's, not the program's.
+func (o Options) ValidatePage(p PageOptions) error {
+	var rs rules
+	for _, w := range []struct {
+		field string
+		d     time.Duration
+	}{
+		{"PageOptions.Timeouts.Render", p.Timeouts.Render}, {"PageOptions.Timeouts.Hard", p.Timeouts.Hard},
+		{"PageOptions.Timeouts.Stream", p.Timeouts.Stream}, {"PageOptions.Cache.TTL", p.Cache.TTL},
+		{"PageOptions.Cache.StaleWhileRevalidate", p.Cache.StaleWhileRevalidate},
+		{"PageOptions.Cache.StaleIfError", p.Cache.StaleIfError},
+	} {
+		if w.d < 0 {
+			rs.broken(w.field, "must not be negative, got %s", w.d)
+		}
+	}
+	t := p.Timeouts.server().Over(o.withDefaults().Timeouts.server())
+	if t.Render > t.Hard {
+		rs.broken("PageOptions.Timeouts.Render", "%s is above the page's hard timeout (%s) %s: a request must not wait longer than its render may last",
+			t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)
+	}
+	if p.Stream && (t.Stream < t.Render || t.Stream > t.Hard) {
+		rs.broken("PageOptions.Timeouts.Stream", "%s must lie between the page's render timeout (%s) %s and its hard timeout (%s) %s: "+
+			"the shell is awaited for the first, the boundaries for this one, and the render that fills the cache for the last",
+			t.Stream, fieldName("PageOptions.Timeouts.Render"), t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)
+	}
+	if p.Cache.TTL > 0 && p.Cache.Query == nil {
+		rs.broken("PageOptions.Cache.Query", "must list the query parameters the page reads ([] for none): the page is cached, "+
+			"and any other parameter, ?u=1, ?u=2..., would make a key and a render of its own")
+	}
+	for i, v := range p.Variants {
+		if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {
+			rs.broken(fmt.Sprintf("PageOptions.Variants[%d]", i), "want \"header:Name\" or \"cookie:name\", got %q", v)
+		}
+	}
+	return rs.err()
+}
+
+// server is t as the server's rooms take it.
+func (t Timeouts) server() server.Timeouts {
+	return server.Timeouts{Render: t.Render, Hard: t.Hard, Stream: t.Stream}
+}
