@@ -39,7 +39,7 @@ func TestRunScript(t *testing.T) {
 	}
 
 	ready := func(l map[string]any) bool { return l["msg"] == "ready" }
-	first := int(run.WaitJSON("the renderer's ready line", time.Minute, ready)["pid"].(float64))
+	first := int(run.WaitJSON("the renderer's ready line", ready)["pid"].(float64))
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func TestRunScript(t *testing.T) {
 			p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML, p.props)
 	}
 	waitText(t, run, "run.sh: renderer restarted (pid ")
-	run.WaitJSON("the restarted renderer's ready line", time.Minute, func(l map[string]any) bool {
+	run.WaitJSON("the restarted renderer's ready line", func(l map[string]any) bool {
 		return ready(l) && int(l["pid"].(float64)) != first
 	})
 	rendered, _ := freshProducts(t, shop)
-	harness.WaitUntil(t, time.Minute, "server rendering after the restart", func() bool { return rendered("Add to cart") })
+	harness.WaitUntil(t, "server rendering after the restart", func() bool { return rendered("Add to cart") })
 
 	publish(t, bundle, strings.Replace(readFile(t, bundle), `children: "Add to cart"`, `children: "Add to basket"`, 1))
 	newScript := "/assets/client-NEWBUILD.js"
@@ -62,11 +62,11 @@ func TestRunScript(t *testing.T) {
 	if err := run.Cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	run.WaitJSON("the renderer's reload", time.Minute, func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
+	run.WaitJSON("the renderer's reload", func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
 	if !rendered("Add to basket") {
 		t.Error("after the reload, a product page does not come from the new bundle")
 	}
-	harness.WaitUntil(t, time.Minute, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
+	harness.WaitUntil(t, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
 	if p := get(t, shop+oldScript); p.status != 200 {
 		t.Errorf("GET %s, the previous build's script: %d", oldScript, p.status)
 	}
@@ -106,7 +106,7 @@ func TestRunScriptDev(t *testing.T) {
 	run, shop := runScript(t, root, nil, "--dev")
 	waitText(t, run, "watching app/src")
 	rendered, next := freshProducts(t, shop)
-	harness.WaitUntil(t, time.Minute, "a server-rendered page", func() bool { return rendered("Add to cart") })
+	harness.WaitUntil(t, "a server-rendered page", func() bool { return rendered("Add to cart") })
 
 	card := filepath.Join(root, "app", "src", "components", "ProductCard.jsx")
 	source := readFile(t, card)
@@ -119,7 +119,7 @@ func TestRunScriptDev(t *testing.T) {
 		publish(t, card, source)
 	}
 	edit("Add to cart", "Add to basket")
-	harness.WaitUntil(t, time.Minute, "the edit on a server-rendered page", func() bool { return rendered("Add to basket") })
+	harness.WaitUntil(t, "the edit on a server-rendered page", func() bool { return rendered("Add to basket") })
 	script := regexp.MustCompile(`src="(/assets/client-[^"]+\.js)"`)
 	first := script.FindStringSubmatch(next().body)
 	if first == nil {
@@ -132,8 +132,8 @@ func TestRunScriptDev(t *testing.T) {
 		t.Error("after a build that failed, the page is not the last good version's")
 	}
 	edit("Add to basket{", "Add to bag")
-	harness.WaitUntil(t, time.Minute, "the fix on a server-rendered page", func() bool { return rendered("Add to bag") })
-	harness.WaitUntil(t, time.Minute, "a page linking the fix's client build", func() bool {
+	harness.WaitUntil(t, "the fix on a server-rendered page", func() bool { return rendered("Add to bag") })
+	harness.WaitUntil(t, "a page linking the fix's client build", func() bool {
 		last := script.FindStringSubmatch(next().body)
 		return last != nil && last[1] != first[1]
 	})
@@ -160,7 +160,7 @@ func runScript(t *testing.T, root string, env []string, args ...string) (*harnes
 	// Its own process group, as a terminal gives it: Ctrl-C signals the group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	run := harness.Start(t, "run.sh", cmd)
-	listening := run.WaitJSON("the shop's public listener", time.Minute, func(l map[string]any) bool {
+	listening := run.WaitJSON("the shop's public listener", func(l map[string]any) bool {
 		return l["msg"] == "listening" && l["listener"] == "public"
 	})
 	return run, "http://" + listening["address"].(string)
@@ -181,11 +181,10 @@ func freshProducts(t *testing.T, shop string) (rendered func(want string) bool, 
 	return rendered, next
 }
 
-// waitText waits up to a minute for a line run.sh prints itself (text, not JSON) that
-// starts with prefix.
+// waitText waits for a line run.sh prints itself (text, not JSON) that starts with prefix.
 func waitText(t *testing.T, run *harness.Process, prefix string) {
 	t.Helper()
-	run.WaitLine(fmt.Sprintf("line %q", prefix), time.Minute, func(line string) bool { return strings.HasPrefix(line, prefix) })
+	run.WaitLine(fmt.Sprintf("line %q", prefix), func(line string) bool { return strings.HasPrefix(line, prefix) })
 }
 
 func readFile(t *testing.T, path string) string {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 func cacheStatus(r harness.Response) string { return r.Header.Get("Cache-Status") }
@@ -32,7 +33,7 @@ func TestCacheHitThenStaleWhileRevalidate(t *testing.T) {
 	if !strings.HasPrefix(cacheStatus(stale), "sidecar-ssr; hit; ttl=-") {
 		t.Errorf("stale request: got Cache-Status %q, want a stale hit served at once", cacheStatus(stale))
 	}
-	harness.WaitUntil(t, 10*time.Second, "a fresh copy stored by the background refresh after a stale hit", func() bool {
+	poll.Until(t, "a fresh copy stored by the background refresh after a stale hit", func() bool {
 		status := cacheStatus(harness.Get(t, edge.url+"/cached/products/5"))
 		return strings.HasPrefix(status, "sidecar-ssr; hit; ttl=") && !strings.Contains(status, "ttl=-")
 	})
@@ -70,7 +71,7 @@ func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
 	// The 400 ms render goes on in the background and is stored: a later request is a hit.
 	// Until it lands, requests join that render (collapsed) and fall back again.
 	var second harness.Response
-	harness.WaitUntil(t, 10*time.Second, "a hit on the page the late render stored", func() bool {
+	poll.Until(t, "a hit on the page the late render stored", func() bool {
 		second = harness.Get(t, edge.url+"/cached/slow?ms=400")
 		return strings.HasPrefix(cacheStatus(second), "sidecar-ssr; hit")
 	})

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -336,7 +337,7 @@ func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProces
 		t.Fatalf("the streamed page did not end partial:\n%.3000s", body)
 	}
 	g.open("1")
-	harness.WaitUntil(t, 20*time.Second, "the complete render is cached", func() bool {
+	poll.Until(t, "the complete render is cached", func() bool {
 		return strings.Contains(harness.Get(t, edge.url+"/streamed-partial/1").Header.Get("Cache-Status"), "hit")
 	})
 
@@ -347,10 +348,10 @@ func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProces
 
 	quarantineLoops(t, renderer, edge)
 	assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "quarantined")
-	harness.WaitUntil(t, 5*time.Second, "the background refresh to be counted", func() bool {
+	poll.Until(t, "the background refresh to be counted", func() bool {
 		return sum(scrape(t, edge.admin+"/metrics"), "edge_cache_background_refreshes_total") > 0
 	})
-	harness.WaitUntil(t, 10*time.Second, "the terminated workers' replacements to be warm", func() bool {
+	poll.Until(t, "the terminated workers' replacements to be warm", func() bool {
 		return harness.Get(t, renderer.HTTPURL("/readyz")).StatusCode == http.StatusOK
 	})
 }

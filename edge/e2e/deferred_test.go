@@ -24,6 +24,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
@@ -167,7 +168,7 @@ func TestLateDeferredValue(t *testing.T) {
 			live.Trailer.Get("X-SSR-Fallback"), want, live.Text)
 	}
 	var stored harness.Response
-	harness.WaitUntil(t, 10*time.Second, "the complete document stored", func() bool {
+	poll.Until(t, "the complete document stored", func() bool {
 		stored = harness.Get(t, site.url+"/deferred/1")
 		return strings.Contains(stored.Header.Get("Cache-Status"), "hit")
 	})

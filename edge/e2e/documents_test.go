@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // TestBareNodeServesTheEdgesBytes: make bench's bare fastify + Piscina contender
@@ -23,7 +23,7 @@ func TestBareNodeServesTheEdgesBytes(t *testing.T) {
 	cmd.Dir = harness.RepoRoot
 	harness.Start(t, "node-baseline", cmd)
 	bare := fmt.Sprintf("http://127.0.0.1:%d", port)
-	harness.WaitUntil(t, 30*time.Second, "bench/node-baseline answers", func() bool {
+	poll.Until(t, "bench/node-baseline answers", func() bool {
 		resp, err := harness.NoRedirects.Get(bare + "/healthz")
 		if err == nil {
 			resp.Body.Close()

@@ -12,9 +12,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 var (
@@ -231,7 +231,7 @@ func TestRendererKilledAndRestarted(t *testing.T) {
 
 	startRenderer(t, socket)
 	var r harness.Response
-	harness.WaitUntil(t, 10*time.Second, "server rendering back after the renderer restarted", func() bool {
+	poll.Until(t, "server rendering back after the renderer restarted", func() bool {
 		r = harness.Get(t, edge.url+"/")
 		return r.Header.Get("X-SSR-Fallback") == ""
 	})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // inFlight sends n requests for path at once and returns their responses once all are in.
@@ -61,7 +62,7 @@ func atRenderer(t *testing.T, renderer *harness.Process, n int, url string) func
 	t.Helper()
 	before := renderersReceived(t, renderer)
 	wait := inFlight(t, n, url)
-	harness.WaitUntil(t, 10*time.Second, fmt.Sprintf("the renderer receiving %d renders", n), func() bool {
+	poll.Until(t, fmt.Sprintf("the renderer receiving %d renders", n), func() bool {
 		return renderersReceived(t, renderer) >= before+float64(n)
 	})
 	return wait
@@ -106,7 +107,7 @@ func stopWhileRendering(t *testing.T, p, renderer *harness.Process, url string, 
 	t.Helper()
 	wait := atRenderer(t, renderer, 20, url)
 	p.Signal(syscall.SIGTERM)
-	p.WaitLog(map[string]string{"msg": "draining"}, 5*time.Second)
+	p.WaitLog(map[string]string{"msg": "draining"})
 	draining()
 	for _, r := range wait() {
 		assertSSR(t, r, 200)
@@ -135,9 +136,9 @@ func TestHeapCapIsolatesOutOfMemory(t *testing.T) {
 			t.Errorf("render %d of another page during the OOM fell back: %q", i+1, r.Header.Get("X-SSR-Fallback"))
 		}
 	}
-	renderer.WaitLog(map[string]string{"code": "RENDER_ERR_WORKER_OOM"}, 5*time.Second)
+	renderer.WaitLog(map[string]string{"code": "RENDER_ERR_WORKER_OOM"})
 
-	harness.WaitUntil(t, 10*time.Second, "the pool back to full strength after the OOM", func() bool {
+	poll.Until(t, "the pool back to full strength after the OOM", func() bool {
 		return harness.Get(t, renderer.HTTPURL("/readyz")).StatusCode == 200
 	})
 	assertSSR(t, harness.Get(t, edge.url+"/"), 200)
@@ -159,7 +160,7 @@ func TestOverloadWithdrawsRendersNobodyWaitsFor(t *testing.T) {
 	for _, r := range inFlight(t, 8, edge.url+"/sleep?ms=400")() {
 		assertFallback(t, r, 200, "timeout")
 	}
-	harness.WaitUntil(t, 10*time.Second, "8 renders withdrawn or finished for nobody", func() bool {
+	poll.Until(t, "8 renders withdrawn or finished for nobody", func() bool {
 		return sleepRenders("RENDER_ERR_CANCELLED") >= 8
 	})
 	if n := sleepRenders("ok"); n != 0 {
@@ -188,14 +189,14 @@ func TestUnknownPageKeepsTheEdgeUnready(t *testing.T) {
 	public, admin := "http://"+edge.Address("public"), "http://"+edge.Address("admin")
 
 	var ready harness.Response
-	harness.WaitUntil(t, 30*time.Second, "readiness to name the missing page", func() bool {
+	poll.Until(t, "readiness to name the missing page", func() bool {
 		ready = harness.Get(t, admin+"/readyz")
 		return strings.Contains(ready.Text, `"hoem"`)
 	})
 	if ready.StatusCode != 503 || !strings.Contains(ready.Text, "GET /typo") {
 		t.Errorf("/readyz: got %d %q, want 503 naming the page and its route", ready.StatusCode, ready.Text)
 	}
-	edge.WaitLog(map[string]string{"level": "ERROR", "page": "hoem"}, 10*time.Second)
+	edge.WaitLog(map[string]string{"level": "ERROR", "page": "hoem"})
 	if r := harness.Get(t, public+"/typo"); r.StatusCode != 500 || r.Header.Get("X-SSR-Fallback") != "unknown-page" {
 		t.Errorf("/typo: got %d %q, want 500 unknown-page", r.StatusCode, r.Header.Get("X-SSR-Fallback"))
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // TestCookieReachesOneClient: 20 first requests to a cached route whose page sets a fresh
@@ -143,9 +144,9 @@ func quarantineLoops(t *testing.T, renderer *harness.Process, edge *edgeProcess)
 	}
 	for i := range 2 {
 		assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "timeout")
-		harness.WaitUntil(t, 10*time.Second, "the looping render's worker to be terminated", func() bool { return exits() == float64(i+1) })
+		poll.Until(t, "the looping render's worker to be terminated", func() bool { return exits() == float64(i+1) })
 	}
-	renderer.WaitLog(map[string]string{"msg": "render quarantined", "url": "/loops"}, 5*time.Second)
+	renderer.WaitLog(map[string]string{"msg": "render quarantined", "url": "/loops"})
 }
 
 // TestOversizedPage: a page over max_page_mb is refused wherever the smaller cap is, in the

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -50,7 +50,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	harness.WaitUntil(t, 10*time.Second, "both edges serving the page from their caches", func() bool {
+	poll.Until(t, "both edges serving the page from their caches", func() bool {
 		a, b := harness.Get(t, edges[0].url+"/cached/slow?ms=300"), harness.Get(t, edges[1].url+"/cached/slow?ms=300")
 		return strings.HasPrefix(cacheStatus(a), "sidecar-ssr; hit") && strings.HasPrefix(cacheStatus(b), "sidecar-ssr; hit")
 	})
@@ -64,11 +64,11 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 		t.Fatalf("purge: %v, %v", resp, err)
 	}
 	resp.Body.Close()
-	harness.WaitUntil(t, 5*time.Second, "edge 1 missing after edge 0's purge", func() bool {
+	poll.Until(t, "edge 1 missing after edge 0's purge", func() bool {
 		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
 	})
 	// The render goes on past the miss's render timeout; it is counted when it ends.
-	harness.WaitUntil(t, 5*time.Second, "edge 1's render after the purge", func() bool { return renders() >= 2 })
+	poll.Until(t, "edge 1's render after the purge", func() bool { return renders() >= 2 })
 	if n := renders(); n != 2 {
 		t.Errorf("after the purge: %v renders in all, want 2 (edge 1 rendered again, once)", n)
 	}
@@ -76,7 +76,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	// A page tagged item:5 (the fixture's load() tags it): cached on both edges, then one
 	// purge by tag on edge 1 makes both miss.
 	for _, e := range edges {
-		harness.WaitUntil(t, 10*time.Second, "/items/5 cached", func() bool {
+		poll.Until(t, "/items/5 cached", func() bool {
 			return strings.HasPrefix(cacheStatus(harness.Get(t, e.url+"/items/5")), "sidecar-ssr; hit")
 		})
 	}
@@ -86,7 +86,7 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	}
 	resp.Body.Close()
 	for _, e := range edges {
-		harness.WaitUntil(t, 5*time.Second, "a miss on /items/5 after the purge by tag", func() bool {
+		poll.Until(t, "a miss on /items/5 after the purge by tag", func() bool {
 			return strings.Contains(cacheStatus(harness.Get(t, e.url+"/items/5")), "fwd=miss")
 		})
 	}
@@ -134,7 +134,7 @@ func TestRolloutServesPreviousBuildsAssets(t *testing.T) {
 			t.Fatalf("%s from its own build: %d", f, want.StatusCode)
 		}
 		// Build N's edge publishes its files as it starts: wait for that.
-		harness.WaitUntil(t, 10*time.Second, f+" from the edge of build N+1", func() bool {
+		poll.Until(t, f+" from the edge of build N+1", func() bool {
 			got := harness.Get(t, newer.url+f)
 			return got.StatusCode == http.StatusOK && got.Text == want.Text &&
 				got.Header.Get("Content-Type") == want.Header.Get("Content-Type") &&
@@ -147,7 +147,7 @@ func TestRolloutServesPreviousBuildsAssets(t *testing.T) {
 
 	// A document build N stored is never served by build N+1: the key carries the build.
 	harness.Get(t, old.url+"/cached/products/3")
-	harness.WaitUntil(t, 10*time.Second, "build N's copy stored", func() bool {
+	poll.Until(t, "build N's copy stored", func() bool {
 		return strings.HasPrefix(cacheStatus(harness.Get(t, old.url+"/cached/products/3")), "sidecar-ssr; hit")
 	})
 	r := harness.Get(t, newer.url+"/cached/products/3")

@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
@@ -43,7 +44,7 @@ func storeClient(t *testing.T, address string) *redis.Client {
 // waitStored waits until edge serves path from its cache and the store holds it.
 func waitStored(t *testing.T, edge *edgeProcess, client *redis.Client, path string) {
 	t.Helper()
-	harness.WaitUntil(t, 10*time.Second, "storing "+path, func() bool {
+	poll.Until(t, "storing "+path, func() bool {
 		return strings.HasPrefix(cacheStatus(harness.Get(t, edge.url+path)), "sidecar-ssr; hit") && len(storedDocs(t, client, path)) == 1
 	})
 }
@@ -111,7 +112,7 @@ func TestSharedPurgeWhileTheStoreSleeps(t *testing.T) {
 	}
 
 	// The store wakes: for 3 s, neither edge serves the old copy from it.
-	harness.WaitUntil(t, 10*time.Second, "the store answering again", func() bool { return client.Ping(context.Background()).Err() == nil })
+	poll.Until(t, "the store answering again", func() bool { return client.Ping(context.Background()).Err() == nil })
 	for until := time.Now().Add(3 * time.Second); time.Now().Before(until); time.Sleep(50 * time.Millisecond) {
 		for i, e := range edges {
 			r := harness.Get(t, e.url+path)
@@ -141,7 +142,7 @@ func TestSharedPurgeReachesReplicasWhenDeletesFail(t *testing.T) {
 	client := storeClient(t, address)
 	const path = "/cached/products/8"
 	waitStored(t, edges[0], client, path)
-	harness.WaitUntil(t, 10*time.Second, "edge 1 serving "+path, func() bool {
+	poll.Until(t, "edge 1 serving "+path, func() bool {
 		return strings.HasPrefix(cacheStatus(harness.Get(t, edges[1].url+path)), "sidecar-ssr; hit")
 	})
 	ctx := context.Background()
@@ -153,8 +154,8 @@ func TestSharedPurgeReachesReplicasWhenDeletesFail(t *testing.T) {
 	if status == http.StatusOK || !strings.Contains(body, `"store":false`) {
 		t.Errorf("a purge whose deletes failed: got %d %s, want an error saying the store was not purged", status, body)
 	}
-	// Pub/sub takes milliseconds; 10 s only bounds a failing wait on a loaded machine.
-	harness.WaitUntil(t, 10*time.Second, "edge 1 missing after edge 0's purge, whose deletes failed", func() bool {
+	// Pub/sub takes milliseconds; poll.Within only bounds a failing wait on a loaded machine.
+	poll.Until(t, "edge 1 missing after edge 0's purge, whose deletes failed", func() bool {
 		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+path)), "fwd=miss")
 	})
 	// Time is the behaviour here: for about a second while the purge stays unconfirmed,
@@ -203,7 +204,7 @@ func TestManyPurgesAcrossReplicasDuringARender(t *testing.T) {
 		}
 	}
 	closeOnce(release)
-	harness.WaitUntil(t, 20*time.Second, "the render stored here and in the store", func() bool {
+	poll.Until(t, "the render stored here and in the store", func() bool {
 		return strings.HasPrefix(cacheStatus(harness.Get(t, edges[0].url+path)), "sidecar-ssr; hit") &&
 			len(storedDocs(t, client, path)) == 1
 	})

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
@@ -170,7 +171,7 @@ func TestStreaming(t *testing.T) {
 		}
 		// The flight stored the complete document; a hit is served whole.
 		var hit harness.Response
-		harness.WaitUntil(t, 10*time.Second, "the streamed page is cached", func() bool {
+		poll.Until(t, "the streamed page is cached", func() bool {
 			hit = harness.Get(t, url)
 			return strings.Contains(hit.Header.Get("Cache-Status"), "hit")
 		})
@@ -247,7 +248,7 @@ func TestStreaming(t *testing.T) {
 		}
 		g.open("14")
 		var hit harness.Response
-		harness.WaitUntil(t, 20*time.Second, "the complete render is cached", func() bool {
+		poll.Until(t, "the complete render is cached", func() bool {
 			hit = harness.Get(t, url)
 			return strings.Contains(hit.Header.Get("Cache-Status"), "hit")
 		})
@@ -310,7 +311,7 @@ http {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	harness.Start(t, "nginx", cmd)
 	front := fmt.Sprintf("http://127.0.0.1:%d", port)
-	harness.WaitUntil(t, 30*time.Second, "nginx answers", func() bool {
+	poll.Until(t, "nginx answers", func() bool {
 		resp, err := http.Get(front + "/")
 		if err == nil {
 			resp.Body.Close()
@@ -389,7 +390,7 @@ func TestStreamingNonce(t *testing.T) {
 		}
 		for i, nonce := range []string{"hit1", "hit2"} {
 			var hit harness.Response
-			harness.WaitUntil(t, 10*time.Second, "the streamed page is cached", func() bool {
+			poll.Until(t, "the streamed page is cached", func() bool {
 				req, _ := http.NewRequest(http.MethodGet, url, nil)
 				req.Header.Set("X-Test-Nonce", nonce)
 				resp, err := streamClient.Do(req)

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // collector is an OTLP/gRPC trace receiver: what both processes export to.
@@ -120,12 +121,12 @@ func TestOneTraceFromEdgeToWorker(t *testing.T) {
 	var wg sync.WaitGroup
 	before := renderersReceived(t, renderer)
 	wg.Go(func() { send(coalesced, "/cached/slow?ms=400") })
-	harness.WaitUntil(t, 10*time.Second, "the first request's render at the renderer", func() bool {
+	poll.Until(t, "the first request's render at the renderer", func() bool {
 		return renderersReceived(t, renderer) > before
 	})
 	wg.Go(func() { send(joined, "/cached/slow?ms=400") })
 	wg.Wait()
-	harness.WaitUntil(t, 10*time.Second, "the coalesced render stored", func() bool {
+	poll.Until(t, "the coalesced render stored", func() bool {
 		return strings.Contains(harness.Get(t, edge.url+"/cached/slow?ms=400").Header.Get("Cache-Status"), "hit")
 	})
 

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // rendererThreads is the harness's SSR_RENDERER_THREADS.
@@ -104,7 +104,7 @@ func TestBurstOfAbandonedSlowPages(t *testing.T) {
 		t.Errorf("the streamed page after the burst lacks its reviews:\n%.2000s", streamed.Text)
 	}
 
-	harness.WaitUntil(t, 30*time.Second, fmt.Sprintf("the renderer ending the %d abandoned renders", burst), func() bool {
+	poll.Until(t, fmt.Sprintf("the renderer ending the %d abandoned renders", burst), func() bool {
 		return sum(scrape(t, metrics), "renderer_renders_total", `page="product-reviews"`, `outcome="RENDER_ERR_CANCELLED"`) >= burst
 	})
 	if n := sum(scrape(t, metrics), "renderer_worker_exits_total", `reason="deadline"`); n != 0 {
@@ -134,7 +134,7 @@ func TestClientThatLeavesAbortsOnlyItsOwnRender(t *testing.T) {
 	leave := func(r *reading, route string, before float64) {
 		t.Helper()
 		r.resp.Body.Close()
-		harness.WaitUntil(t, 30*time.Second, "the edge seeing its client leave", func() bool { return answered(route) > before })
+		poll.Until(t, "the edge seeing its client leave", func() bool { return answered(route) > before })
 	}
 
 	t.Run("uncached: aborted", func(t *testing.T) {
@@ -143,7 +143,7 @@ func TestClientThatLeavesAbortsOnlyItsOwnRender(t *testing.T) {
 		alone.until(t, shellMark)
 		leave(alone, "GET /uncached-streamed/{id}", before)
 		// Far before its hard timeout: only the abort ends it, its reviews still held back.
-		harness.WaitUntil(t, 30*time.Second, "the renderer aborting the render", func() bool {
+		poll.Until(t, "the renderer aborting the render", func() bool {
 			return renders("RENDER_ERR_CANCELLED") >= 1
 		})
 		g.open("710")
@@ -190,7 +190,7 @@ func TestClientThatLeavesAbortsOnlyItsOwnRender(t *testing.T) {
 func waitForHit(t *testing.T, url string) {
 	t.Helper()
 	var hit harness.Response
-	harness.WaitUntil(t, 30*time.Second, "the page stored", func() bool {
+	poll.Until(t, "the page stored", func() bool {
 		hit = harness.Get(t, url)
 		return strings.Contains(hit.Header.Get("Cache-Status"), "hit")
 	})

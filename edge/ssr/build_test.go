@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -48,17 +49,12 @@ func waitStored(t *testing.T, address string) {
 	client := redis.NewClient(o)
 	defer client.Close()
 	ctx := context.Background()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Until(t, "a page and no render lock in the store", func() bool {
 		keys, err := client.Keys(ctx, "*").Result()
 		locked := slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, ":lock:") })
 		page := slices.ContainsFunc(keys, func(k string) bool { return !strings.Contains(k, ":lock:") && !strings.HasSuffix(k, ":purgelog") })
-		if err == nil && page && !locked {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no page in the store after 10 s (keys %v, err %v)", keys, err)
-		}
-	}
+		return err == nil && page && !locked
+	})
 }
 
 // newBundleFixture is a Server whose renderer runs the bundle "bundle1", and has said so.

@@ -20,7 +20,7 @@ import (
 // The request it gets holds only what the page's cache key holds, since the render may be
 // shared and stored: the path and its values, the query parameters the page keeps, and
 // the declared Variants (a request that bypasses the cache gets everything). Its context
-// ends at HardTimeout, not when the client goes away, and, for a render that may be
+// ends at Timeouts.Hard, not when the client goes away, and, for a render that may be
 // shared, carries none of the values the shop's middleware put in the request's context
 // (a user, a session) except the trace span: what one visitor's middleware knows must not
 // end up in a page stored for everyone. A request that bypasses the cache keeps them.
@@ -54,8 +54,9 @@ type Result struct {
 	// Status, if not zero, is the response's status instead of the page's: 200 to 599; with
 	// Redirect, the redirect's: 301, 302, 303, 307 or 308 (if zero, 302).
 	Status int
-	// Header is added to the response. A Set-Cookie makes the response private: it is not
-	// stored, and it reaches only the request whose loader ran.
+	// Header is added to the response. A Set-Cookie, or a Cache-Control of private or
+	// no-store, makes the response private: it is not stored, and it reaches only the
+	// request whose loader ran.
 	Header http.Header
 	// Redirect, if not empty, answers with a redirect there instead of rendering, with
 	// Status. 301 and 308 are cached like pages.
@@ -64,8 +65,6 @@ type Result struct {
 	NotFound bool
 	// MaxAge, if not zero, shortens the page's Cache.TTL for this render.
 	MaxAge time.Duration
-	// NoStore keeps this render out of the cache, and makes it private.
-	NoStore bool
 	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
 	// that carries one, on every replica with a shared cache.
 	Tags []string
@@ -79,7 +78,7 @@ type Result struct {
 }
 
 // A Deferred computes one deferred value of a render, on the render's context: its
-// deadline is HardTimeout less a margin (a tenth, at most 100 ms) in which the page ends.
+// deadline is Timeouts.Hard less a margin (a tenth, at most 100 ms) in which the page ends.
 // The value is marshalled to JSON (a json.RawMessage passes as it is). An error, a panic or
 // a value not ready by that deadline is logged, counted (edge_deferred_total), and reaches
 // the page as a rejected promise: the boundary that reads it shows the page's error UI, the
@@ -143,7 +142,7 @@ type CachePolicy struct {
 	// and of what the loader and the renderer see. A cached page (TTL above zero) must set
 	// it, []string{} for none: Page panics otherwise, since every other parameter (?u=1,
 	// ?u=2...) would cost a render and a stored copy of its own. Nil on an uncached page: all
-	// but Options.CacheIgnoreQuery.
+	// but Options.Cache.IgnoreQuery.
 	Query []string
 	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
 	// the cache, and its loader sees the whole request.
@@ -196,7 +195,7 @@ func (res Result) loaded() (*server.Loaded, error) {
 	}
 	return &server.Loaded{
 		Props: props, Status: status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: redirectStatus,
-		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), NoStore: res.NoStore, Tags: res.Tags,
+		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), Tags: res.Tags,
 		Deferred: deferredJSON(res.Deferred),
 	}, nil
 }
@@ -265,7 +264,7 @@ func marshalProps(props any) ([]byte, error) {
 // and the response is the client-side-render document (X-SSR-Fallback names why).
 var ErrFallback = errors.New("the page was not rendered on the server")
 
-// Render answers r with page as res decides, uncached, within RenderTimeout: for one page
+// Render answers r with page as res decides, uncached, within Timeouts.Render: for one page
 // inside a handler of the shop's own. res is what a Loader would return: its Props,
 // Status (the response's status: do not call w.WriteHeader before Render), Header,
 // Redirect and NotFound hold as they do for a Page. The response has been written when

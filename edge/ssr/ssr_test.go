@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -273,12 +274,11 @@ func TestLoaderErrorServesTheStaleCopy(t *testing.T) {
 	first := serve(h, "/")
 	failing.Store(true)
 	// Hits until the 1 ms TTL has passed (polled: no sleep guesses when), then the stale copy.
-	rec := serve(h, "/")
-	for deadline := time.Now().Add(5 * time.Second); strings.Contains(rec.Header().Get("Cache-Status"), "; hit"); rec = serve(h, "/") {
-		if time.Now().After(deadline) {
-			t.Fatalf("still a fresh hit after 5 s of a 1 ms TTL: %q", rec.Header().Get("Cache-Status"))
-		}
-	}
+	var rec *httptest.ResponseRecorder
+	poll.Until(t, "the 1 ms TTL to pass (a response that is not a fresh hit)", func() bool {
+		rec = serve(h, "/")
+		return !strings.Contains(rec.Header().Get("Cache-Status"), "; hit")
+	})
 	if rec.Code != 200 || rec.Body.String() != first.Body.String() || !strings.HasSuffix(rec.Header().Get("Cache-Status"), "detail=load-error") {
 		t.Errorf("got %d Cache-Status %q, want the stale copy", rec.Code, rec.Header().Get("Cache-Status"))
 	}
@@ -300,13 +300,9 @@ func TestSlowLoaderCountsAgainstRenderTimeout(t *testing.T) {
 		t.Fatalf("got %d X-SSR-Fallback %q, want the timeout fallback", rec.Code, rec.Header().Get("X-SSR-Fallback"))
 	}
 	close(release)
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.HasPrefix(serve(h, "/").Header().Get("Cache-Status"), "sidecar-ssr; hit") {
-		if time.Now().After(deadline) {
-			t.Fatal("the late load and render were not stored")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, "the late load and render stored", func() bool {
+		return strings.HasPrefix(serve(h, "/").Header().Get("Cache-Status"), "sidecar-ssr; hit")
+	})
 }
 
 func TestResultShapesTheResponse(t *testing.T) {
@@ -324,7 +320,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 		{"redirect", Result{Redirect: "/products/8"}, 302, [2]string{"Location", "/products/8"}, "", false},
 		{"permanent redirect", Result{Redirect: "/products/8", Status: 301}, 301, [2]string{"Location", "/products/8"}, "", true},
 		{"not found", Result{NotFound: true}, 404, [2]string{}, "not-found: {}", true},
-		{"no store", Result{NoStore: true}, 200, [2]string{}, "product: {}", false},
+		{"no store", Result{Header: http.Header{"Cache-Control": {"no-store"}}}, 200, [2]string{}, "product: {}", false},
 		{"raw JSON props", Result{Props: json.RawMessage(`{"raw":true}`)}, 200, [2]string{}, `product: {"raw":true}`, true},
 	}
 	for _, tt := range tests {

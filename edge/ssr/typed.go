@@ -12,7 +12,7 @@ import (
 // props it receives against in development (docs/go.md, "Typed props").
 //
 // load returns the props and the rest of its decision: the Result's Status, Header,
-// Redirect, NotFound, MaxAge, NoStore, Tags and Deferred hold as for any Loader. The
+// Redirect, NotFound, MaxAge, Tags and Deferred hold as for any Loader. The
 // Result's Props must be nil; a redirect or a not-found page gets no props, since the page
 // that answers is not the one P describes. P should be a struct (or a map with string keys):
 // its JSON must be an object.

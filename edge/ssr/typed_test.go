@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"testing"
+	"time"
 )
 
 type typedProps struct {
@@ -23,8 +24,8 @@ func TestTyped(t *testing.T) {
 		wantErr error
 	}{
 		{name: "props", props: typedProps{"lamp"}, want: Result{Props: typedProps{"lamp"}}},
-		{name: "props and decision", props: typedProps{"lamp"}, res: Result{Status: 410, NoStore: true, Tags: []string{"product:1"}},
-			want: Result{Props: typedProps{"lamp"}, Status: 410, NoStore: true, Tags: []string{"product:1"}}},
+		{name: "props and decision", props: typedProps{"lamp"}, res: Result{Status: 410, MaxAge: time.Minute, Tags: []string{"product:1"}},
+			want: Result{Props: typedProps{"lamp"}, Status: 410, MaxAge: time.Minute, Tags: []string{"product:1"}}},
 		{name: "not found drops the props", props: typedProps{"lamp"}, res: Result{NotFound: true}, want: Result{NotFound: true}},
 		{name: "redirect drops the props", props: typedProps{"lamp"}, res: Result{Redirect: "/products/2"}, want: Result{Redirect: "/products/2"}},
 		{name: "error", props: typedProps{"lamp"}, err: failed, wantErr: failed},

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // RepoRoot is the repository's root directory.
@@ -99,7 +101,7 @@ func StartRenderer(t testing.TB, socket string, env ...string) *Process {
 	)
 	cmd.Env = append(cmd.Env, env...)
 	p := Start(t, "renderer", cmd)
-	p.WaitLog(map[string]string{"msg": "ready"}, time.Minute)
+	p.WaitLog(map[string]string{"msg": "ready"})
 	return p
 }
 
@@ -193,25 +195,25 @@ func (p *Process) WaitExit(timeout time.Duration) int {
 	}
 }
 
-// WaitLine returns the first line match accepts, waiting for it up to timeout; the test
+// WaitLine returns the first line match accepts, waiting for it (poll.Until); the test
 // fails if the process exits first.
-func (p *Process) WaitLine(what string, timeout time.Duration, match func(string) bool) string {
+func (p *Process) WaitLine(what string, match func(string) bool) string {
 	p.t.Helper()
-	line, _ := p.wait(what, timeout, func(line string, _ map[string]any) bool { return match(line) })
+	line, _ := p.wait(what, func(line string, _ map[string]any) bool { return match(line) })
 	return line
 }
 
 // WaitJSON is WaitLine for JSON lines, returning the line's fields.
-func (p *Process) WaitJSON(what string, timeout time.Duration, match func(map[string]any) bool) map[string]any {
+func (p *Process) WaitJSON(what string, match func(map[string]any) bool) map[string]any {
 	p.t.Helper()
-	_, fields := p.wait(what, timeout, func(_ string, fields map[string]any) bool { return fields != nil && match(fields) })
+	_, fields := p.wait(what, func(_ string, fields map[string]any) bool { return fields != nil && match(fields) })
 	return fields
 }
 
 // WaitLog waits for a JSON log line whose fields include all of want (compared as text).
-func (p *Process) WaitLog(want map[string]string, timeout time.Duration) map[string]any {
+func (p *Process) WaitLog(want map[string]string) map[string]any {
 	p.t.Helper()
-	return p.WaitJSON(fmt.Sprintf("log %v", want), timeout, func(fields map[string]any) bool {
+	return p.WaitJSON(fmt.Sprintf("log %v", want), func(fields map[string]any) bool {
 		for k, v := range want {
 			if fmt.Sprint(fields[k]) != v {
 				return false
@@ -221,26 +223,38 @@ func (p *Process) WaitLog(want map[string]string, timeout time.Duration) map[str
 	})
 }
 
-func (p *Process) wait(what string, timeout time.Duration, match func(string, map[string]any) bool) (string, map[string]any) {
+// wait returns the first line match accepts, waiting for it; the test fails if the process
+// exits without printing one. Its output is logged when the test fails (Start).
+func (p *Process) wait(what string, match func(string, map[string]any) bool) (line string, fields map[string]any) {
 	p.t.Helper()
-	deadline := time.After(timeout)
-	for {
-		p.mu.Lock()
-		for i, line := range p.lines {
-			if fields := p.fields[i]; match(line, fields) {
-				p.mu.Unlock()
-				return line, fields
-			}
-		}
-		p.mu.Unlock()
+	poll.Until(p.t, p.Name+"'s "+what, func() bool {
+		p.t.Helper()
+		exited := false
 		select {
-		case <-p.exit:
+		case <-p.exit: // asked first: once it has exited, every line it printed is kept
+			exited = true
+		default:
+		}
+		var found bool
+		line, fields, found = p.find(match)
+		if !found && exited {
 			p.t.Fatalf("%s exited while waiting for %s:\n%s", p.Name, what, p.Output())
-		case <-deadline:
-			p.t.Fatalf("%s: no %s within %s:\n%s", p.Name, what, timeout, p.Output())
-		case <-time.After(20 * time.Millisecond):
+		}
+		return found
+	})
+	return line, fields
+}
+
+// find returns the first line match accepts, if the process has printed one.
+func (p *Process) find(match func(string, map[string]any) bool) (string, map[string]any, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i, line := range p.lines {
+		if fields := p.fields[i]; match(line, fields) {
+			return line, fields, true
 		}
 	}
+	return "", nil, false
 }
 
 // HasLog reports whether the process has logged a line with this msg.
@@ -258,22 +272,17 @@ func (p *Process) HasLog(msg string) bool {
 // Address is where the process's listener of this name listens, once it has logged it.
 func (p *Process) Address(listener string) string {
 	p.t.Helper()
-	return fmt.Sprint(p.WaitLog(map[string]string{"msg": "listening", "listener": listener}, 30*time.Second)["address"])
+	return fmt.Sprint(p.WaitLog(map[string]string{"msg": "listening", "listener": listener})["address"])
 }
 
 // HTTPURL is path on the process's HTTP listener (the renderer's /metrics, /readyz).
 func (p *Process) HTTPURL(path string) string { return "http://" + p.Address("http") + path }
 
-// WaitUntil polls cond until it holds; past timeout the test fails, saying what it waited for.
-func WaitUntil(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// WaitUntil is poll.Until, the tests' one way to wait, for the shop's tests: they are
+// another module, which cannot import edge/internal/poll. The edge's own tests call poll.Until.
+func WaitUntil(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, timeout)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, cond)
 }
 
 // FreePort is a loopback port that was free a moment ago, for a process that must be told

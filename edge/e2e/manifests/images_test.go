@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // imagesEnv names the images TestPodImages runs, as "edge=REF,renderer=REF"; make
@@ -187,16 +188,16 @@ func TestPodImages(t *testing.T) {
 		resp := page()
 		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") == ""
 	}
-	harness.WaitUntil(t, 10*time.Second, "GET / server-rendered through the edge container", serverRendered)
+	poll.Until(t, "GET / server-rendered through the edge container", serverRendered)
 
 	podman(t, "kill", name+"-renderer")
-	harness.WaitUntil(t, 10*time.Second, "the client-side-render shell while the renderer container is down", func() bool {
+	poll.Until(t, "the client-side-render shell while the renderer container is down", func() bool {
 		resp := page()
 		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") != ""
 	})
 	podman(t, "start", name+"-renderer")
 	t.Logf("renderer: restarted to startup probe 200 in %s", waitReady(renderer, "startup", renderer.StartupProbe).Round(time.Millisecond))
-	harness.WaitUntil(t, 20*time.Second, "GET / server-rendered again once the renderer container is back", serverRendered)
+	poll.Until(t, "GET / server-rendered again once the renderer container is back", serverRendered)
 
 	// SIGTERM, as the kubelet sends it: the edge first (it stops taking requests), then the
 	// sidecar; both drain and exit 0 within the pod's grace period.

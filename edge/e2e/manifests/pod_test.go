@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // TestManifestPodAgainstBinaries plays the dev overlay's pod with the real renderer and
@@ -166,7 +167,7 @@ func TestManifestPodAgainstBinaries(t *testing.T) {
 	target, _ := resolvePort(svc.Spec.Ports[0].TargetPort, pod.containers()...)
 	// The first request may fall back at the 150 ms render timeout (a cold connection, a -race
 	// build compressing the page for the cache); the render goes on and fills the cache.
-	harness.WaitUntil(t, 10*time.Second, "GET / through the Service's port server-rendered", func() bool {
+	poll.Until(t, "GET / through the Service's port server-rendered", func() bool {
 		resp := harness.Get(t, fmt.Sprintf("http://127.0.0.1:%d/", ports[target]))
 		return resp.StatusCode == http.StatusOK && resp.Header.Get("X-SSR-Fallback") == ""
 	})

@@ -9,7 +9,7 @@ import (
 
 // Within is how long Until asks before it fails the test: far beyond what any condition
 // here needs on a quiet machine, so that a loaded CI runner never fails a test by its clock.
-const Within = 30 * time.Second
+const Within = time.Minute
 
 // Until asks cond until it returns true, and fails the test, naming what it waited for,
 // if it has not within Within. It returns at once when cond is already true.

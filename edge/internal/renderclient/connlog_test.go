@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -46,16 +47,22 @@ func TestDialFailuresLogTransitions(t *testing.T) {
 		defer cancel()
 		c.Render(ctx, &ssrv1.RenderRequest{Page: "p"})
 	}
-	waitFor := func(what string, done func() bool) {
+	// dialUntil calls until done holds: nothing dials a connection nobody uses.
+	dialUntil := func(what string, done func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !done(); {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s within 10s; logged:\n%s", what, logs.String())
+		poll.Until(t, what, func() bool {
+			if done() {
+				return true
 			}
 			call()
-			time.Sleep(5 * time.Millisecond)
-		}
+			return false
+		})
 	}
+	defer func() { // what the client logged, for a failure
+		if t.Failed() {
+			t.Logf("logged:\n%s", logs.String())
+		}
+	}()
 	check := func(stage string, wantWarn, wantInfo int) {
 		t.Helper()
 		if got := logs.Lines("WARN"); len(got) != wantWarn {
@@ -66,7 +73,7 @@ func TestDialFailuresLogTransitions(t *testing.T) {
 		}
 	}
 
-	waitFor("3 failed dials", func() bool { return failures.Load() >= 3 })
+	dialUntil("3 failed dials", func() bool { return failures.Load() >= 3 })
 	check("nobody listening", 1, 0)
 	if warn := logs.Lines("WARN"); len(warn) > 0 && (!strings.Contains(warn[0], "socket="+sock) || !strings.Contains(warn[0], "err=")) {
 		t.Errorf("got %q, want the socket and the error", warn[0])
@@ -79,7 +86,7 @@ func TestDialFailuresLogTransitions(t *testing.T) {
 	g := grpc.NewServer()
 	ssrv1.RegisterRenderServiceServer(g, okRenderer{})
 	go g.Serve(lis)
-	waitFor("reconnection", func() bool { return len(logs.Lines("INFO")) > 0 })
+	dialUntil("reconnection", func() bool { return len(logs.Lines("INFO")) > 0 })
 	check("listening", 1, 1)
 	if info := logs.Lines("INFO"); len(info) > 0 {
 		want := "failed_dials=" + strconv.FormatInt(failures.Load(), 10)
@@ -90,6 +97,6 @@ func TestDialFailuresLogTransitions(t *testing.T) {
 
 	g.Stop() // closes the listener, which removes the socket
 	before := failures.Load()
-	waitFor("failed dials after the renderer went away", func() bool { return failures.Load() >= before+3 })
+	dialUntil("failed dials after the renderer went away", func() bool { return failures.Load() >= before+3 })
 	check("gone again", 2, 1)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
@@ -166,14 +167,10 @@ func TestAssetsOfTheBuildBeforeARebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	// newAssets publishes in the background.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if body, _ := store.Asset(context.Background(), "client-AAAAAAA1.js"); body != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("client-AAAAAAA1.js was not published to the store within 10s")
-		}
-	}
+	poll.Until(t, "client-AAAAAAA1.js published to the store", func() bool {
+		body, _ := store.Asset(context.Background(), "client-AAAAAAA1.js")
+		return body != nil
+	})
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}

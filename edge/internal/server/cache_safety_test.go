@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -38,7 +39,7 @@ func TestPrivateResponseReachesOneClient(t *testing.T) {
 			cookies <- resp.Header.Get("Set-Cookie")
 		}()
 	}
-	waitFor(t, "every client to wait on the first render", func() bool {
+	poll.Until(t, "every client to wait on the first render", func() bool {
 		return testutilCount(s, "edge_cache_collapsed_total") == clients-1
 	})
 	close(release)
@@ -59,7 +60,7 @@ func TestPrivateResponseReachesOneClient(t *testing.T) {
 // TestUnstorableRefreshKeepsTheGoodCopy: the page answers 503 while its backend is down.
 // Inside stale-while-revalidate the refresh leaves the stored copy; inside stale-if-error
 // the client gets the stored copy instead of the 503; once the page recovers the next
-// callRenderer is stored again at once.
+// render is stored again at once.
 func TestUnstorableRefreshKeepsTheGoodCopy(t *testing.T) {
 	s := start(t, cached) // ttl 10s, swr 5s, sie 60s
 	var down atomic.Bool
@@ -77,8 +78,8 @@ func TestUnstorableRefreshKeepsTheGoodCopy(t *testing.T) {
 	if !strings.Contains(b, "version-1") || !strings.HasPrefix(resp.Header.Get("Cache-Status"), "sidecar-ssr; hit; ttl=-2") {
 		t.Fatalf("stale hit: got Cache-Status %q", resp.Header.Get("Cache-Status"))
 	}
-	waitFor(t, "the background refresh", func() bool { return calls.Load() == 2 })
-	waitFor(t, "the refresh to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
+	poll.Until(t, "the background refresh", func() bool { return calls.Load() == 2 })
+	poll.Until(t, "the refresh to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
 	if e, _ := s.cache.Get(homeKey); e == nil || e.Pass {
 		t.Fatalf("a 503 refresh replaced the stored copy with %+v", e)
 	}
@@ -198,7 +199,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 	})
 	first := make(chan string)
 	go func() { _, b := get(t, s.url+"/"); first <- b }()
-	waitFor(t, "the first render to start", func() bool { return calls.Load() == 1 })
+	poll.Until(t, "the first render to start", func() bool { return calls.Load() == 1 })
 	if n := s.cache.PurgeIf(func(e *htmlcache.Entry) bool { return strings.HasPrefix(e.Path, "/") }); n != 0 {
 		t.Fatalf("purged %d entries from an empty cache", n)
 	}
@@ -210,7 +211,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 	if b := <-first; !strings.Contains(b, "version-1") {
 		t.Errorf("the request that started the old render did not get it")
 	}
-	waitFor(t, "the old render to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
+	poll.Until(t, "the old render to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
 	if resp, b := get(t, s.url+"/"); !strings.Contains(b, "version-2") {
 		t.Errorf("after the purge the cache serves %q (Cache-Status %q): the old render was stored", b[:40], resp.Header.Get("Cache-Status"))
 	}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/admin"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -57,17 +58,6 @@ func getWith(t *testing.T, url string, header map[string]string) (*http.Response
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	return resp, string(b)
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second) // generous: it bounds only a failing wait
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestCacheLifecycle(t *testing.T) {
@@ -119,7 +109,7 @@ func TestCacheLifecycle(t *testing.T) {
 			t.Errorf("%s: got fallback %q, want %q", st.name, got, st.wantFB)
 		}
 		if st.thenStored != "" {
-			waitFor(t, st.name+": the refreshed copy", stored(st.thenStored))
+			poll.Until(t, st.name+": the refreshed copy", stored(st.thenStored))
 		}
 		if calls.Load() != st.wantCalls {
 			t.Errorf("%s: %d renders so far, want %d", st.name, calls.Load(), st.wantCalls)
@@ -287,7 +277,7 @@ func TestCoalescing(t *testing.T) {
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderReq, _ := http.NewRequestWithContext(leaderCtx, "GET", s.url+"/", nil)
 	go http.DefaultClient.Do(leaderReq)
-	waitFor(t, "the leader's render to start", func() bool { return calls.Load() == 1 })
+	poll.Until(t, "the leader's render to start", func() bool { return calls.Load() == 1 })
 	cancelLeader()
 
 	const followers = 500
@@ -314,7 +304,7 @@ func TestCoalescing(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "every follower to join the flight", func() bool { return testutilCount(s, "edge_cache_collapsed_total") == followers })
+	poll.Until(t, "every follower to join the flight", func() bool { return testutilCount(s, "edge_cache_collapsed_total") == followers })
 	close(release)
 	wg.Wait()
 	if calls.Load() != 1 {
@@ -344,7 +334,7 @@ func TestLateRenderFillsTheCache(t *testing.T) {
 		t.Fatalf("got fallback %q, want %q", got, ReasonTimeout)
 	}
 	close(release)
-	waitFor(t, "the late render to be stored", func() bool {
+	poll.Until(t, "the late render to be stored", func() bool {
 		e, _ := s.cache.Get(homeKey)
 		return e != nil && !e.Pass
 	})

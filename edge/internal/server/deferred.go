@@ -2,7 +2,7 @@ package server
 
 // Deferred values: a Go loader's slow data (Loaded.Deferred), computed while its page renders.
 // A page that streams starts rendering with them pending, and each is sent into the running
-// callRenderer as its function returns (RenderStream's `settled`), so the shell does not wait for
+// render as its function returns (RenderStream's `settled`), so the shell does not wait for
 // any of them. A page that does not stream renders once all have settled. Every value settles
 // before the render's hard timeout, less a margin in which React finishes the boundaries
 // that waited on a late one: a render is never left waiting for a value nobody will send.
@@ -220,12 +220,13 @@ func sendDeferred(ctx context.Context, run *deferredRun, stream RenderStream) {
 	stream.CloseSend()
 }
 
-// deferred is fl's deferred values; nil for a page without any, or before its loader is done.
-func (fl *flight) deferred() *deferredRun {
+// deferredOf is fl's deferred values; nil for a page without any, or before its loader is
+// done.
+func deferredOf(fl *flight) *deferredRun {
 	if fl == nil {
 		return nil
 	}
-	if l := fl.loaded.Load(); l != nil {
+	if l := fl.Decided.Load(); l != nil {
 		return l.deferred
 	}
 	return nil

@@ -12,7 +12,7 @@ import (
 )
 
 // Loader computes a page's props in Go (the shop's database, services). It runs only when a
-// callRenderer is needed, inside the coalescing: a cache hit never calls it. The request it gets
+// render is needed, inside the coalescing: a cache hit never calls it. The request it gets
 // holds only what the cache key holds (see loaderRequest).
 type Loader func(*http.Request) (*Loaded, error)
 

@@ -1,6 +1,8 @@
-// Package server is the edge's HTTP side: routes to pages, serves them from the HTML cache,
-// renders misses through the renderer with a render timeout, falls back to a stale copy or
-// the client-side-render shell, and serves assets.
+// Package server is a page's request path: the cache lookup, a miss's render flight (its
+// slot, the Go loader, the renderer's call, the stored result; one per key: package
+// flights), the wait within the render timeout, and the answer: the page, a stale copy or
+// the client-side-render shell. The public package mounts its pages; middleware and the
+// admin handler are rooms of their own.
 package server
 
 import (
@@ -17,6 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/flights"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
@@ -34,7 +37,7 @@ type deps struct {
 	renderer Renderer
 	shell    *document.Shell
 	cache    *htmlcache.Cache
-	flights  *flights
+	flights  *flights.Table[Loaded]
 	// slots caps the renders that take CPU at once (a Go loader, a render call up to its
 	// shell), background ones included: see slot.
 	slots   chan struct{}
@@ -233,7 +236,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // a request that joined gets a render of its own, within what is left of its render timeout.
 //
 // A flight that streams is answered as it is produced once its shell is ready within the
-// callRenderer timeout (streamFrom), except to crawlers, which wait up to the hard timeout for the
+// render timeout (streamFrom), except to crawlers, which wait up to the hard timeout for the
 // complete document.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	arrived := time.Now()
@@ -241,8 +244,8 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		// The render this request waits for is traced under the request that started it,
 		// which the wait links to.
 		var opts []trace.SpanStartOption
-		if fl.origin.IsValid() {
-			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: fl.origin}))
+		if fl.Origin.IsValid() {
+			opts = append(opts, trace.WithLinks(trace.Link{SpanContext: fl.Origin}))
 		}
 		_, wait := p.span(r.Context(), "coalesced wait", opts...)
 		defer wait.End()
@@ -263,8 +266,8 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	var unstreamed *flight // a flight whose head was not for streaming
 	for reason == "" {
 		var ready <-chan struct{}
-		if fl.tee != nil && fl != unstreamed && !crawler {
-			ready = fl.tee.ready
+		if fl.Tee != nil && fl != unstreamed && !crawler {
+			ready = fl.Tee.Ready
 		}
 		select {
 		case <-ready:
@@ -273,7 +276,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			}
 			unstreamed = fl
 			continue
-		case <-fl.done:
+		case <-fl.Done:
 		case <-patience.C:
 			reason = ReasonTimeout
 			continue
@@ -281,26 +284,26 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			return
 		}
 		switch {
-		case fl.err != nil:
-			failure, reason = fl.err, reasonFor(fl.err)
-		case fl.private && !own:
+		case fl.Err != nil:
+			failure, reason = fl.Err, reasonFor(fl.Err)
+		case fl.Private && !own:
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
-			ctx, withdraw := context.WithCancel(sharedContext(r.Context())) // a storable result is stored
+			ctx, withdraw := context.WithCancel(flightContext(r.Context())) // a storable result is stored
 			defer withdraw()
 			fl, own, status = p.renderForOne(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
-		case stale != nil && p.status(fl.resp) >= 500:
+		case stale != nil && p.status(fl.Resp) >= 500:
 			// The page itself failed (its backend is down): stale-if-error covers that too.
-			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()), "server-error"
-		case fl.entry != nil && fl.fromShared:
+			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.Resp.GetStatus()), "server-error"
+		case fl.Entry != nil && fl.FromShared:
 			w.Header().Set("Server-Timing", "cache;desc=shared")
-			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; detail=shared", status, fl.entry.Status))
+			p.serveEntry(w, r, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; detail=shared", status, fl.Entry.Status))
 			return
-		case fl.entry != nil:
+		case fl.Entry != nil:
 			setTiming(w.Header(), fl)
-			p.serveEntry(w, r, fl.entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.entry.Status))
+			p.serveEntry(w, r, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.Entry.Status))
 			return
 		default:
-			p.write(w, r, req, fl, fmt.Sprintf("%s; fwd-status=%d", status, fl.resp.GetStatus()))
+			p.write(w, r, req, fl, fmt.Sprintf("%s; fwd-status=%d", status, fl.Resp.GetStatus()))
 			return
 		}
 	}
@@ -315,7 +318,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 // decision is what the flight's loader decided, for a request that falls back: nil before
 // the loader is done, and for a request that joined a flight whose decision is private.
 func (p *page) decision(fl *flight, own bool) *Loaded {
-	l := fl.loaded.Load()
+	l := fl.Decided.Load()
 	if l == nil || (!own && l.private()) {
 		return nil
 	}
@@ -421,7 +424,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
-		Deferred: fl.deferred().forDocument(),
+		Deferred: deferredOf(fl).forDocument(),
 	})
 }
 
@@ -449,7 +452,7 @@ func (p *page) nonceFor(r *http.Request) string {
 func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, lr *http.Request, cacheStatus string) {
 	base := context.WithoutCancel(r.Context())
 	if key != "" { // a hit-for-miss render whose result may be stored
-		base = sharedContext(base)
+		base = flightContext(base)
 	}
 	ctx, withdraw := context.WithCancel(base)
 	defer withdraw()
@@ -458,7 +461,7 @@ func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 
 // write answers with a flight's rendered response that was not stored.
 func (p *page) write(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, cacheStatus string) {
-	resp := fl.resp
+	resp := fl.Resp
 	status := p.status(resp)
 	if status == 0 {
 		p.fallback(w, r, req, ReasonInvalidReply, fmt.Errorf("page %q answered status %d", req.Page, resp.GetStatus()), cacheStatus, nil)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/admin"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
@@ -32,13 +33,13 @@ func TestManyPurgesDuringARender(t *testing.T) {
 	})
 	first := make(chan string)
 	go func() { _, b := get(t, s.url+"/"); first <- b }()
-	waitFor(t, "the first render to start", func() bool { return calls.Load() == 1 })
+	poll.Until(t, "the first render to start", func() bool { return calls.Load() == 1 })
 	for i := range 100 {
 		s.cache.PurgePath(fmt.Sprint("/products/", i))
 	}
 	joined := make(chan string)
 	go func() { _, b := get(t, s.url+"/"); joined <- b }()
-	waitFor(t, "a request after 100 purges of other pages to join the render", func() bool {
+	poll.Until(t, "a request after 100 purges of other pages to join the render", func() bool {
 		return testutilCount(s, "edge_cache_collapsed_total") == 1
 	})
 	close(release[1])
@@ -53,7 +54,7 @@ func TestManyPurgesDuringARender(t *testing.T) {
 	s.cache.PurgePath("/")
 	third := make(chan string)
 	go func() { _, b := get(t, s.url+"/"); third <- b }()
-	waitFor(t, "the second render to start", func() bool { return calls.Load() == 2 })
+	poll.Until(t, "the second render to start", func() bool { return calls.Load() == 2 })
 	for i := range 100 {
 		s.cache.PurgePath(fmt.Sprint("/products/", i))
 		if i == 50 {
@@ -62,7 +63,7 @@ func TestManyPurgesDuringARender(t *testing.T) {
 	}
 	close(release[2])
 	<-third
-	waitFor(t, "the render to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
+	poll.Until(t, "the render to finish", func() bool { return testutilCount(s, "edge_renders_in_flight") == 0 })
 	if resp, b := get(t, s.url+"/"); strings.Contains(b, "version-2") {
 		t.Errorf("a render of / that began before / was purged was stored: Cache-Status %q", resp.Header.Get("Cache-Status"))
 	}

@@ -13,11 +13,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/flights"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"go.opentelemetry.io/otel/trace"
 )
+
+// flight is one render shared by every request for its key, with what its Go loader
+// decided.
+type flight = flights.Flight[Loaded]
 
 // callRenderer calls the renderer (ctx carries the hard timeout) and notes the call's duration
 // in the flight. It runs holding s, which a streamed render gives back at its shell.
@@ -33,7 +38,7 @@ func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRe
 	} else {
 		resp, err = p.renderer.Render(p.outgoing(ctx), req)
 	}
-	fl.call = time.Since(began)
+	fl.Call = time.Since(began)
 	p.metrics.observeRender(p.route, began, err)
 	endRender(span, err)
 	if err == nil {
@@ -46,7 +51,7 @@ func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRe
 // streams reports whether fl's render streams: its page does and the renderer can.
 func (p *page) streams(fl *flight) bool {
 	_, ok := p.renderer.(StreamRenderer)
-	return ok && fl.tee != nil
+	return ok && fl.Tee != nil
 }
 
 // renderedProps are the props the page rendered with: the renderer sends them back only
@@ -60,10 +65,10 @@ func renderedProps(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) []byte 
 	return req.PropsJson
 }
 
-// sharedContext is the context of a render that may be shared or stored: the request's id
+// flightContext is the context of a render that may be shared or stored: the request's id
 // and trace span, none of the other values the caller's middleware put in ctx (the cache
 // key does not hold them), and no end with the request.
-func sharedContext(ctx context.Context) context.Context {
+func flightContext(ctx context.Context) context.Context {
 	shared := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
 	if id := middleware.RequestID(ctx); id != "" {
 		shared = middleware.WithID(shared, id)
@@ -79,10 +84,10 @@ func (p *page) flightFor(key string, r *http.Request, req *ssrv1.RenderRequest) 
 		lr := p.loaderRequest(r, req)
 		// The request's id and span, not its end: the render outlives the render timeout to
 		// fill the cache.
-		ctx := sharedContext(r.Context())
+		ctx := flightContext(r.Context())
 		return func(fl *flight) { p.fillCache(ctx, fl, key, lr, req) }
 	}
-	return p.flights.join(key, req.Url, p.origin(r.Context()), p.stream, prepare)
+	return p.flights.Join(key, req.Url, p.origin(r.Context()), p.stream, prepare)
 }
 
 // fillCache is a shared flight's work: the shared cache's copy if it has one (or gets one from
@@ -95,40 +100,40 @@ func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.R
 		var e *htmlcache.Entry
 		// A copy purged since this flight began is not kept: render instead.
 		// A copy rendered by other code (an older deploy's) is not kept either.
-		if e, unlock = p.shared.fetch(key, p.timeouts.Hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.gen) {
-			fl.entry, fl.fromShared = e, true
+		if e, unlock = p.shared.fetch(key, p.timeouts.Hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.Gen) {
+			fl.Entry, fl.FromShared = e, true
 			return
 		}
 	}
-	fl.resp, fl.err = p.loadAndRender(ctx, fl, lr, req)
-	if fl.err != nil {
+	fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req)
+	if fl.Err != nil {
 		unlock()
 		return
 	}
-	fl.private = private(fl.resp)
+	fl.Private = private(fl.Resp)
 	e := p.entryFor(key, req, fl)
 	if e == nil {
 		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
 	}
-	stored := p.cache.Set(e, fl.gen)
+	stored := p.cache.Set(e, fl.Gen)
 	if stored && !e.Pass {
-		fl.entry = e
+		fl.Entry = e
 	}
 	if p.shared != nil {
-		p.shared.put(fl.entry, unlock)
+		p.shared.put(fl.Entry, unlock)
 	}
 }
 
 // renderForOne renders for one request, within the hard timeout or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
 func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
-	return p.flights.alone(p.stream, func(fl *flight) {
-		fl.resp, fl.err = p.loadAndRender(ctx, fl, lr, req)
-		if fl.err != nil || key == "" {
+	return p.flights.Alone(p.stream, func(fl *flight) {
+		fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req)
+		if fl.Err != nil || key == "" {
 			return
 		}
 		if e := p.entryFor(key, req, fl); e != nil {
-			p.cache.Set(e, fl.gen)
+			p.cache.Set(e, fl.Gen)
 		}
 	})
 }
@@ -136,7 +141,7 @@ func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, r
 // entryFor builds the cache entry for fl's rendered response, the document in every coding, or
 // returns nil when the response may not be stored or its document would not fit the cache.
 func (p *page) entryFor(key string, req *ssrv1.RenderRequest, fl *flight) *htmlcache.Entry {
-	resp := fl.resp
+	resp := fl.Resp
 	status := p.status(resp)
 	if !storable(status, resp) {
 		return nil
@@ -275,7 +280,7 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 	}
 	// Made before the render: a render that fails or is late still answers with the
 	// loader's status, redirect, not-found page and props, and the deferred values so far.
-	fl.loaded.Store(loaded)
+	fl.Decided.Store(loaded)
 	if d.redirect != "" {
 		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(d.status), Headers: append(headerList(loaded.Header),
 			&ssrv1.Header{Name: "Location", Value: d.redirect}), Cache: cacheHint(loaded)}, nil

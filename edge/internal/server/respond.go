@@ -171,7 +171,7 @@ func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
 // response's phases say which of them made it slow (bench/README.md, "Where the tail comes
 // from").
 func setTiming(h http.Header, fl *flight) {
-	t := fl.resp.GetTiming()
+	t := fl.Resp.GetTiming()
 	if t == nil {
 		h.Set("Server-Timing", "cache;desc=miss")
 		return
@@ -181,7 +181,7 @@ func setTiming(h http.Header, fl *flight) {
 		ms(t.GetQueueUs()), ms(t.GetLoadUs()), ms(t.GetRenderUs()), ms(t.GetWorkerUs()), t.GetWorkerId())
 	if in := t.GetRendererUs(); in > 0 {
 		// The renderer's part lies inside the call; a renderer that says otherwise gets 0.
-		hop := max(0, fl.call-time.Duration(in)*time.Microsecond)
+		hop := max(0, fl.Call-time.Duration(in)*time.Microsecond)
 		v += fmt.Sprintf(", renderer;dur=%.2f, hop;dur=%.2f", ms(in), float64(hop)/1e6)
 	}
 	h.Set("Server-Timing", v)

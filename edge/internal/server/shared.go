@@ -31,7 +31,7 @@ const sharedPoll = 10 * time.Millisecond
 const lockSlack = time.Second
 
 // fetch returns a fresh copy of key from the store; when another replica holds the key's
-// callRenderer lock, it waits for that replica's copy, up to wait (the hard timeout: the requests
+// render lock, it waits for that replica's copy, up to wait (the hard timeout: the requests
 // themselves fall back at their render timeout as they would here), taking the lock itself if
 // it comes free with no copy (that render failed). Otherwise it returns nil and the release
 // of the render lock this replica now holds (a no-op when it holds none: the store failed,

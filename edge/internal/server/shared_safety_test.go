@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
@@ -131,7 +132,7 @@ func TestSharedDocumentsBetweenReplicas(t *testing.T) {
 	if resp, text := get(t, a.url+"/"); resp.StatusCode != 200 || !strings.Contains(text, "from a") {
 		t.Fatalf("edge a: got %d %.40q", resp.StatusCode, text)
 	}
-	waitFor(t, "edge a's document in the store", func() bool { return sharedCalls(a.registry, "set", "ok") == 1 })
+	poll.Until(t, "edge a's document in the store", func() bool { return sharedCalls(a.registry, "set", "ok") == 1 })
 	for _, enc := range []string{"identity", "br", "gzip"} {
 		resp, text := getWith(t, b.url+"/", map[string]string{"Accept-Encoding": enc})
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != strings.TrimPrefix(enc, "identity") || enc == "identity" && !strings.Contains(text, "from a") {

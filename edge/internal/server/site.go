@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/flights"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
@@ -97,7 +98,7 @@ func NewSite(o Options) (*Site, error) {
 	build := &builds{server: o.ServerBuild}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints,
-		cache: o.Cache, flights: &flights{cache: o.Cache, current: build.matches}, slots: make(chan struct{}, o.MaxRendersInFlight),
+		cache: o.Cache, flights: flights.NewTable[Loaded](o.Cache, build.matches), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
 	}

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -36,61 +35,17 @@ type RenderStream = interface {
 	CloseSend() error
 }
 
-// tee is what a streaming render has produced so far, for every request that waits on it.
-type tee struct {
-	// ready is closed once head is set: the page's decision is known and its shell rendered.
-	ready chan struct{}
-	// head is the page's answer without its body (the Go loader's decision applied), and
-	// private whether it belongs to the request that started the flight alone. Both are
-	// written before ready is closed and only read after.
-	head    *ssrv1.RenderResponse
-	private bool
-	// shellAt is when the head arrived.
-	shellAt time.Time
-
-	mu     sync.Mutex
-	chunks [][]byte      // guarded by mu: the body so far
-	more   chan struct{} // guarded by mu: closed, and replaced, when chunks grow or the render ends
-	ended  bool          // guarded by mu
-	err    error         // guarded by mu: why the render ended early; nil when it completed
-}
-
-func newTee() *tee { return &tee{ready: make(chan struct{}), more: make(chan struct{})} }
-
-func (t *tee) add(chunk []byte) {
-	t.mu.Lock()
-	t.chunks = append(t.chunks, chunk)
-	close(t.more)
-	t.more = make(chan struct{})
-	t.mu.Unlock()
-}
-
-func (t *tee) end(err error) {
-	t.mu.Lock()
-	t.ended, t.err = true, err
-	close(t.more)
-	t.mu.Unlock()
-}
-
-// from returns the chunks from the i-th on, whether the render has ended (and how), and a
-// channel closed when there is more to read.
-func (t *tee) from(i int) (chunks [][]byte, ended bool, err error, more <-chan struct{}) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.chunks[i:], t.ended, t.err, t.more
-}
-
 // renderStream is render for a page that streams: it fills the flight's tee as messages come
 // and returns the whole response, its body joined, as Render would have. It gives s back at
 // the shell: what is left is the wait for the page's data, which takes no worker of its own.
 func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, req *ssrv1.RenderRequest, s *slot) (resp *ssrv1.RenderResponse, err error) {
-	t := fl.tee
-	defer func() { t.end(err) }()
+	t := fl.Tee
+	defer func() { t.End(err) }()
 	stream, err := sr.RenderStream(ctx, &ssrv1.RenderStreamRequest{Render: req, Nonce: p.noncePlaceholder})
 	if err != nil {
 		return nil, err
 	}
-	go sendDeferred(ctx, fl.deferred(), stream)
+	go sendDeferred(ctx, deferredOf(fl), stream)
 	var body []byte
 	for {
 		m, err := stream.Recv()
@@ -108,19 +63,19 @@ func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, 
 			resp = part.Head
 			resp.PropsJson = renderedProps(req, resp)
 			head := proto.Clone(resp).(*ssrv1.RenderResponse)
-			if l := fl.loaded.Load(); l != nil {
+			if l := fl.Decided.Load(); l != nil {
 				applyLoaded(head, l)
 			}
-			t.head, t.private, t.shellAt = head, private(head), time.Now()
+			t.Head, t.Private, t.ShellAt = head, private(head), time.Now()
 			// Before ready: whoever sees the shell may count on the slot being free.
 			s.release()
-			close(t.ready)
+			close(t.Ready)
 		case *ssrv1.RenderStreamResponse_Html:
 			if resp == nil {
 				return nil, errInvalidStream("body before the head")
 			}
 			body = append(body, part.Html...)
-			t.add(part.Html)
+			t.Add(part.Html)
 		case *ssrv1.RenderStreamResponse_Trailer:
 			if resp == nil {
 				return nil, errInvalidStream("trailer before the head")
@@ -149,15 +104,15 @@ func (e errInvalidStream) Error() string { return "renderer stream: " + string(e
 // The body goes out as it comes, each batch flushed through the compressor and the
 // connection. At the route's stream deadline, counted from the request's arrival, the
 // document is closed with the boundaries still pending left to the browser (partial); the
-// callRenderer goes on for the cache.
+// render goes on for the cache.
 func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, fl *flight, own bool, cacheStatus string, stale bool, arrived time.Time) bool {
-	t := fl.tee
-	code := p.status(t.head)
-	if code == 0 || (code >= 300 && code < 400) || (t.private && !own) || (stale && code >= 500) {
+	t := fl.Tee
+	code := p.status(t.Head)
+	if code == 0 || (code >= 300 && code < 400) || (t.Private && !own) || (stale && code >= 500) {
 		return false
 	}
 	h := w.Header()
-	for k, vs := range pageHeaders(t.head) {
+	for k, vs := range pageHeaders(t.Head) {
 		h[k] = vs
 	}
 	h.Set("Cache-Status", withDetail(fmt.Sprintf("%s; fwd-status=%d", cacheStatus, code), "streamed"))
@@ -166,19 +121,19 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	// nginx buffers a proxied response unless told otherwise, which would hold the shell.
 	h.Set("X-Accel-Buffering", "no")
 	ms := func(us uint64) float64 { return float64(us) / 1e3 }
-	timing := t.head.GetTiming()
+	timing := t.Head.GetTiming()
 	h.Set("Server-Timing", fmt.Sprintf("cache;desc=miss, queue;dur=%.2f, load;dur=%.2f, shell;dur=%.2f",
-		ms(timing.GetQueueUs()), ms(timing.GetLoadUs()), float64(t.shellAt.Sub(arrived))/1e6))
+		ms(timing.GetQueueUs()), ms(timing.GetLoadUs()), float64(t.ShellAt.Sub(arrived))/1e6))
 	out := newStreamWriter(w, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
 	defer out.release()
 	w.WriteHeader(code)
 
-	doc := p.documentPage(req, t.head, fl)
+	doc := p.documentPage(req, t.Head, fl)
 	doc.Nonce = p.nonceFor(r)
 	open, _ := p.shell.Split(doc)
 	// The document's end holds the deferred values as they are when it is written.
 	closing := func() []byte {
-		doc.Deferred = fl.deferred().forDocument()
+		doc.Deferred = deferredOf(fl).forDocument()
 		_, c := p.shell.Split(doc)
 		return c
 	}
@@ -188,7 +143,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	next := 0
 	var nonced []byte // a chunk with this response's nonce
 	for {
-		chunks, ended, err, more := t.from(next)
+		chunks, ended, err, more := t.From(next)
 		for _, c := range chunks {
 			if p.noncePlaceholder != "" {
 				nonced = document.AppendNonced(nonced[:0], c, p.noncePlaceholder, doc.Nonce)

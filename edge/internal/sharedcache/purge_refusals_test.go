@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -43,7 +44,7 @@ func TestPurgeRefusals(t *testing.T) {
 	for _, tc := range tests {
 		before := metric(t, s, "edge_shared_cache_purges_refused_total", tc.reason)
 		write("m", tc.payload)
-		waitUntil(t, 5*time.Second, tc.name+": not refused as "+tc.reason, func() bool {
+		poll.Until(t, tc.name+": refused as "+tc.reason, func() bool {
 			return metric(t, s, "edge_shared_cache_purges_refused_total", tc.reason) == before+1
 		})
 	}

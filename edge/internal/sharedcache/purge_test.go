@@ -11,21 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
 func doc(key, path string, tags ...string) *htmlcache.Entry {
 	return &htmlcache.Entry{Key: key, Path: path, Tags: tags, Status: 200, Bodies: map[string][]byte{"": []byte(key)}, Stored: time.Now(), TTL: time.Minute}
-}
-
-// waitUntil polls cond until it holds, or fails the test after d.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(d); !cond(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %s: %s", d, what)
-		}
-	}
 }
 
 // hear subscribes s and returns the purges it hears.
@@ -79,7 +70,7 @@ func TestPurgeWhileTheStoreSleeps(t *testing.T) {
 		t.Errorf("replica a may take the store's copy of a purge the store did not take")
 	}
 	checker := newStore(t, address, 10*time.Second)
-	waitUntil(t, 15*time.Second, "the store still holds the purged document after it came back", func() bool { return !stored(t, checker, d.Key) })
+	poll.Until(t, "the store to drop the purged document once it came back", func() bool { return !stored(t, checker, d.Key) })
 	select {
 	case p := <-heard:
 		if p != (Purge{"path", "/products/7"}) {
@@ -88,7 +79,7 @@ func TestPurgeWhileTheStoreSleeps(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Errorf("replica b never heard the purge")
 	}
-	waitUntil(t, 5*time.Second, "the purge still pending once the store took it", func() bool { return !a.Pending(d) && !b.Pending(d) })
+	poll.Until(t, "the purge no longer pending on either replica once the store took it", func() bool { return !a.Pending(d) && !b.Pending(d) })
 }
 
 // TestPurgeReachesReplicasWhenDeletesFail: the other replicas hear a purge even when its
@@ -134,8 +125,8 @@ func TestPurgeReachesReplicasWhenDeletesFail(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "the store still holds the purged document after its index was repaired", func() bool { return !stored(t, a, d.Key) })
-	waitUntil(t, 5*time.Second, "the purge still pending once the store took it", func() bool { return !a.Pending(d) && !b.Pending(d) })
+	poll.Until(t, "the store to drop the purged document once its index was repaired", func() bool { return !stored(t, a, d.Key) })
+	poll.Until(t, "the purge no longer pending on either replica once the store took it", func() bool { return !a.Pending(d) && !b.Pending(d) })
 }
 
 // indexLeftovers lists the index members whose documents the store no longer holds, and
@@ -187,7 +178,7 @@ func TestPurgePrunesIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 5*time.Second, "c did not expire", func() bool { return !stored(t, s, "c") })
+	poll.Until(t, "c to expire", func() bool { return !stored(t, s, "c") })
 	if n, err := s.Purge(ctx, Purge{"key", "a"}); n != 1 || err != nil {
 		t.Fatalf("purge of a: got %d, %v", n, err)
 	}
@@ -209,7 +200,7 @@ func TestPurgePrunesIndexes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 5*time.Second, "the hot documents did not expire", func() bool { return !stored(t, s, "hot-999") })
+	poll.Until(t, "the hot documents to expire", func() bool { return !stored(t, s, "hot-999") })
 	if err := s.Set(ctx, doc("hot-live", "/hot/live", "hot")); err != nil {
 		t.Fatal(err)
 	}

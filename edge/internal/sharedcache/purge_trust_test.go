@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache/redistest"
 )
 
@@ -111,7 +112,7 @@ func TestForgedPurgeFlood(t *testing.T) {
 			const n = bursts*burst + 1
 
 			if tc.key != nil {
-				waitUntil(t, 10*time.Second, "the forged purges refused", func() bool { return metric(t, s, "edge_shared_cache_purges_refused_total", "unsigned") == n })
+				poll.Until(t, "the forged purges refused", func() bool { return metric(t, s, "edge_shared_cache_purges_refused_total", "unsigned") == n })
 				if count, _ := remembered(s); count != 0 || applied.Load() != 0 {
 					t.Errorf("%d forged purges remembered, %d applied; want none", count, applied.Load())
 				}
@@ -124,7 +125,7 @@ func TestForgedPurgeFlood(t *testing.T) {
 				}
 				return
 			}
-			waitUntil(t, 10*time.Second, "the forged purges read", func() bool { return applied.Load() == n })
+			poll.Until(t, "the forged purges read", func() bool { return applied.Load() == n })
 			count, size := remembered(s)
 			if count > maxCount || size > maxBytes {
 				t.Errorf("%d purges remembered, %d bytes; want at most %d and %d", count, size, maxCount, maxBytes)
@@ -202,7 +203,7 @@ func TestReplicaAwayCatchesUp(t *testing.T) {
 			if err := c.Do(ctx, append([]any{"CLIENT", "KILL"}, anys(tc.kill)...)...).Err(); err != nil {
 				t.Fatal(err)
 			}
-			waitUntil(t, 5*time.Second, "b still subscribed", func() bool { return redistest.Subscribers(t, address, "ssr:purges") == 0 })
+			poll.Until(t, "b unsubscribed", func() bool { return redistest.Subscribers(t, address, "ssr:purges") == 0 })
 			for _, f := range tc.meanwhile {
 				f(t, a, c)
 			}
@@ -210,7 +211,7 @@ func TestReplicaAwayCatchesUp(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			waitUntil(t, 10*time.Second, "b's cache still holds the purged page", func() bool {
+			poll.Until(t, "b's cache to drop the purged page", func() bool {
 				_, state := local.Get(page.Key)
 				return state == htmlcache.Missing
 			})

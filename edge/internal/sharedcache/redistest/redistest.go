@@ -4,6 +4,7 @@ package redistest
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // Start runs a real redis-server (make installs Debian's) on a unix socket in a temp dir,
@@ -50,17 +53,24 @@ func StartStoppable(t testing.TB, args ...string) (address string, stop func()) 
 			os.RemoveAll(dir)
 		})
 	}
+	listening := false
+	t.Cleanup(func() { // after stop: out is the whole output, no longer written
+		if !listening {
+			t.Logf("redis-server's output:\n%s", out.String())
+		}
+	})
 	t.Cleanup(stop)
 	// A connection, not the socket file: redis binds the file before it listens on it, and
 	// a client in between is refused (a replica's first lock failed so).
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if conn, err := net.Dial("unix", socket); err == nil {
+	poll.Until(t, "redis-server listening on "+socket, func() bool {
+		conn, err := net.Dial("unix", socket)
+		if err == nil {
 			conn.Close()
-			return "unix://" + socket, stop
 		}
-	}
-	t.Fatalf("redis-server did not listen on %s:\n%s", socket, out.String())
-	return "", stop
+		return err == nil
+	})
+	listening = true
+	return "unix://" + socket, stop
 }
 
 // Subscribed waits until the store at address has at least n subscribers of channel (its
@@ -69,15 +79,10 @@ func StartStoppable(t testing.TB, args ...string) (address string, stop func()) 
 func Subscribed(t testing.TB, address, channel string, n int) {
 	t.Helper()
 	c := client(t, address, time.Second)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	poll.Until(t, fmt.Sprintf("%d subscribers of %s at %s", n, channel, address), func() bool {
 		counts, err := c.PubSubNumSub(context.Background(), channel).Result()
-		if err == nil && counts[channel] >= int64(n) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %d subscribers of %s within 10 s (%v), want %d", address, counts[channel], channel, err, n)
-		}
-	}
+		return err == nil && counts[channel] >= int64(n)
+	})
 }
 
 // Subscribers is how many subscribers of channel the store at address has now.
@@ -96,14 +101,7 @@ func Busy(t testing.TB, address string, d time.Duration) {
 	t.Helper()
 	go client(t, address, d+5*time.Second).Do(context.Background(), "DEBUG", "SLEEP", d.Seconds())
 	probe := client(t, address, 20*time.Millisecond)
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if probe.Ping(context.Background()).Err() != nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not busy within 10 s of DEBUG SLEEP", address)
-		}
-	}
+	poll.Until(t, address+" busy in DEBUG SLEEP", func() bool { return probe.Ping(context.Background()).Err() != nil })
 }
 
 // client is a client of the store at address whose calls wait at most timeout.

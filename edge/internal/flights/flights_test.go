@@ -1,4 +1,4 @@
-package server
+package flights
 
 import (
 	"testing"
@@ -10,14 +10,14 @@ import (
 )
 
 // A request whose cache lookup missed just before a flight for its key landed must not
-// callRenderer again: under load (TestCoalescing's 500 followers on 2 cores) that window is wide
+// render again: under load (TestCoalescing's 500 followers on 2 cores) that window is wide
 // enough to hit. A fresh copy of another bundle (the renderer reloaded one) is no such flight:
 // it renders, rather than serve a page of other code as a collapsed miss.
 func TestJoinAfterTheFlightLanded(t *testing.T) {
 	const key, path = "b1 GET / /", "/"
 	now := time.Now()
-	build := &builds{server: "s1"}
-	build.bundle.Store(new("bundle-b"))
+	// The code that renders now: server build s1, renderer bundle bundle-b.
+	current := func(e *htmlcache.Entry) bool { return e.ServerBuild == "s1" && e.Bundle == "bundle-b" }
 	for _, tc := range []struct {
 		name   string
 		stored *htmlcache.Entry
@@ -35,18 +35,18 @@ func TestJoinAfterTheFlightLanded(t *testing.T) {
 			if tc.stored != nil && !cache.Set(tc.stored, cache.Generation()) {
 				t.Fatal("not stored")
 			}
-			f := &flights{cache: cache, current: build.matches}
+			f := NewTable[struct{}](cache, current)
 			rendered := make(chan struct{}, 1)
-			fl, started := f.join(key, path, trace.SpanContext{}, false, func() func(*flight) {
-				return func(*flight) { rendered <- struct{}{} }
+			fl, started := f.Join(key, path, trace.SpanContext{}, false, func() func(*Flight[struct{}]) {
+				return func(*Flight[struct{}]) { rendered <- struct{}{} }
 			})
-			<-fl.done
+			<-fl.Done
 			if started != tc.starts {
 				t.Fatalf("started = %v, want %v", started, tc.starts)
 			}
 			if !tc.starts {
-				if fl.entry != tc.stored {
-					t.Fatalf("the flight carries %v, want the stored copy", fl.entry)
+				if fl.Entry != tc.stored {
+					t.Fatalf("the flight carries %v, want the stored copy", fl.Entry)
 				}
 				select {
 				case <-rendered:
@@ -56,4 +56,31 @@ func TestJoinAfterTheFlightLanded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJoinCoalesces: requests for one key share one flight until it lands; a purge that
+// covers the key since the flight began starts a new one, which the purged render's result
+// cannot be mistaken for.
+func TestJoinCoalesces(t *testing.T) {
+	cache := htmlcache.New(htmlcache.Options{})
+	f := NewTable[struct{}](cache, func(*htmlcache.Entry) bool { return true })
+	release := make(chan struct{})
+	runs := 0
+	prepare := func() func(*Flight[struct{}]) {
+		runs++
+		return func(*Flight[struct{}]) { <-release }
+	}
+	first, started := f.Join("k", "/p", trace.SpanContext{}, false, prepare)
+	second, joined := f.Join("k", "/p", trace.SpanContext{}, false, prepare)
+	if !started || joined || first != second || runs != 1 {
+		t.Fatalf("started %v, second started %v, same flight %v, %d runs: want one flight", started, joined, first == second, runs)
+	}
+	cache.PurgePath("/p")
+	third, restarted := f.Join("k", "/p", trace.SpanContext{}, false, prepare)
+	if !restarted || third == first || runs != 2 {
+		t.Errorf("after a purge: started %v, same flight %v, %d runs: want a new flight", restarted, third == first, runs)
+	}
+	close(release)
+	<-first.Done
+	<-third.Done
 }

@@ -1,0 +1,120 @@
+// Package flights coalesces renders: one flight per cache key, which every request for that
+// key joins while it runs, on a goroutine and context of its own.
+package flights
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+)
+
+// A Flight is one render shared by every request for its key that arrives while it runs.
+// D is what a Go loader decided for it.
+type Flight[D any] struct {
+	Done chan struct{} // closed when the fields below are set
+	// Gen is the cache's purge generation when the render began: a purge since then that
+	// matches it keeps its result out of the cache and new requests out of the flight.
+	Gen  htmlcache.Generation
+	Resp *ssrv1.RenderResponse
+	// Entry is the stored document, nil when the result was not storable.
+	Entry *htmlcache.Entry
+	// Private: the response may set a cookie or is marked private or no-store; it belongs
+	// to the request that started the flight, never to those that joined it.
+	Private bool
+	Err     error
+	// Call is how long the renderer call took, as the edge saw it (Server-Timing).
+	Call time.Duration
+	// FromShared: Entry came from the shared cache, with no render here (Resp is nil).
+	FromShared bool
+	// Origin is the span of the request that started the flight, which the render's spans
+	// belong to: the requests that join it link their wait to it. Invalid with tracing off.
+	Origin trace.SpanContext
+	// Decided is what a Go loader decided, once it has: a request whose render fails or is
+	// late still gets its status, redirect, not-found page and props. Nil while loading and
+	// for pages without a loader.
+	Decided atomic.Pointer[D]
+	// Tee holds a streaming render's output as it comes; nil for pages that do not stream.
+	Tee *Tee
+}
+
+// landed is the Done channel of a flight that had landed before the request came.
+var landed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// A Table coalesces renders per cache key, like singleflight, except that the work runs on
+// its own goroutine and context: no waiter's deadline or disconnect can fail the others, and
+// a render that outlives every waiter still completes and fills the cache.
+type Table[D any] struct {
+	cache *htmlcache.Cache
+	// current reports whether an entry was rendered by the code that renders now: a copy
+	// of another bundle is no flight that landed.
+	current func(*htmlcache.Entry) bool
+
+	mu sync.Mutex
+	m  map[string]*Flight[D] // guarded by mu
+}
+
+// NewTable coalesces the renders of cache; current says whether a stored entry was
+// rendered by the code that renders now.
+func NewTable[D any](cache *htmlcache.Cache, current func(*htmlcache.Entry) bool) *Table[D] {
+	return &Table[D]{cache: cache, current: current}
+}
+
+// Join returns the flight for key, starting the work that prepare returns in the background
+// when there is none, or when the one running began before a purge that covers it. prepare
+// runs only then, before join returns (so it may still read the request). started reports
+// whether this call started the flight; origin is the span of the request that asks.
+//
+// A flight that landed between the caller's cache lookup and this call left a fresh copy
+// behind: the caller gets that, as a flight already done, instead of rendering again. A fresh
+// copy rendered by other code (the renderer reloaded another bundle since) is not one.
+func (f *Table[D]) Join(key, path string, origin trace.SpanContext, streamed bool, prepare func() func(*Flight[D])) (fl *Flight[D], started bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.Gen, &htmlcache.Entry{Key: key, Path: path}) {
+		return fl, false
+	}
+	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass && f.current(e) {
+		return &Flight[D]{Done: landed, Entry: e}, false
+	}
+	if f.m == nil {
+		f.m = map[string]*Flight[D]{}
+	}
+	// The flight leaves the map before it is done, so a request arriving after that finds the
+	// stored entry instead; the delete waits for this lock, so it follows the insert.
+	run := prepare()
+	fl = f.Alone(streamed, func(fl *Flight[D]) {
+		run(fl)
+		f.mu.Lock()
+		if f.m[key] == fl { // not if a purge replaced it
+			delete(f.m, key)
+		}
+		f.mu.Unlock()
+	})
+	// Only requests that join read it, and they get fl under this lock.
+	fl.Origin = origin
+	f.m[key] = fl
+	return fl, true
+}
+
+// Alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
+// streamed: the flight's render streams, into a Tee.
+func (f *Table[D]) Alone(streamed bool, run func(*Flight[D])) *Flight[D] {
+	fl := &Flight[D]{Done: make(chan struct{}), Gen: f.cache.Generation()}
+	if streamed {
+		fl.Tee = NewTee()
+	}
+	go func() {
+		defer close(fl.Done)
+		run(fl)
+	}()
+	return fl
+}
