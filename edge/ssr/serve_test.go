@@ -180,3 +180,24 @@ func readSome(t *testing.T, c net.Conn) string {
 	}
 	return string(b[:n])
 }
+
+// TestOneServerStoppingStopsTheOther: when the public server stops (here closed by its
+// owner), ListenAndServe closes the admin server too and returns why: no listener is left
+// serving alone, a readiness probe without the pages nor pages without their probe.
+func TestOneServerStoppingStopsTheOther(t *testing.T) {
+	f := newFixture(t, Options{})
+	adminAddr := freeAddress(t)
+	public := &http.Server{Addr: "127.0.0.1:0", Handler: http.NotFoundHandler()}
+	done := make(chan error, 1)
+	go func() { done <- f.srv.ListenAndServe(context.Background(), public, ServeOptions{AdminAddr: adminAddr}) }()
+	listening(t, f, "admin")
+	public.Close()
+	if err := <-done; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("got %v, want the public server's http.ErrServerClosed", err)
+	}
+	ln, err := net.Listen("tcp", adminAddr)
+	if err != nil {
+		t.Fatalf("the admin address is still taken after the public server stopped: %v", err)
+	}
+	ln.Close()
+}
