@@ -53,9 +53,10 @@ const (
 // in flight get o.ShutdownTimeout to finish. The fields of public left zero get the edge
 // binary's values: Addr ":8080", ReadHeaderTimeout 5s, ReadTimeout 10s, WriteTimeout 30s,
 // IdleTimeout 120s, MaxHeaderBytes 64 KiB, ErrorLog the Server's Logger at WARN (a negative
-// timeout means none, as in net/http). When either server stops with an error, the other is
-// closed, and the error wraps the cause (errors.Is(err, syscall.EADDRINUSE) for an address
-// in use).
+// timeout means none, as in net/http). An address that cannot be listened on is an
+// *OptionError naming its field, which unwraps to the cause (errors.Is(err,
+// syscall.EADDRINUSE)). When either server stops with an error, the other is closed, and
+// the error wraps the cause.
 func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o ServeOptions) error {
 	if err := o.Validate(); err != nil {
 		return err
@@ -68,7 +69,7 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 		srv             *http.Server
 		maxConns        int // 0: no cap
 	}{
-		{"public", "the public server's Addr", public, o.MaxConnections},
+		{"public", "http.Server.Addr", public, o.MaxConnections},
 		// Its own timeouts: a profile or a purge of many pages takes longer than a page.
 		{"admin", "ServeOptions.AdminAddr", &http.Server{
 			Addr:              o.AdminAddr,
@@ -96,7 +97,9 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 		ln, err := net.Listen("tcp", l.srv.Addr)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("ssr: %s: %w", l.addrField, err)
+			return &OptionError{Field: l.addrField, err: err, says: func(func(string) string) string {
+				return "cannot be listened on: " + err.Error()
+			}}
 		}
 		listeners = append(listeners, ln)
 		if l.maxConns > 0 {

@@ -48,7 +48,7 @@ func TestListenAndServe(t *testing.T) {
 func TestListenAndServeNamesTheOption(t *testing.T) {
 	f := newFixture(t, Options{})
 	err := f.srv.ListenAndServe(context.Background(), &http.Server{Addr: "127.0.0.1:0"}, ServeOptions{AdminAddr: "256.0.0.1:1"})
-	if err == nil || !strings.HasPrefix(err.Error(), "ssr: ServeOptions.AdminAddr: ") {
+	if err == nil || !strings.HasPrefix(err.Error(), "ssr: ServeOptions.AdminAddr cannot be listened on: ") {
 		t.Fatalf("got %v, want an error naming ServeOptions.AdminAddr", err)
 	}
 }
@@ -62,7 +62,7 @@ func TestListenAndServeErrorUnwraps(t *testing.T) {
 	defer taken.Close()
 	f := newFixture(t, Options{})
 	err = f.srv.ListenAndServe(context.Background(), &http.Server{Addr: taken.Addr().String()}, ServeOptions{AdminAddr: "127.0.0.1:0"})
-	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), "ssr: the public server's Addr: ") {
+	if !errors.Is(err, syscall.EADDRINUSE) || !strings.HasPrefix(err.Error(), "ssr: http.Server.Addr cannot be listened on: ") {
 		t.Fatalf("got %v, want an error naming the public server's Addr that is syscall.EADDRINUSE", err)
 	}
 }

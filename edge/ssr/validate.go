@@ -14,13 +14,20 @@ import (
 // errors join one per rule.
 type OptionError struct {
 	// Field is the option's path: "Options.Cache.MaxEntryBytes",
-	// "PageOptions.Timeouts.Stream", "ServeOptions.MaxConnections".
+	// "PageOptions.Timeouts.Stream", "ServeOptions.AdminAddr", "http.Server.Addr" (the public
+	// server's, given to ListenAndServe).
 	Field string
 	// says is what is wrong, naming each option it mentions by name(field).
 	says func(name func(field string) string) string
+	// err is the cause, when the value failed in use (an address that cannot be listened on).
+	err error
 }
 
 func (e *OptionError) Error() string { return "ssr: " + e.Field + " " + e.Explain(asField) }
+
+// Unwrap is the cause of a value that failed in use (errors.Is(err, syscall.EADDRINUSE)),
+// nil for a broken rule.
+func (e *OptionError) Unwrap() error { return e.err }
 
 // Explain says what is wrong with the value, naming each other option it mentions as name
 // does: the edge binary names them by its config file's keys.
