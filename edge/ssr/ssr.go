@@ -9,7 +9,12 @@
 // down or overloaded, a page still answers: with its stale copy, or with the document
 // whose root the browser renders itself.
 //
-// The edge binary (cmd/edge) is the same implementation with routes from a config file.
+// [Server.Wrap] is middleware for the shop's whole handler, on any router;
+// [Server.ListenAndServe] serves the shop's http.Server beside the [Server.Admin] handler, and
+// drains on SIGTERM.
+//
+// The edge binary (cmd/edge) is a client of this package: its config file's keys set these
+// options, and its routes are mounted with Page.
 package ssr
 
 import (

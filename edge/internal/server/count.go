@@ -16,8 +16,8 @@ func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler 
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		began := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
-		if answered, ok := r.Context().Value(answeredKey{}).(*bool); ok {
-			*answered = true
+		if outer, ok := r.Context().Value(answeredKey{}).(*unanswered); ok {
+			outer.answered = true
 		}
 		h.ServeHTTP(rec, r)
 		outcome := "ssr"
@@ -37,19 +37,25 @@ func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler 
 	})
 }
 
-// answeredKey is the context key of the flag countUnanswered gives each request: a page
-// that answers it (count) sets the flag.
+// answeredKey is the context key of the record countUnanswered keeps of each request: a
+// page that answers it (count) says so there.
 type answeredKey struct{}
+
+// unanswered is countUnanswered's record of a request: its status, and whether a page
+// answered it. One allocation holds both.
+type unanswered struct {
+	statusRecorder
+	answered bool
+}
 
 // countUnanswered counts the requests no page of the site answers, under route "(none)":
 // the router's own (a 404, a 405, a redirect to a cleaned path) and the shop's other
 // handlers. Pages count their own.
 func (m *Metrics) countUnanswered(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		answered := new(bool)
-		rec := &statusRecorder{ResponseWriter: w}
-		h.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), answeredKey{}, answered)))
-		if !*answered {
+		rec := &unanswered{statusRecorder: statusRecorder{ResponseWriter: w}}
+		h.ServeHTTP(&rec.statusRecorder, r.WithContext(context.WithValue(r.Context(), answeredKey{}, rec)))
+		if !rec.answered {
 			m.requests.WithLabelValues("(none)", strconv.Itoa(rec.code), "ssr").Inc()
 		}
 	})
