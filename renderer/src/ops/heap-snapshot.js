@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
 /** @import { SnapshotReply, SnapshotRequest } from '../worker/heap-snapshot-writer.js' */
+/** @import { WorkerState } from '../pool/types.js' */
 
 /** A heap snapshot request that cannot be served; `status` is the HTTP one. */
 export class SnapshotError extends Error {
@@ -61,4 +62,38 @@ export async function requestHeapSnapshot({ id, worker, control }, dir) {
     // Listening ref'd the port; an idle pool must not keep the process up.
     control.unref();
   }
+}
+
+/**
+ * Has the pool's worker `state` write a heap snapshot into `dir`, taking no
+ * task meanwhile (its `snapshotting`); `dispatch` gives it tasks again after.
+ * @param {WorkerState} state
+ * @param {string} dir
+ * @param {() => void} dispatch
+ * @returns {Promise<string>}
+ */
+export async function snapshotWorker(state, dir, dispatch) {
+  state.snapshotting = true;
+  try {
+    return await requestHeapSnapshot(state, dir);
+  } finally {
+    state.snapshotting = false;
+    dispatch();
+  }
+}
+
+/**
+ * snapshotWorker for POST /debug/heap-snapshot: worker `id` must be warm, not
+ * retiring, and not writing one already.
+ * @param {WorkerState | undefined} state
+ * @param {number} id
+ * @param {string} dir
+ * @param {() => void} dispatch
+ * @returns {Promise<string>}
+ */
+export async function snapshotWarmWorker(state, id, dir, dispatch) {
+  if (!state) throw new SnapshotError(404, `no warm worker ${id} (see /debug/workers)`);
+  if (state.snapshotting) throw new SnapshotError(409, `worker ${id} is already writing a heap snapshot`);
+  if (state.state !== 'ready') throw new SnapshotError(409, `worker ${id} is retiring`);
+  return snapshotWorker(state, dir, dispatch);
 }

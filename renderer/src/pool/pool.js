@@ -12,20 +12,22 @@
 // - reload: every worker retires that way onto the bundle file as it is now,
 //   once a trial worker has loaded it (reload.js: the reload's own life);
 // - heap snapshots (ops/heap-snapshot.js), readiness, drain, and a pool that
-//   can no longer replace its workers (fatal).
-// Growing the pool by one and knowing which worker took a task rest on
-// Piscina's source, not its API: piscina-seams.js.
+//   can no longer replace its workers (fatal); what /debug/workers shows of
+//   them is worker-info.js's.
+// How a worker starts (its module, limits, data) is worker-start.js's. Growing
+// the pool by one and knowing which worker took a task rest on Piscina's
+// source, not its API: piscina-seams.js.
 import { performance } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
 import { Piscina } from 'piscina';
-import { ConfigError } from '../config.js';
 import { DrainingError } from '../errors.js';
-import { SnapshotError, requestHeapSnapshot } from '../ops/heap-snapshot.js';
+import { snapshotWarmWorker, snapshotWorker } from '../ops/heap-snapshot.js';
 import { WORDS } from '../worker/renders.js';
 import { startOneMore } from './piscina-seams.js';
-import { ReloadSession, WORKER_MODULE } from './reload.js';
+import { ReloadSession } from './reload.js';
 import { Retirement } from './retirement.js';
 import { Scheduler } from './scheduler.js';
+import { workerInfo } from './worker-info.js';
+import { WORKER_MODULE, bootstrapFailure, workerStart } from './worker-start.js';
 
 /** @import { PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
@@ -40,12 +42,10 @@ export class RenderPool {
   #logger;
   #onFatal;
   #bundle;
-  #maxOldGenerationMb;
-  #maxYoungGenerationMb;
   /** @type {Retirement<WorkerState>} one worker at a time, behind a warm spare */
   #retirement;
   #reloadTimeoutMs;
-  /** What a worker starts with: Piscina's, and a reload's trial worker. */
+  /** What a worker starts with: Piscina's, and a reload's trial worker. @type {import('./worker-start.js').WorkerStart} */
   #workerOptions;
   /** @type {ReloadSession | null} */
   #reload = null;
@@ -82,8 +82,6 @@ export class RenderPool {
     this.#reloadTimeoutMs = reloadTimeoutMs;
     this.#threads = threads;
     this.#bundle = bundle;
-    this.#maxOldGenerationMb = maxOldGenerationMb;
-    this.#maxYoungGenerationMb = maxYoungGenerationMb;
     const wake = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
     this.#scheduler = new Scheduler({
       piscina: () => this.#piscina,
@@ -110,26 +108,16 @@ export class RenderPool {
       liveThreads: () => this.#piscina.threads.length,
       startSpare: () => startOneMore(this.#piscina, this.#threads),
       mayStart: () => !this.#draining && this.#startedUp,
-      snapshot: (state) => this.#snapshot(state, heapSnapshotDir),
+      snapshot: (state) => snapshotWorker(state, heapSnapshotDir, () => this.#scheduler.dispatch()),
       retired: (reason) => this.#observer.retired?.(reason),
       logger,
     });
     this.#onFatal = onFatal ?? ((err) => logger.error({ err }, 'worker pool failed'));
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
     this.#startup.promise.catch(() => {});
-    // V8 flags are per process, read when an isolate is created, and win over
-    // a worker's resourceLimits: the main thread's young-generation flags
-    // (main.js) must not size the workers' heaps, which come from config.
-    setFlagsFromString('--min-semi-space-size=0');
-    setFlagsFromString('--max-semi-space-size=0');
-    this.#workerOptions = {
-      resourceLimits: {
-        maxOldGenerationSizeMb: maxOldGenerationMb,
-        maxYoungGenerationSizeMb: maxYoungGenerationMb,
-        stackSizeMb: stackMb,
-      },
-      workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery, wake },
-    };
+    this.#workerOptions = workerStart({
+      bundle, maxOldGenerationMb, maxYoungGenerationMb, stackMb, warmupRounds, maxPageMb, heapGrowthSampleEvery, wake,
+    });
     this.#piscina = new Piscina({
       filename: WORKER_MODULE.href,
       minThreads: threads,
@@ -152,7 +140,7 @@ export class RenderPool {
       // died during bootstrap: from then on it never respawns (Piscina 5's
       // own flag, set for good; tested in start-failure.test.js).
       queueMicrotask(() => {
-        if (!this.#closing && this.#piscina.threads.length < this.#threads) this.#fail(this.#bootstrapFailure());
+        if (!this.#closing && this.#piscina.threads.length < this.#threads) this.#fail(bootstrapFailure(this.#lastWorkerError, this.#workerOptions));
       });
       // After #gone has dealt with a warm worker's death (its 'exit' may come
       // after this event): a retirement still waiting with no spare lost it
@@ -249,59 +237,18 @@ export class RenderPool {
    * @returns {WorkerInfo[]}
    */
   workers() {
-    return this.#piscina.threads.filter((w) => w.threadId >= 0).map((w) => {
-      const s = this.#workers.get(w.threadId);
-      if (!s) {
-        return {
-          id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, waiting: 0,
-          heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
-        };
-      }
-      return {
-        id: s.id,
-        state: s.held ? 'retiring' : s.state,
-        retire: s.retireReason,
-        renders: s.renders,
-        maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
-        pending: s.tasks.size,
-        waiting: Math.max(0, Atomics.load(s.words, WORDS.WAITING)),
-        heapUsedBytes: s.heapUsedBytes,
-        heapLimitBytes: s.heapLimitBytes,
-        externalBytes: s.externalBytes,
-        warmupMs: Math.round(s.warmupMs),
-        lastGc: s.lastGc,
-      };
-    });
+    return workerInfo(this.#piscina.threads, this.#workers);
   }
 
   /**
-   * Has worker `id` write a heap snapshot into `dir` (between its tasks; it
+   * Has warm worker `id` write a heap snapshot into `dir` (between its tasks; it
    * takes no task meanwhile). Resolves with the file's path.
    * @param {number} id
    * @param {string} dir
    * @returns {Promise<string>}
    */
-  async heapSnapshot(id, dir) {
-    const state = this.#workers.get(id);
-    if (!state) throw new SnapshotError(404, `no warm worker ${id} (see /debug/workers)`);
-    if (state.snapshotting) throw new SnapshotError(409, `worker ${id} is already writing a heap snapshot`);
-    if (state.state !== 'ready') throw new SnapshotError(409, `worker ${id} is retiring`);
-    return this.#snapshot(state, dir);
-  }
-
-  /**
-   * @param {WorkerState} state
-   * @param {string} dir
-   * @returns {Promise<string>}
-   */
-  async #snapshot(state, dir) {
-    state.snapshotting = true;
-    try {
-      return await requestHeapSnapshot(state, dir);
-    } finally {
-      state.snapshotting = false;
-      this.#scheduler.dispatch();
-    }
+  heapSnapshot(id, dir) {
+    return snapshotWarmWorker(this.#workers.get(id), id, dir, () => this.#scheduler.dispatch());
   }
 
   /**
@@ -529,21 +476,6 @@ export class RenderPool {
       if (!this.#startedUp) this.#fail(err);
       else this.#logger.error({ err, workerId: message.threadId }, later);
     }
-  }
-
-  /**
-   * Why the pool lost a worker that never finished starting: the heap cap when
-   * it ran out of memory (a cap too small for the bundle), else the last error.
-   * @returns {Error}
-   */
-  #bootstrapFailure() {
-    const last = this.#lastWorkerError;
-    if (/** @type {{code?: string} | undefined} */ (last)?.code === 'ERR_WORKER_OUT_OF_MEMORY') {
-      return new ConfigError('renderer.max_old_generation_mb', `${this.#maxOldGenerationMb} MB is too small to load the bundle `
-        + `(a worker ran out of heap importing ${this.#bundle}, with max_young_generation_mb ${this.#maxYoungGenerationMb})`);
-    }
-    const detail = last ? ` (last: ${last.message})` : '';
-    return new Error(`workers die while loading the bundle${detail}; Piscina stopped replacing them`);
   }
 
   /** @param {Error} err */

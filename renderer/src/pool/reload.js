@@ -5,12 +5,11 @@
 // how it settles. Which workers retire, and when, stays the pool's.
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
+import { WORKER_MODULE } from './worker-start.js';
 
 /** @import { WorkerOptions } from 'node:worker_threads' */
 /** @import { WorkerMessage } from '../worker/worker.js' */
 
-/** The pool's worker module: the trial runs what the pool's workers run. */
-export const WORKER_MODULE = new URL('../worker/worker.js', import.meta.url);
 
 /**
  * Starts a worker on the pool's worker module with the pool's limits and

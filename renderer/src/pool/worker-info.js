@@ -1,0 +1,36 @@
+// What /debug/workers shows of the pool's workers: each live thread, warming
+// ones included, with its renders, memory and warm-up.
+import { WORDS } from '../worker/renders.js';
+
+/** @import { WorkerInfo, WorkerState } from './types.js' */
+
+/**
+ * @param {{threadId: number}[]} threads Piscina's live threads
+ * @param {Map<number, WorkerState>} warm the warm workers, by threadId
+ * @returns {WorkerInfo[]}
+ */
+export function workerInfo(threads, warm) {
+  return threads.filter((w) => w.threadId >= 0).map((w) => {
+    const s = warm.get(w.threadId);
+    if (!s) {
+      return {
+        id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, waiting: 0,
+        heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
+      };
+    }
+    return {
+      id: s.id,
+      state: s.held ? 'retiring' : s.state,
+      retire: s.retireReason,
+      renders: s.renders,
+      maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
+      pending: s.tasks.size,
+      waiting: Math.max(0, Atomics.load(s.words, WORDS.WAITING)),
+      heapUsedBytes: s.heapUsedBytes,
+      heapLimitBytes: s.heapLimitBytes,
+      externalBytes: s.externalBytes,
+      warmupMs: Math.round(s.warmupMs),
+      lastGc: s.lastGc,
+    };
+  });
+}
