@@ -240,9 +240,17 @@ export class Scheduler {
   }
 
   /**
-   * Piscina's loadBalancer: of the warm workers that take renders, have room and none
-   * of whose renders wants the thread, the one holding fewest; null leaves the task
-   * in Piscina until one does (only while a worker is replaced).
+   * Piscina's loadBalancer: of the warm workers that take renders and have room, one
+   * none of whose renders wants the thread, holding fewest; null leaves the task in
+   * Piscina until a worker is ready (only while one is replaced).
+   *
+   * Admission let the task through because a worker was free, but that worker's
+   * thread runs beside this one: a render of it may have been resumed since (React's
+   * setImmediate), wanting the thread for a moment. Such a worker still takes the
+   * task, after every free one: Piscina offers a task it was refused again only
+   * when a task ends or a worker is ready, and renders held on a gate end neither.
+   * Unless a warm worker is missing from `workers` (it said it was warm before
+   * Piscina saw it ready): it is free, and its readiness offers the task again.
    * @template {{id: number}} W
    * @param {{[key: symbol]: unknown}} task
    * @param {W[]} workers
@@ -253,13 +261,16 @@ export class Scheduler {
     if (token?.probe) return null;
     /** @type {W | null} */
     let best = null;
-    let fewest = Infinity;
+    let lowest = Infinity;
     for (const worker of workers) {
       const state = this.#workers.get(worker.id);
-      if (!state || !this.#free(state) || state.tasks.size >= fewest) continue;
+      if (!state || !this.#hasRoom(state)) continue;
+      const rank = state.tasks.size + (this.#wantsThread(state) ? this.#maxPending : 0);
+      if (rank >= lowest) continue;
       best = worker;
-      fewest = state.tasks.size;
+      lowest = rank;
     }
+    if (lowest >= this.#maxPending && this.#notYetOffered(workers)) return null;
     if (!best || !token) return best;
     const state = /** @type {WorkerState} */ (this.#workers.get(best.id));
     token.worker = state;
@@ -315,13 +326,32 @@ export class Scheduler {
   }
 
   /**
-   * Whether a worker would take a render now: it takes renders, has room, and none of
-   * its renders wants its thread.
+   * Whether a worker would take a render now: it has room, and none of its renders
+   * wants its thread.
    * @param {WorkerState} state
    */
   #free(state) {
-    return this.#accepts(state) && state.tasks.size < this.#maxPending
-      && state.tasks.size - Atomics.load(state.words, WORDS.WAITING) <= 0;
+    return this.#hasRoom(state) && !this.#wantsThread(state);
+  }
+
+  /**
+   * Whether a worker that would take a render now is not among those Piscina offers.
+   * @param {{id: number}[]} offered
+   */
+  #notYetOffered(offered) {
+    const ids = new Set(offered.map((w) => w.id));
+    for (const [id, state] of this.#workers) if (!ids.has(id) && this.#free(state)) return true;
+    return false;
+  }
+
+  /** @param {WorkerState} state it takes renders and holds fewer than max_pending_per_worker */
+  #hasRoom(state) {
+    return this.#accepts(state) && state.tasks.size < this.#maxPending;
+  }
+
+  /** @param {WorkerState} state some render of it is on its thread or wants to be */
+  #wantsThread(state) {
+    return state.tasks.size - Atomics.load(state.words, WORDS.WAITING) > 0;
   }
 
   #freeWorkers() {
