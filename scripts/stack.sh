@@ -47,10 +47,14 @@ start_renderer() {
   RENDERER_HTTP=$(grep -o '"listener":"http","address":"[^"]*"' "$work/renderer.log" | head -1 | sed 's/.*"address":"\(.*\)"/\1/')
 }
 
+# The Go processes (the edge, the shop) run with one P, as deploy/k8s runs the edge
+# (GOMAXPROCS from its CPU request, 1 core): EDGE_GOMAXPROCS to change.
+export EDGE_GOMAXPROCS=${EDGE_GOMAXPROCS:-1}
+
 # start_stack: start_renderer, then the edge on $EDGE (admin on $ADMIN); sets $edge_pid.
 start_stack() {
   start_renderer
-  SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE SSR_EDGE_ADMIN_LISTEN=$ADMIN \
+  GOMAXPROCS=$EDGE_GOMAXPROCS SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE SSR_EDGE_ADMIN_LISTEN=$ADMIN \
     SSR_EDGE_LOG_LEVEL=error bin/edge > "$work/edge.log" 2>&1 & edge_pid=$!
   pids+=($edge_pid)
   wait_for "edge ready" http_ok "http://$ADMIN/readyz"
@@ -62,7 +66,7 @@ start_stack() {
 start_shop() {
   start_renderer
   bin/shop -seed -db "$work/shop.db"
-  bin/shop -listen "$EDGE" -admin-listen "$ADMIN" -db "$work/shop.db" -renderer "unix://$work/renderer.sock" \
+  GOMAXPROCS=$EDGE_GOMAXPROCS bin/shop -listen "$EDGE" -admin-listen "$ADMIN" -db "$work/shop.db" -renderer "unix://$work/renderer.sock" \
     -render-timeout 2s "$@" > "$work/shop.log" 2>&1 & shop_pid=$!
   pids+=($shop_pid)
   wait_for "shop ready" http_ok "http://$ADMIN/readyz"

@@ -189,6 +189,19 @@ func TestManifestBudgets(t *testing.T) {
 			}
 		})
 
+		t.Run("edge GOMAXPROCS", func(t *testing.T) {
+			edge := pod.container(t, "edge")
+			for _, e := range edge.Env {
+				if e.Name == "GOMAXPROCS" {
+					if _, ok := ownCPURequest(e.ValueFrom, edge); !ok {
+						t.Errorf("edge GOMAXPROCS is not its own CPU request in whole cores (requests.cpu %q)", edge.Resources.Requests["cpu"])
+					}
+					return
+				}
+			}
+			t.Error("edge: no GOMAXPROCS in env: Go would run a P per core of the node, not per core the edge asked for")
+		})
+
 		t.Run("page size", func(t *testing.T) {
 			e := podConfig(t, r, pod).Edge
 			if rc.MaxPageMB == nil || *rc.MaxPageMB != e.MaxPageMB {

@@ -124,10 +124,7 @@ func TestPodImages(t *testing.T) {
 		for _, e := range c.Env {
 			value := e.Value
 			if e.ValueFrom != nil {
-				if !fromSecretKey(e.ValueFrom) {
-					t.Fatalf("container %s: env %s uses a valueFrom this test cannot play", c.Name, e.Name)
-				}
-				value = podSecret
+				value = playValueFrom(t, c, e.Name, e.ValueFrom)
 			}
 			args = append(args, "-e", e.Name+"="+value)
 		}

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -280,6 +281,39 @@ func resolvePort(port any, c ...container) (int, bool) {
 func fromSecretKey(valueFrom any) bool {
 	m, ok := valueFrom.(map[string]any)
 	return ok && m["secretKeyRef"] != nil
+}
+
+// playValueFrom is what Kubernetes would give env var name of c from valueFrom: c's own
+// CPU request in whole cores, or the Secret as an operator creates it (podSecret).
+func playValueFrom(t *testing.T, c container, name string, valueFrom any) string {
+	t.Helper()
+	if cores, ok := ownCPURequest(valueFrom, c); ok {
+		return cores
+	}
+	if !fromSecretKey(valueFrom) {
+		t.Fatalf("container %s: env %s uses a valueFrom this test cannot play: %v", c.Name, name, valueFrom)
+	}
+	return podSecret
+}
+
+// ownCPURequest is the value Kubernetes gives an env var whose valueFrom is c's own CPU
+// request in whole cores (resourceFieldRef requests.cpu, divisor 1: rounded up), or false
+// when valueFrom is not that.
+func ownCPURequest(valueFrom any, c container) (string, bool) {
+	m, _ := valueFrom.(map[string]any)
+	ref, _ := m["resourceFieldRef"].(map[string]any)
+	if ref == nil || ref["resource"] != "requests.cpu" || ref["containerName"] != c.Name || (ref["divisor"] != nil && ref["divisor"] != "1") {
+		return "", false
+	}
+	q := c.Resources.Requests["cpu"]
+	millis, err := strconv.Atoi(strings.TrimSuffix(q, "m"))
+	if !strings.HasSuffix(q, "m") {
+		millis *= 1000
+	}
+	if err != nil || millis <= 0 {
+		return "", false
+	}
+	return strconv.Itoa((millis + 999) / 1000), true
 }
 
 // kustomizeBinary is the pinned kustomize (a Go tool make installs into bin/).

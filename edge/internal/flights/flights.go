@@ -40,6 +40,42 @@ type Flight[D any] struct {
 	Decided atomic.Pointer[D]
 	// Tee holds a streaming render's output as it comes; nil for pages that do not stream.
 	Tee *Tee
+
+	// A flight only the request that started it waits for (Table.Alone) may hold its Resp in
+	// borrowed memory (Lend): given back once both that request and the flight's work are
+	// done with it (Leave). holders counts which of the two still are.
+	alone   bool
+	holders atomic.Int32
+	release func() // set by the flight's work before it lets go
+}
+
+// Alone reports whether only the request that started fl waits for it (Table.Alone): its Resp
+// may then borrow memory (Lend).
+func (fl *Flight[D]) Alone() bool { return fl.alone }
+
+// Lend gives fl the release of memory its Resp borrows, to be called once the request that
+// waits for fl has left it and the flight's work is done. Only the flight's work calls it,
+// and only on a flight that is Alone.
+func (fl *Flight[D]) Lend(release func()) {
+	if !fl.alone {
+		panic("flights: Lend on a flight others may join")
+	}
+	fl.release = release
+}
+
+// Leave says that the request that waited for fl no longer reads its Resp; a no-op for a
+// flight others may join.
+func (fl *Flight[D]) Leave() {
+	if fl.alone {
+		fl.let()
+	}
+}
+
+// let is one holder letting go; the last one releases what Resp borrows.
+func (fl *Flight[D]) let() {
+	if fl.holders.Add(-1) == 0 && fl.release != nil {
+		fl.release()
+	}
 }
 
 // landed is the Done channel of a flight that had landed before the request came.
@@ -91,7 +127,7 @@ func (f *Table[D]) Join(key, path string, origin trace.SpanContext, streamed boo
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
 	run := prepare()
-	fl = f.Alone(streamed, func(fl *Flight[D]) {
+	fl = f.start(streamed, false, func(fl *Flight[D]) {
 		run(fl)
 		f.mu.Lock()
 		if f.m[key] == fl { // not if a purge replaced it
@@ -106,13 +142,25 @@ func (f *Table[D]) Join(key, path string, origin trace.SpanContext, streamed boo
 }
 
 // Alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
-// streamed: the flight's render streams, into a Tee.
+// streamed: the flight's render streams, into a Tee. The request that starts it calls
+// Leave once it is done with it.
 func (f *Table[D]) Alone(streamed bool, run func(*Flight[D])) *Flight[D] {
-	fl := &Flight[D]{Done: make(chan struct{}), Gen: f.cache.Generation()}
+	return f.start(streamed, true, run)
+}
+
+// start runs a new flight's work on a goroutine of its own.
+func (f *Table[D]) start(streamed, alone bool, run func(*Flight[D])) *Flight[D] {
+	fl := &Flight[D]{Done: make(chan struct{}), Gen: f.cache.Generation(), alone: alone}
 	if streamed {
 		fl.Tee = NewTee()
 	}
+	if alone {
+		fl.holders.Store(2) // the flight's work, and the request
+	}
 	go func() {
+		if fl.alone {
+			defer fl.let()
+		}
 		defer close(fl.Done)
 		run(fl)
 	}()

@@ -84,3 +84,51 @@ func TestJoinCoalesces(t *testing.T) {
 	<-first.Done
 	<-third.Done
 }
+
+// TestAloneReleasesOnceBothLeave: what an Alone flight's response borrows is given back once,
+// after both its work and the request that waits for it are done, whichever ends first (a
+// request that fell back at its render timeout leaves before the work ends); a flight others
+// may join never borrows.
+func TestAloneReleasesOnceBothLeave(t *testing.T) {
+	for _, requestFirst := range []bool{true, false} {
+		name := map[bool]string{true: "the request leaves first", false: "the work ends first"}[requestFirst]
+		t.Run(name, func(t *testing.T) {
+			f := NewTable[struct{}](htmlcache.New(htmlcache.Options{}), func(*htmlcache.Entry) bool { return true })
+			gate, released := make(chan struct{}), make(chan struct{}, 2)
+			fl := f.Alone(false, func(fl *Flight[struct{}]) {
+				fl.Lend(func() { released <- struct{}{} })
+				<-gate
+			})
+			if !fl.Alone() {
+				t.Fatal("an Alone flight says it is not")
+			}
+			if requestFirst {
+				fl.Leave()
+				close(gate)
+				<-fl.Done
+			} else {
+				close(gate)
+				<-fl.Done
+				if len(released) != 0 {
+					t.Fatal("released while the request still reads the response")
+				}
+				fl.Leave()
+			}
+			<-released // the work's own let may come just after Done closes
+			if len(released) != 0 {
+				t.Fatal("released twice")
+			}
+		})
+	}
+	t.Run("a flight others may join", func(t *testing.T) {
+		f := NewTable[struct{}](htmlcache.New(htmlcache.Options{}), func(*htmlcache.Entry) bool { return true })
+		fl, _ := f.Join("k", "/", trace.SpanContext{}, false, func() func(*Flight[struct{}]) {
+			return func(*Flight[struct{}]) {}
+		})
+		if fl.Alone() {
+			t.Error("a joinable flight says it is Alone")
+		}
+		<-fl.Done
+		fl.Leave() // a no-op
+	})
+}

@@ -32,6 +32,13 @@ type Renderer interface {
 	Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error)
 }
 
+// A BorrowingRenderer can answer in pooled memory (renderclient.Client): the response's HTML
+// and props may be read until release is called. A render that only the request that started
+// it waits for uses it (flights.Flight.Lend), saving a copy of the page per request.
+type BorrowingRenderer interface {
+	RenderBorrowed(ctx context.Context, req *ssrv1.RenderRequest) (resp *ssrv1.RenderResponse, release func(), err error)
+}
+
 // deps are what every page handler shares.
 type deps struct {
 	renderer Renderer
@@ -240,6 +247,11 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // complete document.
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	arrived := time.Now()
+	defer func() {
+		if own { // fl may be another flight by then: the private render of a shared one
+			fl.Leave()
+		}
+	}()
 	if !own {
 		// The render this request waits for is traced under the request that started it,
 		// which the wait links to.

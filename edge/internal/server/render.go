@@ -33,9 +33,16 @@ func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRe
 	began := time.Now()
 	var resp *ssrv1.RenderResponse
 	var err error
-	if p.streams(fl) {
+	borrowing, canBorrow := p.renderer.(BorrowingRenderer)
+	switch {
+	case p.streams(fl):
 		resp, err = p.renderStream(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req, s)
-	} else {
+	case canBorrow && fl.Alone():
+		var release func()
+		if resp, release, err = borrowing.RenderBorrowed(p.outgoing(ctx), req); err == nil {
+			fl.Lend(release)
+		}
+	default:
 		resp, err = p.renderer.Render(p.outgoing(ctx), req)
 	}
 	fl.Call = time.Since(began)

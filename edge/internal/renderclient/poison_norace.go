@@ -1,0 +1,5 @@
+//go:build !race
+
+package renderclient
+
+const poisonReleased = false
