@@ -258,8 +258,12 @@ profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: the
 instructions: build $(GO_TOOLS) perf ## What tracing and leak sampling cost: instructions per uncached request of the edge and the renderer (perf stat; about 5 min)
 	bench/instructions.sh
 
+.PHONY: edge-cost
+edge-cost: build $(GO_TOOLS) perf ## What the edge itself costs per uncached request: CPU ms (user, system), context switches, syscalls, at RATE (150) req/s; EDGES="LABEL=BINARY ..." compares builds in turns; PPROF=DIR keeps profiles (about 2 min)
+	bench/edge-cost.sh $(EDGES)
+
 .PHONY: perf
-perf: ## Install Debian's perf when missing (make instructions counts with it)
+perf: ## Install Debian's perf when missing (make instructions and make edge-cost count with it)
 	@command -v perf >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq linux-perf >/dev/null)
 
 .PHONY: tail
