@@ -99,7 +99,7 @@ start_contender() {
       args=(--threads "$threads"); case $1 in node-mainthread*) args=(--main-thread) ;; esac
       case $1 in *-db) args+=(--db "$work/shop.db") ;; esac
       [ "$2" = 1 ] && args+=(--compress)
-      "$node" bench/node-baseline/server.mjs --port 18083 "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
+      "$node" ${BASELINE_NODE_FLAGS:-} bench/node-baseline/server.mjs --port 18083 "${args[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18083 processes=("node=$!") ;;
     v8go|v8go-db)
       db=(); [ "$1" = v8go-db ] && db=(-db "$work/shop.db")

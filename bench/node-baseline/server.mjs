@@ -118,6 +118,8 @@ server.get('/products/:id/reviews', (req, reply) => {
   });
 });
 const address = await server.listen({ host: '127.0.0.1', port: Number(opts.port) });
+// An exit, not death by signal, so that --cpu-prof (BASELINE_NODE_FLAGS) writes its profile.
+process.on('SIGTERM', () => process.exit(0));
 console.log(JSON.stringify({ msg: 'listening', address, threads, mainThread, compress: opts.compress }));
 
 /**

@@ -54,6 +54,7 @@ func (c *Client) RenderBorrowed(ctx context.Context, req *ssrv1.RenderRequest) (
 
 // unmarshalBorrowed joins data into a pooled buffer and decodes it into r, borrowing.
 func (c codec) unmarshalBorrowed(data mem.BufferSlice, r *borrowedReply) error {
+	r.release() // a second message, which grpc-go then refuses, replaces the first
 	buf := c.joins.get(data.Len())
 	data.CopyTo(*buf)
 	if err := decodeBorrowing(*buf, r.resp); err != nil {
