@@ -21,11 +21,7 @@ hey_load() { # SECONDS: the uncached page at $rate req/s
 measure() {
   local label=$1 binary=$2 round=$3
   stop_all
-  THREADS=${THREADS:-3} start_renderer
-  GOMAXPROCS=$EDGE_GOMAXPROCS SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE \
-    SSR_EDGE_ADMIN_LISTEN=$ADMIN SSR_EDGE_LOG_LEVEL=error "$binary" > "$work/edge.log" 2>&1 & edge_pid=$!
-  pids+=($edge_pid)
-  wait_for "edge ready" http_ok "http://$ADMIN/readyz"
+  THREADS=${THREADS:-3} EDGE_BIN=$binary start_stack
   bin/hey -n 1500 -c 4 -disable-compression -H "Authorization: Bearer bench" "http://$EDGE/" > /dev/null # JIT and pools warm
   hey_load 22 > "$work/hey.txt" & local hey=$!
   sleep 1

@@ -51,11 +51,12 @@ start_renderer() {
 # (GOMAXPROCS from its CPU request, 1 core): EDGE_GOMAXPROCS to change.
 export EDGE_GOMAXPROCS=${EDGE_GOMAXPROCS:-1}
 
-# start_stack: start_renderer, then the edge on $EDGE (admin on $ADMIN); sets $edge_pid.
+# start_stack: start_renderer, then the edge (EDGE_BIN, bin/edge by default) on $EDGE (admin
+# on $ADMIN); sets $edge_pid.
 start_stack() {
   start_renderer
   GOMAXPROCS=$EDGE_GOMAXPROCS SSR_RENDERER_GRPC_ADDRESS="unix://$work/renderer.sock" SSR_EDGE_LISTEN=$EDGE SSR_EDGE_ADMIN_LISTEN=$ADMIN \
-    SSR_EDGE_LOG_LEVEL=error bin/edge > "$work/edge.log" 2>&1 & edge_pid=$!
+    SSR_EDGE_LOG_LEVEL=error "${EDGE_BIN:-bin/edge}" > "$work/edge.log" 2>&1 & edge_pid=$!
   pids+=($edge_pid)
   wait_for "edge ready" http_ok "http://$ADMIN/readyz"
 }
