@@ -120,6 +120,12 @@ start_contender() {
   wait_for "$1 ready" http_ok "$url/"
 }
 
+# worker_starts: the renderer's CPU seconds spent starting workers so far, for a
+# run of this stack; empty for the others.
+worker_starts() {
+  case $r in stack-*|shop-*) metric_at "http://$RENDERER_HTTP/metrics" renderer_worker_start_cpu_seconds_sum ;; esac
+}
+
 k6() {
   K6_NO_USAGE_REPORT=true bin/k6 run --quiet "$@" > /dev/null 2>&1 || true # thresholds may fail: the figures are the point
 }
@@ -184,6 +190,18 @@ shell_ms() {
 
 "$node" bench/render-loop.mjs --seconds 10 > "$out/ceiling.json"
 echo "ceiling: $(cat "$out/ceiling.json")"
+# The shop's loader alone (its query and the props' JSON), for the table's "Go process less
+# its loader": the median ns/op of 5 runs of each, in ms.
+case " ${runs[*]} " in *" shop-uncached"*)
+  (cd shop && go test -run '^$' -bench ListingProps -benchtime 200x -count 5 ./catalog/) | "$node" -e '
+    const lines = require("fs").readFileSync(0, "utf8").split("\n");
+    const median = (name) => {
+      const xs = lines.filter((l) => l.startsWith(`BenchmarkListingProps/${name}`)).map((l) => Number(/ (\d+(?:\.\d+)?) ns\/op/.exec(l)[1])).sort((a, b) => a - b);
+      return +(xs[(xs.length - 1) >> 1] / 1e6).toFixed(3);
+    };
+    console.log(JSON.stringify({ query_ms: median("query"), marshal_ms: median("marshal") }));' > "$out/loader.json"
+  echo "the shop's loader: $(cat "$out/loader.json")" ;;
+esac
 [ -x bin/v8go-ssr ] || echo "v8go: bin/v8go-ssr is not built (make bin/v8go-ssr): skipped"
 if [ -z "${SKIP_KNEE:-}" ]; then
   for round in $(seq "$knee_rounds"); do
@@ -241,11 +259,23 @@ for r in "${runs[@]}"; do
   curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url$page_path" \
     -w '{"content_encoding": "%header{content-encoding}", "body_bytes": %{size_download}}' > "$out/$r-encoding.json"
   case $r in stack-stream|stack-stream-300|shop-reviews|shop-reviews-0) shell_ms "$url$page_path" > "$out/$r-shell.json" ;; esac
+  starts_before=$(worker_starts)
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-before.json"
   k6 "${env_args[@]}" -e "RATE=$fixed_rate" -e "DURATION=$fixed_duration" -e "RESULTS_DIR=$out/$r-fixed" --out "csv=$out/$r-fixed.csv" loadtest/03-load.js
   "$node" bench/thread-cpu.mjs snapshot "${processes[@]}" > "$work/cpu-after.json"
-  "$node" bench/thread-cpu.mjs diff "$work/cpu-before.json" "$work/cpu-after.json" \
-    "$("$node" -p "require('./$out/$r-fixed/summary.json').requests")" > "$out/$r-cpu.json"
+  requests=$("$node" -p "require('./$out/$r-fixed/summary.json').requests")
+  "$node" bench/thread-cpu.mjs diff "$work/cpu-before.json" "$work/cpu-after.json" "$requests" > "$out/$r-cpu.json"
+  if [ -n "$starts_before" ]; then
+    # What the workers' starts cost during the run, and what recycling costs a render at
+    # max_renders: a worker's mean start (the renderer's whole life) over max_renders.
+    "$node" --input-type=module -e "
+      import { parseConfig } from './renderer/src/config.js';
+      const [before, sum, count, requests] = process.argv.slice(1).map(Number);
+      const startMs = (sum / count) * 1000, maxRenders = parseConfig('', { env: process.env }).maxRenders;
+      console.log(JSON.stringify({ ms_per_request: +(((sum - before) * 1000) / requests).toFixed(3), start_ms: +startMs.toFixed(1),
+        max_renders: maxRenders, at_max_renders_ms: maxRenders > 0 ? +(startMs / maxRenders).toFixed(4) : 0 }));" \
+      "$starts_before" "$(worker_starts)" "$(metric_at "http://$RENDERER_HTTP/metrics" renderer_worker_start_cpu_seconds_count)" "$requests" > "$out/$r-starts.json"
+  fi
   stop_all
 done
 

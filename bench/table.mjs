@@ -53,7 +53,7 @@ const rows = names.map((n) => {
   const rounds = knees(n);
   return {
     n, rounds, knee: median(rounds), fixed: json(`${n}-fixed/summary.json`), served: maybe(`${n}-encoding.json`), cpu: maybe(`${n}-cpu.json`),
-    shell: maybe(`${n}-shell.json`),
+    shell: maybe(`${n}-shell.json`), starts: maybe(`${n}-starts.json`),
   };
 });
 const row = (n) => rows.find((r) => r.n === n);
@@ -155,17 +155,26 @@ if (rows.some((r) => groupOf(r.n) === 'stream-300' || deferred(r.n))) {
 }
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).
-const cpu = rows.filter((r) => r.cpu).map((r) => ({ n: r.n, base: row(baseName(r.n))?.cpu, ...r.cpu }));
+const cpu = rows.filter((r) => r.cpu).map((r) => ({ n: r.n, base: row(baseName(r.n))?.cpu, starts: r.starts, ...r.cpu }));
 if (cpu.length > 0) {
   const ms = (v) => (v == null ? '-' : v.toFixed(2));
   const node = (group) => (c) => c.node?.[group];
+  // The shop's loader alone, measured apart (bench.sh: go test -bench ListingProps): what is
+  // left of its Go process is the edge's own work on the page.
+  const loader = maybe('loader.json');
+  const loaderMs = (n) => (contender(n) !== 'shop-uncached' ? 0 : loader ? loader.query_ms + loader.marshal_ms : undefined);
   const components = [
     ['Go process (edge, or v8go)', (c) => (c.edge ?? c.go)?.total],
+    [`Go process less its loader (the shop's query + marshal${loader ? `, ${(loader.query_ms + loader.marshal_ms).toFixed(2)} ms` : ''}: go test -bench ListingProps)`,
+      (c) => (c.edge && loaderMs(c.n) !== undefined ? c.edge.total - loaderMs(c.n) : undefined)],
     ['Node main thread', node('main thread')],
     ['Node render workers', node('render workers')],
     ['Node V8 helper threads (GC, compile)', node('V8 helper threads (GC, compile)')],
     ['Node libuv threads (zlib streams: @fastify/compress)', node('libuv threads')],
     ['Node other threads (incl. workers retired during the run)', node('other')],
+    ['Node workers\' starts during the run, within the two rows above (renderer_worker_start_cpu_seconds)', (c) => c.starts?.ms_per_request],
+    ['recycling at max_renders: a worker\'s mean start over max_renders (renderer_worker_start_cpu_seconds)',
+      (c) => c.starts?.at_max_renders_ms],
     ['**all processes**', cpuTotal],
   ];
   console.log('\n## CPU ms per request at the fixed rate (from /proc, load generator excluded)\n');
@@ -173,4 +182,9 @@ if (cpu.length > 0) {
   console.log(`| --- | ${cpu.map(() => '---').join(' | ')} |`);
   for (const [label, get] of components) console.log(`| ${label} | ${cpu.map((c) => ms(get(c))).join(' | ')} |`);
   console.log(`| **all processes, vs bare Node** (same page, same mode) | ${cpu.map((c) => ratio(cpuTotal(c), cpuTotal(c.base))).join(' | ')} |`);
+  for (const c of cpu.filter((c) => c.starts && c.node)) {
+    const { start_ms: start, max_renders: renders, at_max_renders_ms: each } = c.starts;
+    console.log(`\n${c.n}: a worker's start, ${start} ms of its thread's CPU (mean of the renderer's starts), over max_renders ${renders}: `
+      + `${each} ms a render, ${((100 * each) / c.node.total).toFixed(2)} % of the renderer's CPU per request.`);
+  }
 }

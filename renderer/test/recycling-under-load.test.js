@@ -1,12 +1,18 @@
 // Recycling after max_renders: a client sending continuously sees no error
 // across several retirements, and the pool never has fewer than `threads`
-// workers, nor fewer than `threads` taking tasks (a warm spare joins first).
+// workers, nor fewer than `threads` taking tasks (a warm spare joins first); each
+// replacement's start is counted in renderer_worker_start_cpu_seconds.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { metricsText, render, startRenderer } from './helpers.js';
 
 test('max_renders: several retirements, zero errors, capacity never below threads', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 2, max_renders: 20, warmup_rounds: 1 });
+  const starts = (/** @type {string} */ text) => Number(/^renderer_worker_start_cpu_seconds_count (\S+)$/m.exec(text)?.[1]);
+  const startCpu = (/** @type {string} */ text) => Number(/^renderer_worker_start_cpu_seconds_sum (\S+)$/m.exec(text)?.[1]);
+  const first = await metricsText(app.httpAddress);
+  assert.equal(starts(first), 2, 'both first workers counted');
+  assert.ok(startCpu(first) > 0, `the first workers' start: ${startCpu(first)} s of CPU`);
 
   /** @type {Array<{workers: number, accepting: number}>} */
   const samples = [];
@@ -46,5 +52,7 @@ test('max_renders: several retirements, zero errors, capacity never below thread
   const counted = Number(/renderer_worker_retirements_total\{reason="max_renders"\} (\d+)\n/.exec(metrics)?.[1]);
   assert.ok(counted >= lines.length, `${counted} counted, ${lines.length} logged`);
   assert.match(metrics, /renderer_worker_exits_total\{reason="error"\} 0\n/);
+  assert.ok(starts(metrics) >= 2 + lines.length, `${starts(metrics)} starts counted for ${lines.length} retirements`);
+  assert.ok(startCpu(metrics) > startCpu(first), `the spares' start counted: ${startCpu(first)} s, then ${startCpu(metrics)} s`);
   assert.equal(app.pool.readiness().ready, true);
 });

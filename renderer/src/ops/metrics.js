@@ -110,6 +110,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  #startCpu = new Histogram({
+    name: 'renderer_worker_start_cpu_seconds',
+    help: 'CPU each render worker\'s own thread spent from its start to warm: Node\'s bootstrap, the bundle\'s load, the warm-up renders (its V8 helper threads\' compilation not counted). A worker\'s start over renderer.max_renders is what recycling costs a render.',
+    buckets: [0.05, 0.1, 0.2, 0.5, 1, 2, 5],
+    registers: [this.registry],
+  });
+
   #exits = new Counter({
     name: 'renderer_worker_exits_total',
     help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated because a render held its thread past a deadline: renderer_deadline_aborts_total{where="pinned"}), error. A render stopped at its deadline or by its caller going away is aborted in-band and costs no worker.',
@@ -156,6 +163,7 @@ export class Metrics {
     },
     retired: (reason) => this.#retirements.inc({ reason }),
     exited: (reason) => this.#exits.inc({ reason }),
+    started: (cpuMs) => this.#startCpu.observe(cpuMs / 1000),
     deadline: (where) => this.#deadlineAborts.inc({ where }),
   };
 

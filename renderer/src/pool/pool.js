@@ -446,6 +446,7 @@ export class RenderPool {
         lastGc: message.report.gc.slice(-LAST_GC),
       };
       if (message.report.gc.length > 0) this.#observer.gc?.(message.report.gc);
+      this.#observer.started?.(message.startCpuMs);
       message.control.unref();
       this.#workers.set(state.id, state);
       this.#markStale(state);

@@ -83,6 +83,8 @@
  * @property {(where: DeadlineWhere) => void} [deadline] a render was stopped
  *   by its deadline: queued, waiting (on a worker whose event loop was free)
  *   or pinned (on a worker that did not answer)
+ * @property {(cpuMs: number) => void} [started] a worker became warm, having
+ *   spent cpuMs of its own thread's CPU getting there
  */
 
 /**

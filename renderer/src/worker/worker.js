@@ -34,8 +34,11 @@ import { encodeRenderResponse } from './wire.js';
  * snapshots) and during them (is its event loop free? loop-probe.js; abort one
  * render): Piscina owns parentPort. `words` are what it shares with the pool
  * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
+ * `startCpuMs` is the CPU this worker's thread spent from its start to warm (Node's
+ * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
  * @typedef {{type: 'worker-warm', threadId: number, pages: string[], canStream: boolean, bundleId: string, warmupMs: number,
- *     warmupRenders: number, meanRenderMs: number, control: MessagePort, words: Int32Array, report: WorkerReport}
+ *     warmupRenders: number, meanRenderMs: number, startCpuMs: number, control: MessagePort, words: Int32Array,
+ *     report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
  *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
  */
@@ -135,7 +138,7 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 /** @type {WorkerMessage} */
 const warmMessage = {
   type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), canStream: typeof bundle.renderToPipeableStream === 'function', bundleId,
-  control: control.port2, words, report: report(), ...warm,
+  control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
 
@@ -312,6 +315,12 @@ function report(heap = getHeapStatistics()) {
     gc: gcPending.splice(0),
     retained: retention.take(),
   };
+}
+
+/** The CPU this thread has spent so far, user and system, in ms. */
+function threadCpuMs() {
+  const { user, system } = process.threadCpuUsage();
+  return (user + system) / 1000;
 }
 
 /**
