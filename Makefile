@@ -250,9 +250,13 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go sho
 bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side, props from Go first (bare fastify+Piscina+node:sqlite, in-process V8, the shop), then the demo page (and the stack cached); identity and compressed; knee in 3 interleaved rounds (about 60 min; KNEE_ROUNDS=1: about 27)
 	bench/bench.sh
 
+.PHONY: bench-islands
+bench-islands: build ## What a Go template's islands cost: the template alone, its 10 islands cached, rendered in one call, and as one page (edge/e2e BenchmarkIslands; about 1 min; make bench runs it last)
+	bench/islands.sh
+
 .PHONY: profile
 profile: build $(K6) $(GO_TOOLS) ## make bench's CPU-per-request table only: the shop vs bare Node + node:sqlite (CONTENDERS to change) at RATE (150) req/s, no knee (about 2 min)
-	SKIP_KNEE=1 CONTENDERS="$${CONTENDERS:-node-baseline-db shop-uncached}" FIXED_RATE=$${RATE:-150} bench/bench.sh
+	SKIP_ISLANDS=1 SKIP_KNEE=1 CONTENDERS="$${CONTENDERS:-node-baseline-db shop-uncached}" FIXED_RATE=$${RATE:-150} bench/bench.sh
 
 .PHONY: instructions
 instructions: build $(GO_TOOLS) perf ## What tracing and leak sampling cost: instructions per uncached request of the edge and the renderer (perf stat; about 5 min)

@@ -261,6 +261,7 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
   let baseURL;
   let manifest; // the first build's
   let rendererPid;
+  let rendererMetrics;
   let browserLaunch;
   let browser;
 
@@ -348,6 +349,7 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
     // The renderer's own process, in a process group of its own: the one to signal.
     rendererPid = JSON.parse(line).pid;
     assert.ok(httpAddress, `no address in ${line}`);
+    rendererMetrics = `http://${httpAddress}/metrics`;
     await poll(async () => (await fetch(`http://${httpAddress}/readyz`)).status === 200, READY_MS, () => `the renderer's /readyz did not answer 200`);
 
     server = startProcess('myshop', path.join(appDir, 'myshop'), [], { cwd: appDir, env: { MYSHOP_RENDERER_SOCKET: socket } });
@@ -421,6 +423,36 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
       }
       await settle(page);
       assertNoProblems(problems, '/orders/1');
+    } finally {
+      await context.close();
+    }
+  }));
+
+  test('c2. the team\'s own template page has its island server-rendered, hydrated under the CSP, one renderer call', withLogs(async () => {
+    const islandCalls = async () => Number((await (await fetch(rendererMetrics)).text()).match(/^renderer_island_calls_total (\S+)$/m)?.[1]);
+    const calls = await islandCalls();
+    const { context, page, response, problems } = await openPage(browser, `${baseURL}/orders/1/receipt`, { stepMs: STEP_MS });
+    try {
+      assert.equal(response.status(), 200);
+      assert.equal(await islandCalls() - calls, 1, 'one renderer call for the page');
+      const html = await response.text();
+      assert.match(html, /<title>Receipt #1<\/title>/, 'the team\'s own head');
+      assert.match(html, /<div data-ssr-island="Stock"><p class="stock" data-testid="stock">3 more teapot in stock/, 'the island server-rendered in place');
+      const nonce = response.headers()['content-security-policy']?.match(/'nonce-([^']+)'/)?.[1];
+      assert.ok(nonce, 'the response has no CSP nonce');
+      for (const tag of html.match(/<script\b[^>]*>/g) ?? []) {
+        if (!tag.includes('type="application/json"')) assert.ok(tag.includes(`nonce="${nonce}"`), `${tag} lacks the response's nonce`);
+      }
+      const button = '[data-testid="reserve"]';
+      await poll(
+        () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${button}'))`),
+        STEP_MS,
+        () => `React never took over the island (not hydrated); the browser reported:\n${problems.join('\n') || '(nothing)'}\n`,
+      );
+      await page.locator(button).click();
+      await poll(async () => /^2 more teapot/.test(await page.locator('[data-testid="stock"]').textContent() ?? ''), STEP_MS, () => 'the island did not count the click');
+      await settle(page);
+      assertNoProblems(problems, '/orders/1/receipt');
     } finally {
       await context.close();
     }

@@ -68,6 +68,7 @@
 # rate); their edge sends no 103 Early Hints, which k6 would count as the first byte.
 # About 60 min with the defaults on 2 cores (a knee run ~1-2.5 min, a fixed run ~50 s);
 # about 27 with KNEE_ROUNDS=1.
+# Last, unless SKIP_ISLANDS is set, what a Go template's islands cost (bench/islands.sh).
 # Writes bench/results/<timestamp>/: table.md, latency.png, and every k6 summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -280,6 +281,10 @@ for r in "${runs[@]}"; do
 done
 
 "$node" bench/table.mjs "$out" "$threads" > "$out/table.md"
+if [ -z "${SKIP_ISLANDS:-}" ]; then
+  echo "islands: edge/e2e BenchmarkIslands..."
+  { echo; bench/islands.sh "$out"; } >> "$out/table.md"
+fi
 cat "$out/table.md"
 if [ -x bin/venv-bench/bin/python ]; then
   bin/venv-bench/bin/python bench/plot.py "$out" && echo "plot: $out/latency.png"

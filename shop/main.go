@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	hardTimeout := flags.Duration("hard-timeout", 0, "how long a render may go on, after -render-timeout, to fill the cache (default: 2s; at least -render-timeout)")
 	reviewsDelay := flags.Duration("reviews-delay", 300*time.Millisecond, "how long the reviews service takes (the product page's deferred reviews)")
 	reviewsURL := flags.String("reviews-url", "", "if set, the reviews service: the reviews of product N are ready once GET <url>?product=N answers (instead of -reviews-delay)")
+	failIsland := flags.Bool("fail-island", false, "the about page's Flaky island throws on the server, so that the browser renders it while the other islands are server-rendered")
 	csp := flags.Bool("csp", false, "send a strict Content-Security-Policy with a nonce per response, which every script of the pages carries (a hit then costs a compression)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -75,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer pages.Close()
-	handler := pages.Wrap(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}))
+	handler := pages.Wrap(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}, *failIsland))
 	if *csp {
 		handler = withCSP(handler)
 	}
@@ -87,8 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 }
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
-// and hand it to the React pages as props.
-func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService) *http.ServeMux {
+// and hand it to the React pages as props; the about page is a Go template with islands.
+func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService, failIsland bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", pages.Assets())
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
@@ -131,6 +132,8 @@ func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService) *http.
 			return props, res, err
 		}),
 	}))
+	// The shop's own template, with React islands in it.
+	mux.Handle("GET /about", newAboutPage(pages, db, failIsland))
 	mux.Handle("GET /", pages.NotFound())
 	return mux
 }

@@ -172,3 +172,44 @@ func TestRendererDownTheBrowserRendersTheDatabaseProps(t *testing.T) {
 		t.Errorf("the client-side-render document's props: %s (%v), want product 9 from the database", p.props, err)
 	}
 }
+
+// TestAboutIsTheShopsTemplateWithIslands: /about is the shop's own template, its three
+// islands rendered in place with the database's products and the visitor's session, and
+// with -fail-island the failing one left to the browser, its props in place.
+func TestAboutIsTheShopsTemplateWithIslands(t *testing.T) {
+	dir := t.TempDir()
+	renderer, _ := startRenderer(t, dir)
+	shop := startShop(t, renderer, renamedInSQLite(t, dir), "-fail-island")
+	req, _ := http.NewRequest("GET", shop+"/about", nil)
+	req.AddCookie(&http.Cookie{Name: "user", Value: "zoe"})
+	req.AddCookie(&http.Cookie{Name: "cart", Value: "4"})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	doc := string(body)
+	if resp.StatusCode != 200 || !strings.Contains(doc, "<title>About The Demo Shop</title>") || resp.Header.Get("Cache-Control") != "private, no-store" {
+		t.Fatalf("GET /about: %d, Cache-Control %q:\n%s", resp.StatusCode, resp.Header.Get("Cache-Control"), doc)
+	}
+	root := func(island string) string {
+		_, rest, ok := strings.Cut(doc, `<div data-ssr-island="`+island+`">`)
+		if !ok {
+			t.Fatalf("no island %s in\n%s", island, doc)
+		}
+		return rest[:strings.Index(rest, "</div><script")]
+	}
+	if got := root("FeaturedProducts"); !strings.Contains(got, catalog.Generate(1).Name) {
+		t.Errorf("FeaturedProducts holds %q, want the database's first product", got)
+	}
+	if got := root("CartSummary"); !strings.Contains(got, "zoe") {
+		t.Errorf("CartSummary holds %q, want the session's user", got)
+	}
+	if got := root("Flaky"); got != "" {
+		t.Errorf("Flaky holds %q, want it left to the browser", got)
+	}
+	if !strings.Contains(doc, `<div data-ssr-island="Flaky"></div><script type="application/json" data-ssr-island-props>{"fail":true,"note":"Hand-made in small batches."}</script>`) {
+		t.Errorf("Flaky's props are not in place:\n%s", doc)
+	}
+}

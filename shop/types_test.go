@@ -28,6 +28,7 @@ func TestRenamedFieldFailsTheTypecheck(t *testing.T) {
 			renames: map[string][]string{
 				"shop/catalog/catalog.go": {"PriceCents", "TotalCents", `"priceCents"`, `"totalCents"`},
 				"shop/catalog/store.go":   {"PriceCents", "TotalCents"},
+				"shop/about.go":           {"PriceCents", "TotalCents"},
 			},
 			want: []string{"app/src/components/ProductCard.jsx(", "Property 'priceCents' does not exist on type 'Product'"},
 		},

@@ -1,5 +1,9 @@
-// The page registry, shared by the server entry (server.js) and the client entry
-// (client.jsx). The edge's routes refer to pages by these names.
+// The page and island registry, shared by the server entry (server.js) and the client
+// entry (client.jsx). The edge's routes refer to pages by these names, a Go template's
+// {{ island "NAME" .Props }} to islands by theirs.
+import { CartSummary } from './islands/CartSummary.jsx';
+import { FeaturedProducts } from './islands/FeaturedProducts.jsx';
+import { Flaky } from './islands/Flaky.jsx';
 import { Home, homeHead, loadHome } from './pages/Home.jsx';
 import { NotFound, notFoundHead } from './pages/NotFound.jsx';
 import { Product, loadProduct, productHead } from './pages/Product.jsx';
@@ -19,6 +23,9 @@ export const pages = {
   'not-found': { component: NotFound, head: notFoundHead },
 };
 
+/** Components the Go server's own templates place (docs/app-contract.md, "Islands in a Go template"). */
+export const islands = { FeaturedProducts, CartSummary, Flaky };
+
 /** Rendered (status 404) when a load() returns { notFound: true }. */
 export const notFoundPage = 'not-found';
 
@@ -28,4 +35,6 @@ export const warmup = [
   { page: 'product', url: '/products/1', params: { id: '1' } },
   { page: 'product', url: '/products/500', params: { id: '500' } },
   { page: 'not-found', url: '/no-such-page', params: {} },
+  { island: 'FeaturedProducts', props: { products: [{ id: 1, name: 'Warm-up', price: '19.99 USD' }] } },
+  { island: 'CartSummary', props: { user: 'warm-up', items: 0 } },
 ];

@@ -2,4 +2,4 @@
 // so the renderer creates and renders elements with the React that defines them.
 export { createElement } from 'react';
 export { renderToString, renderToStaticMarkup, renderToPipeableStream } from 'react-dom/server';
-export { pages, notFoundPage, warmup } from './pages.js';
+export { pages, islands, notFoundPage, warmup } from './pages.js';

@@ -8,15 +8,15 @@ import { build } from '../build/index.js';
 const USAGE = `Usage: sidecar-ssr-build --pages FILE [--client FILE] [--outdir DIR] [--dev]
 
 Builds what sidecar-ssr serves from a pages file (ESM, JSX allowed) that exports
-\`pages\`, and optionally \`notFoundPage\`, \`errorPage\` and \`warmup\`:
+\`pages\`, and optionally \`islands\`, \`notFoundPage\`, \`errorPage\` and \`warmup\`:
   DIR/server/server.js       the server bundle: sidecar-ssr-renderer --bundle DIR/server/server.js
   DIR/client/manifest.json   the client build the edge links (edge.assets_dir: DIR/client),
   DIR/client/assets/         and its hashed files
 
 Options:
   --pages FILE    the pages file
-  --client FILE   a client entry of your own; without it, one that hydrates the pages with
-                  sidecar-ssr-renderer/client
+  --client FILE   a client entry of your own; without it, one that hydrates the pages (and
+                  islands) with sidecar-ssr-renderer/client
   --outdir DIR    default dist
   --dev           a development React client build (reports hydration mismatches), with source maps
   --help          this text

@@ -191,7 +191,7 @@ function generatedEntry(name, lines, resolveDir) {
 /**
  * @typedef {object} BuildOptionsOfApp
  * @property {string} pages the pages file (ESM, JSX allowed): exports `pages`, and
- *   optionally `notFoundPage`, `errorPage` (client only) and `warmup`
+ *   optionally `islands`, `notFoundPage`, `errorPage` (client only) and `warmup`
  * @property {string} [client] a client entry of one's own; without it, one that calls this
  *   package's client helper with the pages file's exports
  * @property {string} [outdir] default `dist`

@@ -1,5 +1,5 @@
 // The browser half of the app contract (docs/app-contract.md, "Client build"):
-// an app's client entry calls start() with its pages. Bundled into the app's
+// an app's client entry calls start() with its pages and islands. Bundled into the app's
 // client build, where react and react-dom resolve to the app's own copies
 // (build/index.js), so the React that hydrates is the one that rendered.
 // Browser code: tsc's check of the renderer (node types, no DOM) leaves it
@@ -20,10 +20,17 @@ import { DEFERRED_PROP, trackedPromise } from '../src/deferred-prop.js';
  * - no props and no load() (props a Go loader was to give): the error page
  *   with {status}, else an empty root and a warning. The not-found page
  *   renders without props, as the renderer renders it.
+ * A document without `__SSR_DATA__` is a Go server's own page: each of its
+ * islands is brought to life instead (startIslands).
  * @param {App} app
  */
-export function start({ pages, notFoundPage, errorPage }) {
-  const data = readData();
+export function start({ pages, notFoundPage, errorPage, islands = {} }) {
+  const dataElement = document.getElementById('__SSR_DATA__');
+  if (!dataElement) {
+    startIslands(islands);
+    return;
+  }
+  const data = dataElement.textContent ? JSON.parse(dataElement.textContent) : {};
   const root = /** @type {HTMLElement} */ (document.getElementById('root'));
   const name = has(pages, data.page) ? data.page : notFoundPage;
   if (!has(pages, name)) {
@@ -34,18 +41,39 @@ export function start({ pages, notFoundPage, errorPage }) {
   const deferred = readDeferred();
   const props = data.props && deferred ? { ...data.props, [DEFERRED_PROP]: deferred } : data.props;
   if (props && root.hasChildNodes()) {
-    hydrateRoot(root, createElement(pages[name].component, props), {
-      onRecoverableError(error, info) {
-        // Hydration mismatches land here; the browser test watches the console.
-        console.error('hydration error:', error, info?.componentStack ?? '');
-      },
-      onCaughtError,
-    });
+    hydrateRoot(root, createElement(pages[name].component, props), { onRecoverableError, onCaughtError });
     return;
   }
   clientRender(root, { ...data, props }, pages, name, notFoundPage, errorPage).catch((error) => {
     console.error('client render failed:', error);
   });
+}
+
+/**
+ * Brings each island of a Go server's own page to life, each as a React root of its own:
+ * `<div data-ssr-island="NAME">` followed by `<script type="application/json"
+ * data-ssr-island-props>` holding its props ({} without one). A root with the server's
+ * markup is hydrated; an empty one (its render failed or was late) is rendered here. An
+ * island the app does not have is left as the server wrote it, with a warning.
+ * @param {Record<string, any>} islands
+ */
+function startIslands(islands) {
+  for (const root of document.querySelectorAll('[data-ssr-island]')) {
+    const name = /** @type {HTMLElement} */ (root).dataset.ssrIsland ?? '';
+    if (!has(islands, name)) {
+      console.warn(`sidecar-ssr: no island "${name}" among the islands given to start(): it stays as the server left it`);
+      continue;
+    }
+    const next = root.nextElementSibling;
+    try {
+      const element = createElement(islands[name], next?.matches('script[data-ssr-island-props]') ? JSON.parse(next.textContent ?? '') : {});
+      if (root.hasChildNodes()) hydrateRoot(root, element, { onRecoverableError, onCaughtError });
+      else createRoot(root, { onCaughtError }).render(element);
+    } catch (error) {
+      // Props that are not JSON: this island stays as it is, and the others start.
+      console.error(`sidecar-ssr: island "${name}" could not start:`, error);
+    }
+  }
 }
 
 /**
@@ -94,6 +122,15 @@ async function clientRender(root, data, pages, name, notFoundPage, errorPage) {
 }
 
 /**
+ * Hydration mismatches land here; the browser test watches the console.
+ * @param {unknown} error
+ * @param {{componentStack?: string}} info
+ */
+function onRecoverableError(error, info) {
+  console.error('hydration error:', error, info?.componentStack ?? '');
+}
+
+/**
  * An error an error boundary of the page caught. A deferred value that failed or came too
  * late is the server's to report (the edge logs and counts it): here it is a warning, the
  * page showing that section's error UI as it should. Anything else is an error, as React
@@ -110,12 +147,12 @@ function onCaughtError(error, info) {
 const DEFERRED_ERROR = 'DeferredError';
 
 /**
- * @param {Record<string, Page>} pages
+ * @param {Record<string, unknown>} named pages or islands
  * @param {string | undefined} name
  * @returns {name is string}
  */
-function has(pages, name) {
-  return name !== undefined && Object.hasOwn(pages, name);
+function has(named, name) {
+  return name !== undefined && Object.hasOwn(named, name);
 }
 
 /**
@@ -144,12 +181,6 @@ function readDeferred() {
     deferred[name] = promise;
   }
   return deferred;
-}
-
-/** @returns {Record<string, any>} */
-function readData() {
-  const el = document.getElementById('__SSR_DATA__');
-  return el?.textContent ? JSON.parse(el.textContent) : {};
 }
 
 /**

@@ -44,4 +44,9 @@ export interface App {
    * load() to get them.
    */
   errorPage?: string;
+  /**
+   * Components by name (the pages file's `islands` export), for the islands of a Go
+   * server's own templates: each is rendered with its props alone (no load(), no head).
+   */
+  islands?: Record<string, any>;
 }

@@ -1,5 +1,5 @@
 // Render errors with stable codes (the `ssr-error` trailer the edge reads).
-// The gRPC status for each code is decided in serve/grpc-server.js, in one table.
+// The gRPC status for each code is decided in serve/render-call.js, in one table.
 // Workers import this file too, so it must stay free of heavy imports: the codes
 // are written here, and test/errors.test.js holds them to render.proto's
 // RenderErr, which the edge's generated Go code reads.
@@ -167,6 +167,16 @@ const classByCode = new Map(
     PageTooLargeError, InternalError, WorkerLostError]
     .map((Class) => [new Class('').code, Class]),
 );
+
+/**
+ * What a caught value is as a render's failure: itself when it is a RenderError, else a
+ * bug of the renderer's.
+ * @param {unknown} err
+ * @returns {RenderError}
+ */
+export function asRenderError(err) {
+  return err instanceof RenderError ? err : new InternalError(String(err), { cause: err });
+}
 
 /**
  * Rebuilds the error a worker described.

@@ -113,6 +113,24 @@ export function render(client, request, { deadlineMs } = {}) {
 }
 
 /**
+ * One RenderIslands call; never rejects.
+ * @param {RenderClient} client
+ * @param {Array<{name: string, propsJson?: Buffer}>} islands
+ * @param {{deadlineMs?: number}} [options] no deadline when omitted
+ * @returns {Promise<{response?: {islands: Array<{rendered?: Record<string, any>, error?: {code: string, message: string}}>},
+ *   error?: grpc.ServiceError}>}
+ */
+export function renderIslands(client, islands, { deadlineMs } = {}) {
+  /** @type {grpc.CallOptions} */
+  const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+  return new Promise((resolve) => {
+    /** @type {any} */ (client).RenderIslands({ url: '/islands', islands }, options, (/** @type {grpc.ServiceError | null} */ error, /** @type {any} */ response) => {
+      resolve(error ? { error } : { response });
+    });
+  });
+}
+
+/**
  * A RenderStream call as the edge makes it. `head` resolves at the head message (the
  * shell), `done` when the call ends: with the body and the status, or the error.
  * @param {RenderClient} client
@@ -158,6 +176,17 @@ export function renderStream(client, request, { deadlineMs } = {}) {
  */
 export async function metricsText(httpAddress) {
   return (await fetch(`http://${httpAddress}/metrics`)).text();
+}
+
+/**
+ * The value of one sample line, e.g. `renderer_renders_total{page="home",outcome="ok"}`
+ * (undefined when absent).
+ * @param {string} text exposition format
+ * @param {string} sample name and labels, exactly as printed
+ */
+export function sample(text, sample) {
+  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
+  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
 }
 
 /**

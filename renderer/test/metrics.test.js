@@ -4,17 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { register as globalRegistry } from 'prom-client';
 import { build } from '../src/serve/http-server.js';
-import { render, startRenderer } from './helpers.js';
-
-/**
- * The value of one sample line, e.g. `renderer_renders_total{page="home",outcome="ok"}`.
- * @param {string} text exposition format
- * @param {string} sample name and labels, exactly as printed
- */
-function sample(text, sample) {
-  const line = text.split('\n').find((l) => l.startsWith(`${sample} `));
-  return line === undefined ? undefined : Number(line.slice(sample.length + 1));
-}
+import { render, sample, startRenderer } from './helpers.js';
 
 test('/metrics: families, render counters and histograms, bounded page labels', async (t) => {
   const { app, client } = await startRenderer(t, { threads: 2 });

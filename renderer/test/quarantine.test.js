@@ -4,7 +4,7 @@
 // stable and names exactly what is rendered.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { Quarantine, renderKey } from '../src/serve/quarantine.js';
+import { Quarantine, islandKey, renderKey } from '../src/serve/quarantine.js';
 
 const MINUTE = 60_000;
 
@@ -153,5 +153,26 @@ test('renderKey: the same render, the same key; anything rendered differently, a
     { ...base, propsJson: Buffer.from('{"a":2}') },
   ];
   const keys = new Set([key, props, ...others.map(renderKey)]);
+  assert.equal(keys.size, others.length + 2);
+});
+
+test("renderKey of an island: its name and props, whichever page it is on", () => {
+  const island = { page: 'island:Cart', island: 'Cart', url: '/a', params: {}, variants: {}, propsJson: Buffer.from('{"n":1}') };
+  const key = renderKey(island);
+  assert.equal(renderKey({ ...island, url: '/b' }), key);
+  assert.notEqual(renderKey({ ...island, propsJson: Buffer.from('{"n":2}') }), key);
+  assert.notEqual(renderKey({ ...island, page: 'island:Menu', island: 'Menu' }), key);
+  assert.equal(islandKey({ name: 'Cart', propsJson: island.propsJson }), key, 'what RenderIslands checks before a batch');
+});
+
+test('renderKey of islands rendered together: their keys, in order, on whichever page', () => {
+  const cart = { name: 'Cart', propsJson: Buffer.from('{"n":1}') };
+  const menu = { name: 'Menu' };
+  const batch = { page: 'island:*', url: '/a', params: {}, variants: {}, islands: [cart, menu] };
+  const key = renderKey(batch);
+  assert.equal(renderKey({ ...batch, url: '/b' }), key);
+  assert.equal(renderKey({ ...batch, islands: [cart, { name: 'Menu', propsJson: new Uint8Array(0) }] }), key, 'empty props_json is no props');
+  const others = [[menu, cart], [cart], [cart, menu, menu], [cart, { name: 'Menu', propsJson: Buffer.from('{}') }]];
+  const keys = new Set([key, islandKey(cart), ...others.map((islands) => renderKey({ ...batch, islands }))]);
   assert.equal(keys.size, others.length + 2);
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { render, startRenderer } from './helpers.js';
-import { RENDERER_TIME_TRAILER } from '../src/serve/grpc-server.js';
+import { RENDERER_TIME_TRAILER } from '../src/serve/render-call.js';
 
 test('renders pages over gRPC', async (t) => {
   const { client } = await startRenderer(t);

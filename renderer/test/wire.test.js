@@ -1,10 +1,10 @@
-// The worker's hand-assembled RenderResponse must decode, by a stock protobuf
-// decoder, to exactly the fields it was given.
+// The worker's hand-assembled RenderResponse (alone, or within a RenderIslandsResponse)
+// must decode, by a stock protobuf decoder, to exactly the fields it was given.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../src/errors.js';
-import { encodeRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
+import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
 
 const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
 
@@ -57,4 +57,21 @@ test('encodeRenderResponse: a message over maxBytes is refused, one at the limit
   assert.throws(() => encodeRenderResponse('é'.repeat(MiB), '', { ...fields, head: 'x'.repeat(MiB) }, MiB), {
     message: /would be at least 3145728 bytes \(HTML 2\.0 MB, head 1\.0 MB, props_json 0\.0 MB\)/,
   });
+});
+
+test('encodeIslandsResponse: an island written in place is the same as its bytes copied in', () => {
+  const RenderIslandsResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderIslandsResponse');
+  const html = '<p>é</p>'.repeat(50);
+  const island = { ...fields, page: '' };
+  const bytes = encodeIslandsResponse([
+    prepareRenderResponse(html, '', island),
+    { code: 'RENDER_ERR_PAGE_THREW', message: 'threw' },
+    encodeRenderResponse(html, '', island),
+  ]);
+  assert.equal(bytes.buffer.byteLength, bytes.byteLength, 'the buffer is exactly the message (transferable as is)');
+  const { islands } = /** @type {any} */ (RenderIslandsResponse.toObject(RenderIslandsResponse.decode(bytes), { longs: Number, enums: String }));
+  assert.equal(islands.length, 3);
+  assert.deepEqual(islands[0], islands[2]);
+  assert.equal(Buffer.from(islands[0].rendered.html).toString('utf8'), html);
+  assert.deepEqual(islands[1].error, { code: 'RENDER_ERR_PAGE_THREW', message: 'threw' });
 });

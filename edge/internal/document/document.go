@@ -417,3 +417,37 @@ func nonNil(m map[string]string) map[string]string {
 	}
 	return m
 }
+
+// AppendAssets appends the build's stylesheet links and module scripts, each script with
+// nonce (if any): what a page the Go server writes itself (islands in its own template)
+// puts in its head for the client entry that brings its islands to life.
+func (s *Shell) AppendAssets(dst []byte, nonce string) []byte {
+	s.checkManifest()
+	b := s.build.Load()
+	dst = append(dst, b.styles...)
+	for _, src := range b.scripts {
+		dst = append(dst, "<script"...)
+		if nonce != "" {
+			dst = append(dst, nonceAttr(nonce)...)
+		}
+		dst = append(dst, " type=\"module\" src=\""...)
+		dst = append(dst, src...)
+		dst = append(dst, "\"></script>\n"...)
+	}
+	return dst
+}
+
+// AppendIsland appends an island of a page the Go server writes: its root, holding the
+// island's server-rendered HTML (none: the browser renders it), and after it the data
+// element of its props, a JSON object, which the client entry reads to hydrate or render
+// it. Like the hydration data, the props cannot end the element or open a comment; name is
+// letters, digits, '_' and '-'.
+func AppendIsland(dst []byte, name string, html, propsJSON []byte) []byte {
+	dst = append(dst, `<div data-ssr-island="`...)
+	dst = append(dst, name...)
+	dst = append(dst, `">`...)
+	dst = append(dst, html...)
+	dst = append(dst, `</div><script type="application/json" data-ssr-island-props>`...)
+	dst = appendHTMLEscape(dst, propsJSON)
+	return append(dst, "</script>"...)
+}

@@ -21,6 +21,8 @@ type Bundle struct {
 	// CanStream is whether it exports renderToPipeableStream, which a page that streams
 	// needs.
 	CanStream bool
+	// Islands are the names of its `islands` export (RenderIslands).
+	Islands []string
 }
 
 // ListPages returns what the renderer's bundle exports. It waits until the renderer is
@@ -43,7 +45,7 @@ func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 	for {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
-			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream()}, nil
+			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), Islands: resp.GetIslands()}, nil
 		}
 		if ctx.Err() != nil {
 			return Bundle{}, ctx.Err()

@@ -213,7 +213,7 @@ func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.R
 // holds it).
 func (c *Client) invoke(ctx context.Context, req *ssrv1.RenderRequest, reply any, resp *ssrv1.RenderResponse) error {
 	if !c.circuit.Allow(time.Now()) {
-		return &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
+		return errCircuitOpen()
 	}
 	var trailer metadata.MD
 	if err := c.conn.Invoke(ctx, ssrv1.RenderService_Render_FullMethodName, req, reply, grpc.StaticMethod(), grpc.Trailer(&trailer)); err != nil {
@@ -224,6 +224,22 @@ func (c *Client) invoke(ctx context.Context, req *ssrv1.RenderRequest, reply any
 		resp.Timing.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
 	}
 	return nil
+}
+
+// RenderIslands asks the renderer for the islands of one page, all in one call. ctx carries
+// the deadline. A failure of the whole call is an *Error, as Render's; one island's failure
+// is its result's error.
+func (c *Client) RenderIslands(ctx context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
+	if !c.circuit.Allow(time.Now()) {
+		return nil, errCircuitOpen()
+	}
+	resp := new(ssrv1.RenderIslandsResponse)
+	var trailer metadata.MD
+	if err := c.conn.Invoke(ctx, ssrv1.RenderService_RenderIslands_FullMethodName, req, resp, grpc.StaticMethod(), grpc.Trailer(&trailer)); err != nil {
+		return nil, c.failed(err, trailer)
+	}
+	c.circuit.Record(time.Now(), false)
+	return resp, nil
 }
 
 // Stream is a RenderStream call in progress.
@@ -245,7 +261,7 @@ func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderStreamReques
 	CloseSend() error
 }, error) {
 	if !c.circuit.Allow(time.Now()) {
-		return nil, &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
+		return nil, errCircuitOpen()
 	}
 	call, err := c.rpc.RenderStream(ctx)
 	if err == nil {
@@ -306,6 +322,11 @@ func (c *Client) failed(err error, trailer metadata.MD) *Error {
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }
+
+// errCircuitOpen is a call refused while the renderer is unreachable.
+func errCircuitOpen() *Error {
+	return &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
+}
 
 // ErrorTrailer is the trailer in which the renderer puts its stable error code.
 const ErrorTrailer = "ssr-error"

@@ -25,6 +25,7 @@ type Metrics struct {
 	dialFailures    prometheus.Counter
 	streamPartial   *prometheus.CounterVec
 	deferred        *prometheus.CounterVec
+	islands         *prometheus.CounterVec
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -86,10 +87,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_deferred_total",
 			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard timeout, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
 		}, []string{"route", "outcome"}),
+		islands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_islands_total",
+			Help: "Islands of Go templates' pages (Template), by island and outcome: hit (its HTML from the cache), rendered, or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
+		}, []string{"island", "outcome"}),
 	}
-	reg.MustRegister(m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
+
+// island counts one island of a page by outcome.
+func (m *Metrics) island(name, outcome string) { m.islands.WithLabelValues(name, outcome).Inc() }
 
 // watch exports the cache's size.
 func (m *Metrics) watch(c *htmlcache.Cache) {

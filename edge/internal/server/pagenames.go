@@ -66,6 +66,9 @@ func (n *pageNames) learn(b renderclient.Bundle) {
 	for _, p := range b.Pages {
 		n.bundle[p] = true
 	}
+	for _, i := range b.Islands {
+		n.bundle[islandPage(i)] = true
+	}
 	n.canStream = b.CanStream
 	n.reported = map[string]bool{}
 	n.absent = map[string]bool{}

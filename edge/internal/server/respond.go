@@ -140,25 +140,34 @@ func writeAll(w io.Writer, parts iter.Seq[[]byte]) error {
 
 // respondBody writes body, compressed in the coding the client prefers among liveCodings.
 func (p *page) respondBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeCompressed(w, r, status, body)
+}
+
+func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeBody(w, status, body)
+}
+
+// writeCompressed writes body, compressed in the coding the client prefers among liveCodings.
+func writeCompressed(w http.ResponseWriter, r *http.Request, status int, body []byte) {
 	coding := ""
 	if len(body) >= minCompressBytes {
 		coding = negotiate(r.Header.Get("Accept-Encoding"), liveCodings)
 	}
 	if coding == "" {
-		p.respond(w, status, body)
+		writeBody(w, status, body)
 		return
 	}
 	cp := buffers.Get().(*[]byte)
 	compressed := compressLive((*cp)[:0], coding, body)
 	defer putBuffer(cp, compressed)
 	w.Header().Set("Content-Encoding", coding)
-	p.respond(w, status, compressed)
+	writeBody(w, status, compressed)
 }
 
-func (p *page) respond(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(status)
 	w.Write(body)
 }

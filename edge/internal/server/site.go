@@ -88,6 +88,8 @@ type Site struct {
 
 	mu     sync.Mutex
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
+	// islands are the islands declared (Island), with their policies; guarded by mu.
+	islands map[string]IslandPolicy
 
 	// stop ends the subscription to other replicas' purges.
 	stop context.CancelFunc
@@ -118,7 +120,7 @@ func NewSite(o Options) (*Site, error) {
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
 	s := &Site{
-		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, stop: stop,
+		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, islands: map[string]IslandPolicy{}, stop: stop,
 		pages: o.Pages, lang: o.Lang, head: o.Head,
 	}
 	if o.Pages != nil {

@@ -42,7 +42,7 @@ export class Metrics {
 
   #duration = new Histogram({
     name: 'renderer_render_duration_seconds',
-    help: 'Time a Render call spent in the renderer, from arrival to answer (queue wait included), by page and outcome (ok or a RENDER_ERR_* code).',
+    help: 'Time a render (a Render call, or one island of a RenderIslands call: page "island:NAME") spent in the renderer, from arrival to answer (queue wait included), by page and outcome (ok or a RENDER_ERR_* code).',
     labelNames: /** @type {const} */ (['page', 'outcome']),
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
@@ -50,8 +50,14 @@ export class Metrics {
 
   #renders = new Counter({
     name: 'renderer_renders_total',
-    help: 'Render calls answered, by page and outcome (ok or a RENDER_ERR_* code).',
+    help: 'Renders answered (Render calls, and each island of a RenderIslands call: page "island:NAME"), by page and outcome (ok or a RENDER_ERR_* code).',
     labelNames: /** @type {const} */ (['page', 'outcome']),
+    registers: [this.registry],
+  });
+
+  #islandCalls = new Counter({
+    name: 'renderer_island_calls_total',
+    help: 'RenderIslands calls, one per page of the caller\'s; each island is also a render in renderer_renders_total with page "island:NAME".',
     registers: [this.registry],
   });
 
@@ -269,6 +275,11 @@ export class Metrics {
    */
   observeQuarantineRefusal(page) {
     this.#quarantineRefusals.inc({ page: this.pageLabel(page) });
+  }
+
+  /** A RenderIslands call arrived (its islands are observed as renders). */
+  observeIslandCall() {
+    this.#islandCalls.inc();
   }
 
   /** @param {RenderObservation} observation */

@@ -1,8 +1,9 @@
-// Traces with OpenTelemetry, off unless renderer.otlp_endpoint is set. A Render
-// call continues the edge's trace (W3C traceparent in the gRPC metadata). The
-// main thread records every span: the queue wait, and the worker's own spans
-// (load, render) from the clock readings every render returns anyway, so a
-// worker carries no SDK and a render pays nothing for being traced.
+// Traces with OpenTelemetry, off unless renderer.otlp_endpoint is set. A call
+// (Render, RenderStream, RenderIslands) continues the edge's trace (W3C
+// traceparent in the gRPC metadata). The main thread records every span: the
+// queue wait, and the worker's own spans (load, render) from the clock readings
+// every render returns anyway, so a worker carries no SDK and a render pays
+// nothing for being traced.
 import { DiagLogLevel, ROOT_CONTEXT, SpanKind, SpanStatusCode, diag, trace } from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-grpc';
@@ -18,8 +19,8 @@ import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider
 /** The service name on the renderer's spans. */
 const SERVICE_NAME = 'sidecar-ssr-renderer';
 
-/** The span of a Render call; the edge's client span has the same name. */
-const RENDER_SPAN = 'ssr.v1.RenderService/Render';
+/** A call's span is named `${SERVICE}/${method}`, as the edge's client span is. */
+const SERVICE = 'ssr.v1.RenderService';
 
 /**
  * How long one export may take: at shutdown the last one must fit in the
@@ -66,20 +67,21 @@ export class Tracing {
   }
 
   /**
-   * Opens the server span of one Render call, under the caller's span when the
+   * Opens the server span of one call, under the caller's span when the
    * metadata carries one.
    * @param {Metadata} metadata
-   * @param {{page: string, requestId: string, arrivedAt: number}} call
+   * @param {{method?: string, attributes: Record<string, string | number>, requestId: string, arrivedAt: number}} call
+   *   `method`: Render unless said (RenderStream's span is Render's)
    * @returns {CallSpan}
    */
-  call(metadata, { page, requestId, arrivedAt }) {
+  call(metadata, { method = 'Render', attributes, requestId, arrivedAt }) {
     const parent = propagator.extract(ROOT_CONTEXT, metadata, metadataGetter);
-    const span = this.#tracer.startSpan(RENDER_SPAN, {
+    const span = this.#tracer.startSpan(`${SERVICE}/${method}`, {
       kind: SpanKind.SERVER,
       startTime: arrivedAt,
       attributes: {
-        'rpc.system': 'grpc', 'rpc.service': 'ssr.v1.RenderService', 'rpc.method': 'Render',
-        'ssr.page': page, ...(requestId === '' ? {} : { 'ssr.request_id': requestId }),
+        'rpc.system': 'grpc', 'rpc.service': SERVICE, 'rpc.method': method,
+        ...attributes, ...(requestId === '' ? {} : { 'ssr.request_id': requestId }),
       },
     }, parent);
     return new CallSpan(this.#tracer, span, arrivedAt);
@@ -91,8 +93,11 @@ export class Tracing {
   }
 }
 
-/** One Render call's spans, ended by rendered() or failed(). */
-class CallSpan {
+/**
+ * One call's spans, ended by rendered() or failed(); or, for a call of several renders
+ * (RenderIslands), each render's under it (child()), and the call's by end().
+ */
+export class CallSpan {
   #tracer;
   #span;
   #arrivedAt;
@@ -135,18 +140,30 @@ class CallSpan {
 
   /** @param {RenderError} error */
   failed(error) {
-    if (!this.#span.isRecording()) {
-      this.#span.end();
-      return;
-    }
-    const status = { code: SpanStatusCode.ERROR, message: error.message };
-    if (error.startedAt !== undefined) {
+    if (this.#span.isRecording() && error.startedAt !== undefined) {
       const worker = this.#worker(error.startedAt, {});
-      worker.setStatus(status);
+      worker.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
       worker.end();
     }
-    this.#span.setAttribute('ssr.error', error.code);
-    this.#span.setStatus(status);
+    this.end(error);
+  }
+
+  /**
+   * A span under this one for one of the call's renders, ended as a call's is.
+   * @param {string} name
+   * @param {Record<string, string>} attributes
+   */
+  child(name, attributes) {
+    const span = this.#tracer.startSpan(name, { startTime: this.#arrivedAt, attributes }, trace.setSpan(ROOT_CONTEXT, this.#span));
+    return new CallSpan(this.#tracer, span, this.#arrivedAt);
+  }
+
+  /** @param {RenderError} [error] why the call failed, when it did */
+  end(error) {
+    if (error) {
+      this.#span.setAttribute('ssr.error', error.code);
+      this.#span.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
+    }
     this.#span.end();
   }
 

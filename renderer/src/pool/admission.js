@@ -57,7 +57,7 @@ export class Admission {
    * max_queue renders already wait, WouldMissDeadlineError when the expected
    * wait (renders ahead x mean render time / threads) ends after `deadline`.
    * @param {number} deadline epoch ms the caller stops waiting: the end of the
-   *   call's hard timeout (serve/grpc-server.js)
+   *   call's hard timeout (serve/render-call.js)
    */
   admit(deadline) {
     const ahead = this.#waiting.length;

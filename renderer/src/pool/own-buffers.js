@@ -1,15 +1,16 @@
 // What a task moves to its worker rather than clones: the bytes of its props and of its
-// deferred values, each in a buffer of its own.
+// deferred values, each in a buffer of its own, and its islands' props, in one.
 
 /** @import { PoolTask } from './types.js' */
 /** @import { WireDeferred } from '../worker/deferred-values.js' */
 
 /**
- * The task as it goes to its worker: its props and deferred values in buffers of their own,
- * moved there, not cloned. A clone of a view would copy its whole backing buffer (grpc-js's
- * receive buffer) through V8's serializer into the worker's heap; this copies the bytes
- * once, and the caller's views stay readable here (the quarantine hashes the props after a
- * worker death). A streaming task's port moves with it.
+ * The task as it goes to its worker: its props, deferred values and islands' props in
+ * buffers of their own, moved there, not cloned. A clone of a view would copy its whole
+ * backing buffer (grpc-js's receive buffer) through V8's serializer into the worker's heap;
+ * this copies the bytes once, and the caller's views stay readable here (the quarantine
+ * hashes the props after a worker death, and islands may render again one by one). A
+ * streaming task's port moves with it.
  * @param {PoolTask} task
  * @returns {{sent: PoolTask, transferList: any}} an ArrayBuffer[] (Piscina's TransferList
  *   type infers postMessage's other overload, the options object)
@@ -23,6 +24,18 @@ export function withOwnBuffers(task) {
   if (props && props.byteLength > 0) {
     sent.propsJson = ownCopy(props);
     transferList.push(sent.propsJson.buffer);
+  }
+  if (task.islands) {
+    // One buffer and one transfer for them all: each island goes with a view of its bytes.
+    const all = new Uint8Array(task.islands.reduce((sum, { propsJson }) => sum + (propsJson?.byteLength ?? 0), 0));
+    let at = 0;
+    sent.islands = task.islands.map(({ name, propsJson }) => {
+      const from = at;
+      if (propsJson) all.set(propsJson, from);
+      at += propsJson?.byteLength ?? 0;
+      return { name, propsJson: all.subarray(from, at) };
+    });
+    transferList.push(all.buffer);
   }
   if (task.deferred) {
     sent.deferred = task.deferred.map((d) => {

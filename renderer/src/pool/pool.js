@@ -1,26 +1,24 @@
-// The worker pool: Piscina sized by config, plus what Piscina does not do
-// itself (docs/architecture.md, "Admission: three layers" and "Workers"). The
-// pool holds the workers' lives and carries out, in order, decisions made in
-// their own modules:
-// - the task path (scheduler.js): many renders per worker, admission in front
-//   of Piscina, a loadBalancer that only picks warm workers that are not
-//   retiring and whose thread no render wants, in-band aborts, and who is
-//   blamed when a worker dies;
-// - recycling (recycling.js decides, retirement.js carries it out): one worker
-//   at a time retires (max_renders, heap or external memory) after a warm
-//   spare has joined, so capacity never drops;
-// - reload: every worker retires that way onto the bundle file as it is now,
-//   once a trial worker has loaded it (reload.js: the reload's own life);
-// - heap snapshots (ops/heap-snapshot.js), readiness, drain, and a pool that
-//   can no longer replace its workers (fatal); what /debug/workers shows of
-//   them is worker-info.js's.
-// How a worker starts (its module, limits, data) is worker-start.js's. Growing
-// the pool by one and knowing which worker took a task rest on Piscina's
-// source, not its API: piscina-seams.js.
+// The worker pool: Piscina sized by config, plus what Piscina does not do itself
+// (docs/architecture.md, "Admission: three layers" and "Workers"). The pool holds the
+// workers' lives and carries out, in order, decisions made in their own modules:
+// - the task path (scheduler.js): many renders per worker, admission in front of Piscina,
+//   a loadBalancer that only picks warm workers that are not retiring and whose thread no
+//   render wants, in-band aborts, and who is blamed when a worker dies;
+// - recycling (recycling.js decides, retirement.js carries it out): one worker at a time
+//   retires (max_renders, heap or external memory) after a warm spare has joined, so
+//   capacity never drops;
+// - reload: every worker retires that way onto the bundle file as it is now, once a trial
+//   worker has loaded it (reload.js: the reload's own life);
+// - heap snapshots (ops/heap-snapshot.js), readiness, drain, and a pool that can no longer
+//   replace its workers (fatal); what /debug/workers shows of them is worker-info.js's.
+// How a worker starts (its module, limits, data) is worker-start.js's. Growing the pool by
+// one and knowing which worker took a task rest on Piscina's source, not its API:
+// piscina-seams.js.
 import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { DrainingError } from '../errors.js';
 import { snapshotWarmWorker, snapshotWorker } from '../ops/heap-snapshot.js';
+import { ISLANDS_PAGE, islandPage } from '../worker/render-page.js';
 import { WORDS } from '../worker/renders.js';
 import { startOneMore } from './piscina-seams.js';
 import { ReloadSession } from './reload.js';
@@ -29,11 +27,16 @@ import { Scheduler } from './scheduler.js';
 import { workerInfo } from './worker-info.js';
 import { WORKER_MODULE, bootstrapFailure, workerStart } from './worker-start.js';
 
-/** @import { PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
+/** @import { BundleExports, PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 
 const LAST_GC = 10;
 const MiB = 1024 * 1024;
+
+/** @param {BundleExports} exports with `names`, what knownPage() answers from */
+function loaded(exports) {
+  return { ...exports, names: new Set([...exports.pages, ...exports.islands.map(islandPage), ISLANDS_PAGE]) };
+}
 
 export class RenderPool {
   /** @type {Piscina<PoolTask, RenderOutcome>} */
@@ -55,12 +58,12 @@ export class RenderPool {
   #workers = new Map();
   /**
    * What the bundle the workers run exports, and a hash of its file (empty until a worker
-   * is warm).
-   * @type {{pages: Set<string>, canStream: boolean, id: string}}
+   * is warm); `names`: its pages, its islands' islandPage() names and ISLANDS_PAGE.
+   * @type {BundleExports & {names: Set<string>}}
    */
-  #loaded = { pages: new Set(), canStream: false, id: '' };
-  /** @type {{pages: string[], canStream: boolean, id: string}} the bundle of the worker warmed last: a reload's, once it is done */
-  #newest = { pages: [], canStream: false, id: '' };
+  #loaded = loaded({ pages: [], islands: [], canStream: false, id: '' });
+  /** @type {BundleExports} the bundle of the worker warmed last: a reload's, once it is done */
+  #newest = this.#loaded;
   #scheduler;
   #draining = false;
   #closing = false;
@@ -184,7 +187,7 @@ export class RenderPool {
    * @param {AbortSignal} [limits.withdraw] its caller went away: aborts the render
    *   the same way, in-band, without asking
    * @param {number} [limits.deadline] epoch ms the caller stops waiting: the
-   *   end of the call's hard timeout (serve/grpc-server.js)
+   *   end of the call's hard timeout (serve/render-call.js)
    * @returns {Promise<RenderSuccess>}
    */
   run(task, limits) {
@@ -252,16 +255,22 @@ export class RenderPool {
   }
 
   /**
-   * Whether the bundle exports this page (false until a worker has loaded it).
+   * Whether the bundle exports this page, or this island by its islandPage() name (false
+   * until a worker has loaded it), or it is ISLANDS_PAGE (a call's islands rendered together).
    * @param {string} page
    */
   knownPage(page) {
-    return this.#loaded.pages.has(page);
+    return this.#loaded.names.has(page);
   }
 
   /** The bundle's page names (empty until a worker has loaded it). */
   pages() {
     return [...this.#loaded.pages];
+  }
+
+  /** The names of the bundle's islands (empty until a worker has loaded it). */
+  islands() {
+    return [...this.#loaded.islands];
   }
 
   /** Whether the bundle exports renderToPipeableStream, which pages that stream need. */
@@ -331,7 +340,7 @@ export class RenderPool {
     if (!reload?.passed || this.#workers.size < this.#threads) return;
     if (this.#piscina.threads.some((w) => w.threadId >= 0 && reload.covers(w.threadId))) return;
     this.#reload = null;
-    this.#loaded = { ...this.#newest, pages: new Set(this.#newest.pages) };
+    this.#loaded = loaded(this.#newest);
     this.#logger.info({ bundle: this.#bundle, tookMs: Math.round(performance.now() - reload.began) }, 'reloaded: every worker runs the bundle');
     reload.finish();
   }
@@ -451,8 +460,8 @@ export class RenderPool {
       this.#workers.set(state.id, state);
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
-      this.#newest = { pages: message.pages, canStream: message.canStream, id: message.bundleId };
-      if (this.#loaded.pages.size === 0) this.#loaded = { ...this.#newest, pages: new Set(message.pages) };
+      this.#newest = { pages: message.pages, islands: message.islands, canStream: message.canStream, id: message.bundleId };
+      if (this.#loaded.id === '') this.#loaded = loaded(this.#newest);
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);
       this.#logger.info({
         workerId: state.id, warmupMs: Math.round(message.warmupMs), warmupRenders: message.warmupRenders,

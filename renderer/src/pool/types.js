@@ -51,6 +51,11 @@
  */
 
 /**
+ * What a worker's bundle exports, and a hash of its file (empty until a worker is warm).
+ * @typedef {{pages: string[], islands: string[], canStream: boolean, id: string}} BundleExports
+ */
+
+/**
  * @typedef {object} Readiness
  * @property {boolean} ready every worker is warm and the pool is neither
  *   draining nor closed

@@ -11,11 +11,12 @@
 //
 // The logic here is pure (the clock is injected). It stands on the call path,
 // beside the handler that uses it: the pool decides blame (errors.js workerLoss
-// marks a death as RenderError.poisonPill), grpc-server.js records it here and
+// marks a death as RenderError.poisonPill), render-call.js records it here and
 // answers the refused calls before they reach the pool.
 import { createHash } from 'node:crypto';
+import { islandPage } from '../worker/render-page.js';
 
-/** @import { RenderTask } from '../worker/render-page.js' */
+/** @import { IslandRequest, RenderTask } from '../worker/render-page.js' */
 
 /**
  * @typedef {object} QuarantineOptions
@@ -179,12 +180,37 @@ export class Quarantine {
 
 /**
  * The identity of a render request: requests with the same key render the
- * same thing. Hashed, so a key is small whatever the URL and props size.
- * @param {Pick<RenderTask, 'page' | 'url' | 'params' | 'variants' | 'propsJson'>} task
+ * same thing. Hashed, so a key is small whatever the URL and props size. An
+ * island renders the same on whichever page: its name and props are its key;
+ * a batch of islands (RenderIslands) is keyed by its islands' keys in order.
+ * @param {Pick<RenderTask, 'page' | 'island' | 'islands' | 'url' | 'params' | 'variants' | 'propsJson'>} task
  */
-export function renderKey({ page, url, params, variants, propsJson }) {
+export function renderKey({ page, island, islands, url, params, variants, propsJson }) {
+  if (islands) {
+    // A key is 43 characters, never starts with the '[' every other key's hash begins with.
+    const hash = createHash('sha256');
+    for (const one of islands) hash.update(islandKey(one));
+    return hash.digest('base64url');
+  }
+  if (island !== undefined) return islandKey({ name: island, propsJson });
+  return hashed([page, url, sortedEntries(params), sortedEntries(variants)], propsJson);
+}
+
+/**
+ * The key of one island, as renderKey() gives it for the island's own render.
+ * @param {IslandRequest} island
+ */
+export function islandKey({ name, propsJson }) {
+  return hashed([islandPage(name)], propsJson);
+}
+
+/**
+ * @param {unknown[]} identity
+ * @param {Uint8Array | undefined} propsJson
+ */
+function hashed(identity, propsJson) {
   const hash = createHash('sha256');
-  hash.update(JSON.stringify([page, url, sortedEntries(params), sortedEntries(variants)]));
+  hash.update(JSON.stringify(identity));
   if (propsJson && propsJson.byteLength > 0) hash.update(propsJson);
   return hash.digest('base64url');
 }

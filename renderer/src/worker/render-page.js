@@ -1,6 +1,7 @@
 // One render, following docs/app-contract.md: find the page, run its load(),
-// honour notFound/redirect/status/headers/cache, render body and head.
-// Runs inside a worker; knows nothing of gRPC or Piscina.
+// honour notFound/redirect/status/headers/cache, render body and head; or an
+// island of a Go template, its component alone. Runs inside a worker; knows
+// nothing of gRPC or Piscina.
 import { performance } from 'node:perf_hooks';
 import { decide } from '../decision.js';
 import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.js';
@@ -15,6 +16,8 @@ import { RenderAborted } from './renders.js';
  * What the server bundle exports (docs/app-contract.md).
  * @typedef {object} Bundle
  * @property {Record<string, PageEntry>} pages
+ * @property {Record<string, any>} [islands] components by name, each rendered with its props
+ *   alone (RenderIslands)
  * @property {string} [notFoundPage]
  * @property {(type: any, props?: any) => unknown} createElement
  * @property {(element: any) => string} renderToString
@@ -33,8 +36,18 @@ import { RenderAborted } from './renders.js';
  */
 
 /**
+ * One island of a RenderIslands call: its name in the bundle's `islands` export, and its props.
+ * @typedef {{name: string, propsJson?: Uint8Array}} IslandRequest
+ */
+
+/**
  * @typedef {object} RenderTask
- * @property {string} page
+ * @property {string} page the page, or for an island its islandPage() name, or for the
+ *   islands of one call ISLANDS_PAGE
+ * @property {string} [island] set for an island of the bundle's `islands` export: its
+ *   component is rendered with propsJson alone (no load(), no head, status 200)
+ * @property {IslandRequest[]} [islands] set for the islands of one RenderIslands call,
+ *   rendered in turn by one task (worker.js), each as `island` would be
  * @property {string} url
  * @property {Record<string, string>} params
  * @property {Record<string, string>} variants
@@ -84,12 +97,25 @@ import { RenderAborted } from './renders.js';
  */
 
 /**
+ * The name an island's renders go by where pages are named: metrics, logs, the quarantine
+ * (the edge names it so too).
+ * @param {string} island
+ */
+export function islandPage(island) {
+  return `island:${island}`;
+}
+
+/** The name the islands of one call rendered together go by: logs, spans, heap growth. */
+export const ISLANDS_PAGE = islandPage('*');
+
+/**
  * @param {Bundle} bundle
  * @param {RenderTask} task
  * @param {HeldRender} [held] the worker's hold on it: load() is awaited as its wait
  * @returns {Promise<PageResult>}
  */
 export async function renderPage(bundle, task, held) {
+  if (task.island !== undefined) return renderIsland(bundle, task.island, task.propsJson);
   const prepared = await preparePage(bundle, task, held);
   const pending = prepared.deferred?.pending ?? [];
   if (pending.length > 0) {
@@ -103,6 +129,30 @@ export async function renderPage(bundle, task, held) {
   const rendered = render(bundle, prepared.entry, prepared, prepared.ctx);
   const renderUs = micros(performance.now() - renderStart);
   return { page, ...rendered, status, headers, cache, propsJson, loadStart, loadUs, renderStart, renderUs };
+}
+
+/**
+ * An island: encoded as a page is, its response names no page, and carries no head,
+ * headers, cache hints or props (render.proto's IslandResult).
+ * @param {Bundle} bundle
+ * @param {string} island
+ * @param {Uint8Array | undefined} propsJson
+ * @returns {PageResult}
+ */
+function renderIsland(bundle, island, propsJson) {
+  const islands = bundle.islands ?? {};
+  if (!Object.hasOwn(islands, island)) throw new PageNotFoundError(`unknown island "${island}"`);
+  const props = parseCallerProps(propsJson);
+  const renderStart = performance.now();
+  let html;
+  try {
+    html = bundle.renderToString(bundle.createElement(islands[island], props));
+  } catch (err) {
+    throw pageThrew(err);
+  }
+  const renderUs = micros(performance.now() - renderStart);
+  const cache = { maxAgeSeconds: 0, noStore: false, tags: [] };
+  return { page: '', html, head: '', status: 200, headers: [], cache, propsJson: '', loadStart: renderStart, loadUs: 0, renderStart, renderUs };
 }
 
 /**

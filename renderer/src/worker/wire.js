@@ -1,4 +1,6 @@
-// The .proto's location, and a RenderResponse encoded inside the worker
+// The .proto's location, a RenderResponse encoded inside the worker, and a
+// RenderIslandsResponse assembled around such bytes: by the worker that rendered the
+// islands together, or on the main thread from islands rendered one by one
 // (docs/architecture.md, "The wire format").
 //
 // Encoding where the HTML string is born, straight into one buffer that is
@@ -14,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../errors.js';
 
+/** @import { ErrorCode } from '../errors.js' */
+
 export const RENDER_PROTO = 'ssr/v1/render.proto';
 const PACKAGED_PROTO_ROOT = fileURLToPath(new URL('../../proto/', import.meta.url));
 /**
@@ -28,6 +32,10 @@ export const PROTO_PATH = join(PROTO_ROOT, RENDER_PROTO);
 /** Field numbers of the two large fields in render.proto's RenderResponse. */
 const HTML_FIELD = 1;
 const PROPS_JSON_FIELD = 6;
+/** RenderIslandsResponse.islands, and IslandResult's two outcomes. */
+const ISLANDS_FIELD = 1;
+const RENDERED_FIELD = 1;
+const ERROR_FIELD = 2;
 const LENGTH_DELIMITED = 2;
 
 /**
@@ -44,25 +52,46 @@ const LENGTH_DELIMITED = 2;
  *   heapUsedBytes: number, heapLimitBytes: number, externalBytes: number}} timing
  */
 
+/** @type {protobuf.Root | undefined} */
+let root;
 /** @type {protobuf.Type | undefined} */
 let responseType;
+/** @type {protobuf.Type | undefined} */
+let islandErrorType;
+
+/** @param {string} name */
+function protoType(name) {
+  root ??= protobuf.loadSync(PROTO_PATH);
+  return root.lookupType(name);
+}
 
 const MiB = 1024 * 1024;
 
 /**
- * The wire bytes of a RenderResponse, in a buffer of their own (transferable).
- * html and propsJson are written as UTF-8 straight into it; the small fields
- * follow, encoded by protobufjs (a message may list its fields in any order).
- * Throws PageTooLargeError, having allocated nothing of the page's size, when
- * the message would be longer than `maxBytes`.
+ * A RenderResponse measured, its small fields encoded, ready to be written where it goes
+ * (writeRenderResponse): alone, or inside a RenderIslandsResponse.
+ * @typedef {object} PreparedResponse
+ * @property {string} html
+ * @property {string} propsJson
+ * @property {number} htmlBytes
+ * @property {number} propsBytes
+ * @property {Uint8Array} rest the small fields, encoded
+ * @property {number} byteLength the message's
+ */
+
+/**
+ * A RenderResponse, measured: html and propsJson will be written as UTF-8 straight into
+ * the buffer that holds the message; the small fields follow them, encoded by protobufjs
+ * (a message may list its fields in any order). Throws PageTooLargeError, having allocated
+ * nothing of the page's size, when the message would be longer than `maxBytes`.
  * @param {string} html
  * @param {string} propsJson
  * @param {ResponseFields} fields
  * @param {number} [maxBytes] the largest message the edge takes (renderer.max_page_mb)
- * @returns {Buffer}
+ * @returns {PreparedResponse}
  */
-export function encodeRenderResponse(html, propsJson, fields, maxBytes = Infinity) {
-  responseType ??= protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
+export function prepareRenderResponse(html, propsJson, fields, maxBytes = Infinity) {
+  responseType ??= protoType('ssr.v1.RenderResponse');
   // Counting UTF-8 bytes is a scan without a copy: measure before protobufjs
   // copies a huge head, or the page is copied into a buffer nobody will read.
   const htmlBytes = Buffer.byteLength(html, 'utf8');
@@ -71,15 +100,77 @@ export function encodeRenderResponse(html, propsJson, fields, maxBytes = Infinit
   const atLeast = htmlBytes + propsBytes + parts.headBytes;
   if (atLeast > maxBytes) tooLarge(`at least ${atLeast}`, parts, fields.page, maxBytes);
   const rest = responseType.encode(fields).finish();
-  const total = fieldHeaderLength(htmlBytes) + htmlBytes + fieldHeaderLength(propsBytes) + propsBytes + rest.length;
+  const byteLength = fieldHeaderLength(htmlBytes) + htmlBytes + fieldHeaderLength(propsBytes) + propsBytes + rest.length;
   // The edge bounds the whole message, framing and small fields included.
-  if (total > maxBytes) tooLarge(String(total), parts, fields.page, maxBytes);
-  const out = Buffer.allocUnsafeSlow(total);
-  let at = writeFieldHeader(out, 0, HTML_FIELD, htmlBytes);
+  if (byteLength > maxBytes) tooLarge(String(byteLength), parts, fields.page, maxBytes);
+  return { html, propsJson, htmlBytes, propsBytes, rest, byteLength };
+}
+
+/**
+ * The wire bytes of a RenderResponse, in a buffer of their own (transferable);
+ * prepareRenderResponse() says what it throws.
+ * @param {string} html
+ * @param {string} propsJson
+ * @param {ResponseFields} fields
+ * @param {number} [maxBytes]
+ * @returns {Buffer}
+ */
+export function encodeRenderResponse(html, propsJson, fields, maxBytes = Infinity) {
+  const prepared = prepareRenderResponse(html, propsJson, fields, maxBytes);
+  const out = Buffer.allocUnsafeSlow(prepared.byteLength);
+  writeRenderResponse(out, 0, prepared);
+  return out;
+}
+
+/**
+ * @param {Buffer} out
+ * @param {number} at
+ * @param {PreparedResponse} prepared
+ * @returns {number} the offset after it
+ */
+function writeRenderResponse(out, at, { html, propsJson, htmlBytes, propsBytes, rest }) {
+  at = writeFieldHeader(out, at, HTML_FIELD, htmlBytes);
   at += out.write(html, at, 'utf8');
   at = writeFieldHeader(out, at, PROPS_JSON_FIELD, propsBytes);
   at += out.write(propsJson, at, 'utf8');
   out.set(rest, at);
+  return at + rest.length;
+}
+
+/**
+ * The wire bytes of a RenderIslandsResponse, in a buffer of their own (transferable): one
+ * IslandResult per outcome, in order. A rendered island's RenderResponse is written in
+ * place when prepared, or copied in verbatim as encodeRenderResponse() gave it (nobody
+ * decodes an island's HTML); a failure becomes an IslandError. Throws PageTooLargeError,
+ * having allocated nothing, when the message would be longer than `maxBytes`.
+ * @param {Array<Uint8Array | PreparedResponse | {code: ErrorCode, message: string}>} outcomes
+ * @param {number} [maxBytes] the largest message the edge takes (renderer.max_page_mb)
+ * @returns {Buffer}
+ */
+export function encodeIslandsResponse(outcomes, maxBytes = Infinity) {
+  const errorType = (islandErrorType ??= protoType('ssr.v1.IslandError'));
+  const results = outcomes.map((outcome) => {
+    const [field, message] = 'code' in outcome
+      ? [ERROR_FIELD, errorType.encode(errorType.fromObject({ code: outcome.code, message: outcome.message })).finish()]
+      : [RENDERED_FIELD, outcome];
+    return { field, message, length: fieldHeaderLength(message.byteLength) + message.byteLength };
+  });
+  const total = results.reduce((sum, { length }) => sum + fieldHeaderLength(length) + length, 0);
+  if (total > maxBytes) {
+    throw new PageTooLargeError(`the islands' response would be ${total} bytes, over the ${maxBytes / MiB} MB limit of renderer.max_page_mb`);
+  }
+  const out = Buffer.allocUnsafeSlow(total);
+  let at = 0;
+  for (const { field, message, length } of results) {
+    at = writeFieldHeader(out, at, ISLANDS_FIELD, length);
+    at = writeFieldHeader(out, at, field, message.byteLength);
+    if (message instanceof Uint8Array) {
+      out.set(message, at);
+      at += message.byteLength;
+    } else {
+      at = writeRenderResponse(out, at, message);
+    }
+  }
   return out;
 }
 

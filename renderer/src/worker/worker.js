@@ -9,14 +9,14 @@ import { PerformanceObserver, constants as perfConstants, performance } from 'no
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { InternalError, RenderError } from '../errors.js';
+import { RenderError, asRenderError } from '../errors.js';
 import { answerHeapSnapshots } from './heap-snapshot-writer.js';
 import { answerProbes } from './loop-probe.js';
-import { preparePage, renderPage } from './render-page.js';
+import { islandPage, micros, preparePage, renderPage } from './render-page.js';
 import { Ledger, RenderAborted, sharedWords } from './renders.js';
 import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
-import { encodeRenderResponse } from './wire.js';
+import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
 /** @import { PoolTask } from '../pool/types.js' */
@@ -27,7 +27,7 @@ import { encodeRenderResponse } from './wire.js';
 
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
- * `pages` are the names the bundle exports (metrics label only those), and
+ * `pages` and `islands` are the names the bundle exports (metrics label only those), and
  * `canStream` whether it exports renderToPipeableStream (stream.js), and
  * `bundleId` a hash of its file, which each response carries (render.proto);
  * `control` is this worker's own port for requests between tasks (heap
@@ -36,7 +36,7 @@ import { encodeRenderResponse } from './wire.js';
  * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
  * `startCpuMs` is the CPU this worker's thread spent from its start to warm (Node's
  * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], canStream: boolean, bundleId: string, warmupMs: number,
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], canStream: boolean, bundleId: string, warmupMs: number,
  *     warmupRenders: number, meanRenderMs: number, startCpuMs: number, control: MessagePort, words: Int32Array,
  *     report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
@@ -64,10 +64,17 @@ import { encodeRenderResponse } from './wire.js';
  * @property {true} ok
  * @property {string} page
  * @property {Uint8Array} response the RenderResponse's wire bytes, its buffer
- *   transferred (wire.js)
+ *   transferred (wire.js); for islands rendered together, the RenderIslandsResponse's
  * @property {RenderTiming} timing
+ * @property {IslandOutcome[]} [islands] for islands rendered together, each one's outcome
  * @property {WorkerReport} report
  * @property {number} busyMs how long it was in this worker and not waiting for data
+ */
+
+/**
+ * How one island of a task went, for the metrics and the log: `seconds` from the call's
+ * arrival until its outcome was known; `error` when it failed.
+ * @typedef {{seconds: number, error?: ErrorDescriptor}} IslandOutcome
  */
 
 /**
@@ -137,7 +144,7 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), canStream: typeof bundle.renderToPipeableStream === 'function', bundleId,
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), canStream: typeof bundle.renderToPipeableStream === 'function', bundleId,
   control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
@@ -153,7 +160,10 @@ parentPort?.postMessage(warmMessage, [control.port2]);
  * @returns {Promise<RenderOutcome>}
  */
 export default function render(task) {
-  return renders.hold(task.id ?? 0, (held) => (task.port ? renderStream(task, task.port, held) : renderUnary(task, held)));
+  return renders.hold(task.id ?? 0, (held) => {
+    if (task.port) return renderStream(task, task.port, held);
+    return task.islands ? renderIslands(task, task.islands, held) : renderUnary(task, held);
+  });
 }
 
 /**
@@ -178,13 +188,80 @@ async function renderUnary(task, held) {
     retention.end(measured, task.page);
   }
   const { response, timing, heap } = encoded;
-  /** @type {RenderSuccess} */
-  const value = { ok: true, page: result.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) };
+  return moved({ ok: true, page: result.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) });
+}
+
+/**
+ * The islands of one RenderIslands call, in turn. Each one's failure is its outcome, as it
+ * would be in a task of its own; once all have rendered, the whole RenderIslandsResponse is
+ * written into one buffer, each rendered island's RenderResponse timed as its own render
+ * (queue: until it began), so the main thread passes the reply on unread. Only a reply over
+ * max_page_mb fails the task.
+ * @param {PoolTask} task
+ * @param {NonNullable<PoolTask['islands']>} islands
+ * @param {HeldRender} held
+ * @returns {Promise<RenderOutcome>}
+ */
+async function renderIslands(task, islands, held) {
+  const startedAt = performance.timeOrigin + performance.now();
+  const measured = retention.begin();
+  const renderStart = performance.now();
+  /** @type {Array<{result: PageResult, began: number, until: number} | RenderError>} */
+  const rendered = [];
+  /** @type {IslandOutcome[]} */
+  const told = [];
+  /** @type {ReturnType<typeof getHeapStatistics>} */
+  let heap;
+  let response;
+  try {
+    for (const { name, propsJson } of islands) {
+      const island = { page: islandPage(name), island: name, url: task.url, params: {}, variants: {}, propsJson };
+      const began = performance.timeOrigin + performance.now();
+      try {
+        checkProps?.(island);
+        const result = await renderPage(bundle, island);
+        rendered.push({ result, began, until: performance.timeOrigin + performance.now() });
+      } catch (err) {
+        rendered.push(asRenderError(err));
+      }
+      told.push({ seconds: (performance.timeOrigin + performance.now() - task.arrivedAt) / 1000 });
+    }
+    heap = getHeapStatistics(); // once, after them all: every island's timing carries it
+    const outcomes = rendered.map((island) => {
+      if (island instanceof RenderError) return island;
+      try {
+        const { fields } = responseOf(island.result, island.began, task.arrivedAt, heap, island.until);
+        return prepareRenderResponse(island.result.html, island.result.propsJson, fields, options.maxPageBytes);
+      } catch (err) {
+        return asRenderError(err);
+      }
+    });
+    outcomes.forEach((outcome, i) => {
+      if (outcome instanceof RenderError) told[i].error = outcome.toDescriptor();
+    });
+    response = encodeIslandsResponse(outcomes, options.maxPageBytes);
+  } catch (err) {
+    return failure(err, startedAt, held);
+  } finally {
+    retention.end(measured, task.page);
+  }
+  const done = { loadStart: renderStart, loadUs: 0, renderStart, renderUs: micros(performance.now() - renderStart) };
+  const timing = timingOf(startedAt, done, done, heap);
+  return moved({ ok: true, page: '', response, timing, islands: told, report: report(heap), busyMs: busyMs(startedAt, held) });
+}
+
+/**
+ * A successful task's outcome, its response's buffer moved to the main thread rather than
+ * copied.
+ * @param {RenderSuccess & {response: Buffer}} value
+ * @returns {RenderOutcome}
+ */
+function moved(value) {
   // Piscina only looks for a movable at the top of the returned value (a
   // Piscina.move() nested inside an object arrives as {}), so the whole result
   // is one transferable whose transfer list names the response's buffer.
   const movable = /** @type {any} */ ({
-    [Piscina.transferableSymbol]: [response.buffer],
+    [Piscina.transferableSymbol]: [value.response.buffer],
     [Piscina.valueSymbol]: value,
   });
   // Typed as what the pool receives once Piscina has unwrapped it.
@@ -241,8 +318,7 @@ async function renderStream(task, port, held) {
  * @returns {RenderFailure}
  */
 function failure(err, startedAt, held) {
-  const error = err instanceof RenderAborted ? err.reason
-    : (err instanceof RenderError ? err : new InternalError(String(err), { cause: err })).toDescriptor();
+  const error = err instanceof RenderAborted ? err.reason : asRenderError(err).toDescriptor();
   return { ok: false, error, startedAt, busyMs: busyMs(startedAt, held), report: report() };
 }
 
@@ -265,8 +341,22 @@ function encode(result, startedAt, arrivedAt) {
   // heap_size_limit, used and external (which includes ArrayBuffers) are all
   // per isolate, so per worker; one call gives the three.
   const heap = getHeapStatistics();
-  const timing = timingOf(startedAt, result, result, heap);
-  const response = encodeRenderResponse(result.html, result.propsJson, {
+  const { fields, timing } = responseOf(result, startedAt, arrivedAt, heap);
+  const response = encodeRenderResponse(result.html, result.propsJson, fields, options.maxPageBytes);
+  return { response, timing, heap };
+}
+
+/**
+ * A render's RenderResponse but for its two large fields, and its timing.
+ * @param {PageResult} result
+ * @param {number} startedAt epoch ms the render began (this worker picked its task up)
+ * @param {number} arrivedAt epoch ms the call reached the renderer
+ * @param {ReturnType<typeof getHeapStatistics>} heap
+ * @param {number} [until] epoch ms the render was done (now)
+ */
+function responseOf(result, startedAt, arrivedAt, heap, until) {
+  const timing = timingOf(startedAt, result, result, heap, until);
+  const fields = {
     head: result.head,
     status: result.status,
     headers: result.headers,
@@ -275,26 +365,27 @@ function encode(result, startedAt, arrivedAt) {
     bundleId,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
     timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
-  }, options.maxPageBytes);
-  return { response, timing, heap };
+  };
+  return { fields, timing };
 }
 
 /**
- * What a render cost, up to now.
+ * What a render cost, up to `until`.
  * @param {number} startedAt epoch ms this worker picked the task up
  * @param {{loadStart: number, loadUs: number}} loaded
  * @param {{renderStart?: number, renderUs: number}} rendered
  * @param {ReturnType<typeof getHeapStatistics>} heap
+ * @param {number} [until] epoch ms (now)
  * @returns {RenderTiming}
  */
-function timingOf(startedAt, loaded, rendered, heap) {
+function timingOf(startedAt, loaded, rendered, heap, until = performance.timeOrigin + performance.now()) {
   return {
     startedAt,
     loadAt: performance.timeOrigin + loaded.loadStart,
     loadUs: loaded.loadUs,
     renderAt: rendered.renderStart === undefined ? undefined : performance.timeOrigin + rendered.renderStart,
     renderUs: rendered.renderUs,
-    workerUs: Math.round((performance.timeOrigin + performance.now() - startedAt) * 1000),
+    workerUs: Math.round((until - startedAt) * 1000),
     workerId: threadId,
     heapUsedBytes: heap.used_heap_size,
     heapLimitBytes: heap.heap_size_limit,
@@ -327,13 +418,14 @@ function threadCpuMs() {
  * Renders the bundle's warm-up set `rounds` times. A failing render of the
  * bundle's own `warmup` list is reported (the pool fails the start with it);
  * without a `warmup` export every page is tried once per round and failures
- * are ignored (a page may need params we cannot guess).
+ * are ignored (a page may need params we cannot guess), and islands are not
+ * warmed up.
  * @param {Bundle & {warmup?: unknown}} bundle
  * @param {number} rounds
  */
 async function warmUp(bundle, rounds) {
   const explicit = Array.isArray(bundle.warmup);
-  /** @type {Array<{page: string, url?: string, params?: Record<string, string>, props?: unknown}>} */
+  /** @type {Array<{page?: string, island?: string, url?: string, params?: Record<string, string>, props?: unknown}>} */
   const set = explicit
     ? /** @type {any[]} */ (bundle.warmup)
     : Object.keys(bundle.pages).map((page) => ({ page }));
@@ -341,8 +433,10 @@ async function warmUp(bundle, rounds) {
   let renders = 0;
   for (let round = 0; round < rounds; round++) {
     for (const entry of set) {
+      const island = entry?.island === undefined ? undefined : String(entry.island);
       const task = {
-        page: String(entry?.page),
+        page: island === undefined ? String(entry?.page) : islandPage(island),
+        ...(island !== undefined && { island }),
         url: entry?.url ?? '/',
         params: entry?.params ?? {},
         variants: {},
@@ -358,7 +452,8 @@ async function warmUp(bundle, rounds) {
         /** @type {WorkerMessage} */
         const failed = {
           type: 'warmup-failed', threadId, explicit,
-          message: `warm-up render of page "${task.page}" (${task.url}) failed: ${error.message}`, stack: error.stack,
+          message: `warm-up render of ${island === undefined ? `page "${task.page}" (${task.url})` : `island "${island}"`} failed: ${error.message}`,
+          stack: error.stack,
         };
         parentPort?.postMessage(failed);
         return { warmupMs: performance.now() - began, warmupRenders: renders, meanRenderMs: 0 };

@@ -56,6 +56,24 @@ export const pages = {
   'not-found': { component: NotFound, head: () => <title>Not found</title> },
 };
 
+/**
+ * Islands the Go server's own templates show (the receipt page).
+ * @param {{item: string, left: number}} props
+ */
+function Stock({ item, left }) {
+  const [reserved, setReserved] = useState(0);
+  return (
+    <p className="stock" data-testid="stock">
+      {`${left - reserved} more ${item} in stock `}
+      <button type="button" data-testid="reserve" disabled={reserved >= left} onClick={() => setReserved((n) => n + 1)}>
+        Reserve one
+      </button>
+    </p>
+  );
+}
+
+export const islands = { Stock };
+
 export const notFoundPage = 'not-found';
 
 export const warmup = [

@@ -130,6 +130,298 @@ func (RenderErr) EnumDescriptor() ([]byte, []int) {
 	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
 }
 
+type RenderIslandsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The page's path and query, for the renderer's logs and spans.
+	Url string `protobuf:"bytes,1,opt,name=url,proto3" json:"url,omitempty"`
+	// The islands to render, at most 256.
+	Islands       []*Island `protobuf:"bytes,2,rep,name=islands,proto3" json:"islands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderIslandsRequest) Reset() {
+	*x = RenderIslandsRequest{}
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderIslandsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderIslandsRequest) ProtoMessage() {}
+
+func (x *RenderIslandsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderIslandsRequest.ProtoReflect.Descriptor instead.
+func (*RenderIslandsRequest) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RenderIslandsRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *RenderIslandsRequest) GetIslands() []*Island {
+	if x != nil {
+		return x.Islands
+	}
+	return nil
+}
+
+// One island of a page: a component and its props.
+type Island struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The island's name in the server bundle's `islands` export (e.g. "Cart").
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its props: a JSON object. Empty means {}.
+	PropsJson     []byte `protobuf:"bytes,2,opt,name=props_json,json=propsJson,proto3" json:"props_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Island) Reset() {
+	*x = Island{}
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Island) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Island) ProtoMessage() {}
+
+func (x *Island) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Island.ProtoReflect.Descriptor instead.
+func (*Island) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Island) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Island) GetPropsJson() []byte {
+	if x != nil {
+		return x.PropsJson
+	}
+	return nil
+}
+
+type RenderIslandsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per island of the request, in its order.
+	Islands       []*IslandResult `protobuf:"bytes,1,rep,name=islands,proto3" json:"islands,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenderIslandsResponse) Reset() {
+	*x = RenderIslandsResponse{}
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenderIslandsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenderIslandsResponse) ProtoMessage() {}
+
+func (x *RenderIslandsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenderIslandsResponse.ProtoReflect.Descriptor instead.
+func (*RenderIslandsResponse) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RenderIslandsResponse) GetIslands() []*IslandResult {
+	if x != nil {
+		return x.Islands
+	}
+	return nil
+}
+
+type IslandResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Outcome:
+	//
+	//	*IslandResult_Rendered
+	//	*IslandResult_Error
+	Outcome       isIslandResult_Outcome `protobuf_oneof:"outcome"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IslandResult) Reset() {
+	*x = IslandResult{}
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IslandResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IslandResult) ProtoMessage() {}
+
+func (x *IslandResult) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IslandResult.ProtoReflect.Descriptor instead.
+func (*IslandResult) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *IslandResult) GetOutcome() isIslandResult_Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+func (x *IslandResult) GetRendered() *RenderResponse {
+	if x != nil {
+		if x, ok := x.Outcome.(*IslandResult_Rendered); ok {
+			return x.Rendered
+		}
+	}
+	return nil
+}
+
+func (x *IslandResult) GetError() *IslandError {
+	if x != nil {
+		if x, ok := x.Outcome.(*IslandResult_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+type isIslandResult_Outcome interface {
+	isIslandResult_Outcome()
+}
+
+type IslandResult_Rendered struct {
+	// The island rendered: html is its markup (for its root element), bundle_id the
+	// server bundle that rendered it, timing its render's; status is 200, and head,
+	// headers, cache, props_json and page are empty.
+	Rendered *RenderResponse `protobuf:"bytes,1,opt,name=rendered,proto3,oneof"`
+}
+
+type IslandResult_Error struct {
+	// Why it was not: its RenderErr and a message (safe to log, not to show).
+	Error *IslandError `protobuf:"bytes,2,opt,name=error,proto3,oneof"`
+}
+
+func (*IslandResult_Rendered) isIslandResult_Outcome() {}
+
+func (*IslandResult_Error) isIslandResult_Outcome() {}
+
+type IslandError struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          RenderErr              `protobuf:"varint,1,opt,name=code,proto3,enum=ssr.v1.RenderErr" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IslandError) Reset() {
+	*x = IslandError{}
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IslandError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IslandError) ProtoMessage() {}
+
+func (x *IslandError) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IslandError.ProtoReflect.Descriptor instead.
+func (*IslandError) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *IslandError) GetCode() RenderErr {
+	if x != nil {
+		return x.Code
+	}
+	return RenderErr_RENDER_ERR_UNSPECIFIED
+}
+
+func (x *IslandError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type ListPagesRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -138,7 +430,7 @@ type ListPagesRequest struct {
 
 func (x *ListPagesRequest) Reset() {
 	*x = ListPagesRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -150,7 +442,7 @@ func (x *ListPagesRequest) String() string {
 func (*ListPagesRequest) ProtoMessage() {}
 
 func (x *ListPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -163,7 +455,7 @@ func (x *ListPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPagesRequest.ProtoReflect.Descriptor instead.
 func (*ListPagesRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
 }
 
 type ListPagesResponse struct {
@@ -175,14 +467,16 @@ type ListPagesResponse struct {
 	BundleId string `protobuf:"bytes,2,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
 	// Whether the server bundle exports react-dom/server's renderToPipeableStream: without
 	// it a page that streams (RenderStream) cannot render, and the edge refuses to start.
-	CanStream     bool `protobuf:"varint,3,opt,name=can_stream,json=canStream,proto3" json:"can_stream,omitempty"`
+	CanStream bool `protobuf:"varint,3,opt,name=can_stream,json=canStream,proto3" json:"can_stream,omitempty"`
+	// Every island name the server bundle's `islands` export holds (RenderIslands).
+	Islands       []string `protobuf:"bytes,4,rep,name=islands,proto3" json:"islands,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListPagesResponse) Reset() {
 	*x = ListPagesResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -194,7 +488,7 @@ func (x *ListPagesResponse) String() string {
 func (*ListPagesResponse) ProtoMessage() {}
 
 func (x *ListPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -207,7 +501,7 @@ func (x *ListPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPagesResponse.ProtoReflect.Descriptor instead.
 func (*ListPagesResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListPagesResponse) GetPages() []string {
@@ -229,6 +523,13 @@ func (x *ListPagesResponse) GetCanStream() bool {
 		return x.CanStream
 	}
 	return false
+}
+
+func (x *ListPagesResponse) GetIslands() []string {
+	if x != nil {
+		return x.Islands
+	}
+	return nil
 }
 
 type RenderRequest struct {
@@ -254,7 +555,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -266,7 +567,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -279,7 +580,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RenderRequest) GetPage() string {
@@ -340,7 +641,7 @@ type Deferred struct {
 
 func (x *Deferred) Reset() {
 	*x = Deferred{}
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -352,7 +653,7 @@ func (x *Deferred) String() string {
 func (*Deferred) ProtoMessage() {}
 
 func (x *Deferred) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -365,7 +666,7 @@ func (x *Deferred) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deferred.ProtoReflect.Descriptor instead.
 func (*Deferred) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Deferred) GetName() string {
@@ -449,7 +750,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -461,7 +762,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -474,7 +775,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RenderResponse) GetHtml() []byte {
@@ -558,7 +859,7 @@ type RenderStreamRequest struct {
 
 func (x *RenderStreamRequest) Reset() {
 	*x = RenderStreamRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -570,7 +871,7 @@ func (x *RenderStreamRequest) String() string {
 func (*RenderStreamRequest) ProtoMessage() {}
 
 func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -583,7 +884,7 @@ func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamRequest.ProtoReflect.Descriptor instead.
 func (*RenderStreamRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *RenderStreamRequest) GetRender() *RenderRequest {
@@ -621,7 +922,7 @@ type RenderStreamResponse struct {
 
 func (x *RenderStreamResponse) Reset() {
 	*x = RenderStreamResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +934,7 @@ func (x *RenderStreamResponse) String() string {
 func (*RenderStreamResponse) ProtoMessage() {}
 
 func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +947,7 @@ func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamResponse.ProtoReflect.Descriptor instead.
 func (*RenderStreamResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenderStreamResponse) GetPart() isRenderStreamResponse_Part {
@@ -721,7 +1022,7 @@ type RenderStreamTrailer struct {
 
 func (x *RenderStreamTrailer) Reset() {
 	*x = RenderStreamTrailer{}
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -733,7 +1034,7 @@ func (x *RenderStreamTrailer) String() string {
 func (*RenderStreamTrailer) ProtoMessage() {}
 
 func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -746,7 +1047,7 @@ func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamTrailer.ProtoReflect.Descriptor instead.
 func (*RenderStreamTrailer) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RenderStreamTrailer) GetTiming() *Timing {
@@ -766,7 +1067,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -778,7 +1079,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -791,7 +1092,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Header) GetName() string {
@@ -823,7 +1124,7 @@ type CacheHint struct {
 
 func (x *CacheHint) Reset() {
 	*x = CacheHint{}
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -835,7 +1136,7 @@ func (x *CacheHint) String() string {
 func (*CacheHint) ProtoMessage() {}
 
 func (x *CacheHint) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -848,7 +1149,7 @@ func (x *CacheHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheHint.ProtoReflect.Descriptor instead.
 func (*CacheHint) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CacheHint) GetMaxAgeSeconds() uint32 {
@@ -900,7 +1201,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_ssr_v1_render_proto_msgTypes[10]
+	mi := &file_ssr_v1_render_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1213,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[10]
+	mi := &file_ssr_v1_render_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1226,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{10}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Timing) GetQueueUs() uint64 {
@@ -995,13 +1296,30 @@ var File_ssr_v1_render_proto protoreflect.FileDescriptor
 
 const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
-	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\x12\n" +
-	"\x10ListPagesRequest\"e\n" +
+	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"R\n" +
+	"\x14RenderIslandsRequest\x12\x10\n" +
+	"\x03url\x18\x01 \x01(\tR\x03url\x12(\n" +
+	"\aislands\x18\x02 \x03(\v2\x0e.ssr.v1.IslandR\aislands\";\n" +
+	"\x06Island\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"props_json\x18\x02 \x01(\fR\tpropsJson\"G\n" +
+	"\x15RenderIslandsResponse\x12.\n" +
+	"\aislands\x18\x01 \x03(\v2\x14.ssr.v1.IslandResultR\aislands\"|\n" +
+	"\fIslandResult\x124\n" +
+	"\brendered\x18\x01 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\brendered\x12+\n" +
+	"\x05error\x18\x02 \x01(\v2\x13.ssr.v1.IslandErrorH\x00R\x05errorB\t\n" +
+	"\aoutcome\"N\n" +
+	"\vIslandError\x12%\n" +
+	"\x04code\x18\x01 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
+	"\x10ListPagesRequest\"\x7f\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
 	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
 	"\n" +
-	"can_stream\x18\x03 \x01(\bR\tcanStream\"\xf6\x02\n" +
+	"can_stream\x18\x03 \x01(\bR\tcanStream\x12\x18\n" +
+	"\aislands\x18\x04 \x03(\tR\aislands\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
@@ -1078,11 +1396,12 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
 	"\x13RENDER_ERR_INTERNAL\x10\r\x12\x1a\n" +
-	"\x16RENDER_ERR_WORKER_LOST\x10\x0e2\xd9\x01\n" +
+	"\x16RENDER_ERR_WORKER_LOST\x10\x0e2\xa7\x02\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12M\n" +
 	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse(\x010\x01\x12@\n" +
-	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
+	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponse\x12L\n" +
+	"\rRenderIslands\x12\x1c.ssr.v1.RenderIslandsRequest\x1a\x1d.ssr.v1.RenderIslandsResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
 
 var (
 	file_ssr_v1_render_proto_rawDescOnce sync.Once
@@ -1097,46 +1416,58 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 }
 
 var file_ssr_v1_render_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_ssr_v1_render_proto_goTypes = []any{
-	(RenderErr)(0),               // 0: ssr.v1.RenderErr
-	(*ListPagesRequest)(nil),     // 1: ssr.v1.ListPagesRequest
-	(*ListPagesResponse)(nil),    // 2: ssr.v1.ListPagesResponse
-	(*RenderRequest)(nil),        // 3: ssr.v1.RenderRequest
-	(*Deferred)(nil),             // 4: ssr.v1.Deferred
-	(*RenderResponse)(nil),       // 5: ssr.v1.RenderResponse
-	(*RenderStreamRequest)(nil),  // 6: ssr.v1.RenderStreamRequest
-	(*RenderStreamResponse)(nil), // 7: ssr.v1.RenderStreamResponse
-	(*RenderStreamTrailer)(nil),  // 8: ssr.v1.RenderStreamTrailer
-	(*Header)(nil),               // 9: ssr.v1.Header
-	(*CacheHint)(nil),            // 10: ssr.v1.CacheHint
-	(*Timing)(nil),               // 11: ssr.v1.Timing
-	nil,                          // 12: ssr.v1.RenderRequest.ParamsEntry
-	nil,                          // 13: ssr.v1.RenderRequest.VariantsEntry
+	(RenderErr)(0),                // 0: ssr.v1.RenderErr
+	(*RenderIslandsRequest)(nil),  // 1: ssr.v1.RenderIslandsRequest
+	(*Island)(nil),                // 2: ssr.v1.Island
+	(*RenderIslandsResponse)(nil), // 3: ssr.v1.RenderIslandsResponse
+	(*IslandResult)(nil),          // 4: ssr.v1.IslandResult
+	(*IslandError)(nil),           // 5: ssr.v1.IslandError
+	(*ListPagesRequest)(nil),      // 6: ssr.v1.ListPagesRequest
+	(*ListPagesResponse)(nil),     // 7: ssr.v1.ListPagesResponse
+	(*RenderRequest)(nil),         // 8: ssr.v1.RenderRequest
+	(*Deferred)(nil),              // 9: ssr.v1.Deferred
+	(*RenderResponse)(nil),        // 10: ssr.v1.RenderResponse
+	(*RenderStreamRequest)(nil),   // 11: ssr.v1.RenderStreamRequest
+	(*RenderStreamResponse)(nil),  // 12: ssr.v1.RenderStreamResponse
+	(*RenderStreamTrailer)(nil),   // 13: ssr.v1.RenderStreamTrailer
+	(*Header)(nil),                // 14: ssr.v1.Header
+	(*CacheHint)(nil),             // 15: ssr.v1.CacheHint
+	(*Timing)(nil),                // 16: ssr.v1.Timing
+	nil,                           // 17: ssr.v1.RenderRequest.ParamsEntry
+	nil,                           // 18: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	12, // 0: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	13, // 1: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	4,  // 2: ssr.v1.RenderRequest.deferred:type_name -> ssr.v1.Deferred
-	9,  // 3: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	10, // 4: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	11, // 5: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	3,  // 6: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
-	4,  // 7: ssr.v1.RenderStreamRequest.settled:type_name -> ssr.v1.Deferred
-	5,  // 8: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
-	8,  // 9: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
-	11, // 10: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
-	3,  // 11: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	6,  // 12: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
-	1,  // 13: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
-	5,  // 14: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	7,  // 15: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
-	2,  // 16: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 0: ssr.v1.RenderIslandsRequest.islands:type_name -> ssr.v1.Island
+	4,  // 1: ssr.v1.RenderIslandsResponse.islands:type_name -> ssr.v1.IslandResult
+	10, // 2: ssr.v1.IslandResult.rendered:type_name -> ssr.v1.RenderResponse
+	5,  // 3: ssr.v1.IslandResult.error:type_name -> ssr.v1.IslandError
+	0,  // 4: ssr.v1.IslandError.code:type_name -> ssr.v1.RenderErr
+	17, // 5: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	18, // 6: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	9,  // 7: ssr.v1.RenderRequest.deferred:type_name -> ssr.v1.Deferred
+	14, // 8: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	15, // 9: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	16, // 10: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	8,  // 11: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
+	9,  // 12: ssr.v1.RenderStreamRequest.settled:type_name -> ssr.v1.Deferred
+	10, // 13: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
+	13, // 14: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
+	16, // 15: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
+	8,  // 16: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	11, // 17: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
+	6,  // 18: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	1,  // 19: ssr.v1.RenderService.RenderIslands:input_type -> ssr.v1.RenderIslandsRequest
+	10, // 20: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	12, // 21: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
+	7,  // 22: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	3,  // 23: ssr.v1.RenderService.RenderIslands:output_type -> ssr.v1.RenderIslandsResponse
+	20, // [20:24] is the sub-list for method output_type
+	16, // [16:20] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_ssr_v1_render_proto_init() }
@@ -1145,10 +1476,14 @@ func file_ssr_v1_render_proto_init() {
 		return
 	}
 	file_ssr_v1_render_proto_msgTypes[3].OneofWrappers = []any{
+		(*IslandResult_Rendered)(nil),
+		(*IslandResult_Error)(nil),
+	}
+	file_ssr_v1_render_proto_msgTypes[8].OneofWrappers = []any{
 		(*Deferred_ValueJson)(nil),
 		(*Deferred_Error)(nil),
 	}
-	file_ssr_v1_render_proto_msgTypes[6].OneofWrappers = []any{
+	file_ssr_v1_render_proto_msgTypes[11].OneofWrappers = []any{
 		(*RenderStreamResponse_Head)(nil),
 		(*RenderStreamResponse_Html)(nil),
 		(*RenderStreamResponse_Trailer)(nil),
@@ -1159,7 +1494,7 @@ func file_ssr_v1_render_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

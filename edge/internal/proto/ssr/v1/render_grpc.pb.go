@@ -23,9 +23,10 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	RenderService_Render_FullMethodName       = "/ssr.v1.RenderService/Render"
-	RenderService_RenderStream_FullMethodName = "/ssr.v1.RenderService/RenderStream"
-	RenderService_ListPages_FullMethodName    = "/ssr.v1.RenderService/ListPages"
+	RenderService_Render_FullMethodName        = "/ssr.v1.RenderService/Render"
+	RenderService_RenderStream_FullMethodName  = "/ssr.v1.RenderService/RenderStream"
+	RenderService_ListPages_FullMethodName     = "/ssr.v1.RenderService/ListPages"
+	RenderService_RenderIslands_FullMethodName = "/ssr.v1.RenderService/RenderIslands"
 )
 
 // RenderServiceClient is the client API for RenderService service.
@@ -54,6 +55,16 @@ type RenderServiceClient interface {
 	//
 	//	UNAVAILABLE  no worker has loaded the bundle yet
 	ListPages(ctx context.Context, in *ListPagesRequest, opts ...grpc.CallOption) (*ListPagesResponse, error)
+	// RenderIslands renders the islands of one page the caller writes itself (a Go
+	// html/template): each island is a component of the bundle's `islands` export rendered
+	// with its props alone, no document, no load(). One call per page, rendered in one
+	// worker task with the call's deadline; each island succeeds or fails on its own (its
+	// component throws, its props are not an object). When the task as a whole fails for
+	// one island's fault (its worker died or was terminated at the deadline), or its islands
+	// together are quarantined, each island is rendered as a task of its own, with its own
+	// quarantine. The call fails only as a whole (UNAVAILABLE draining, RESOURCE_EXHAUSTED
+	// over the size limit, CANCELLED), never for one island.
+	RenderIslands(ctx context.Context, in *RenderIslandsRequest, opts ...grpc.CallOption) (*RenderIslandsResponse, error)
 }
 
 type renderServiceClient struct {
@@ -97,6 +108,16 @@ func (c *renderServiceClient) ListPages(ctx context.Context, in *ListPagesReques
 	return out, nil
 }
 
+func (c *renderServiceClient) RenderIslands(ctx context.Context, in *RenderIslandsRequest, opts ...grpc.CallOption) (*RenderIslandsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RenderIslandsResponse)
+	err := c.cc.Invoke(ctx, RenderService_RenderIslands_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // RenderServiceServer is the server API for RenderService service.
 // All implementations must embed UnimplementedRenderServiceServer
 // for forward compatibility.
@@ -123,6 +144,16 @@ type RenderServiceServer interface {
 	//
 	//	UNAVAILABLE  no worker has loaded the bundle yet
 	ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error)
+	// RenderIslands renders the islands of one page the caller writes itself (a Go
+	// html/template): each island is a component of the bundle's `islands` export rendered
+	// with its props alone, no document, no load(). One call per page, rendered in one
+	// worker task with the call's deadline; each island succeeds or fails on its own (its
+	// component throws, its props are not an object). When the task as a whole fails for
+	// one island's fault (its worker died or was terminated at the deadline), or its islands
+	// together are quarantined, each island is rendered as a task of its own, with its own
+	// quarantine. The call fails only as a whole (UNAVAILABLE draining, RESOURCE_EXHAUSTED
+	// over the size limit, CANCELLED), never for one island.
+	RenderIslands(context.Context, *RenderIslandsRequest) (*RenderIslandsResponse, error)
 	mustEmbedUnimplementedRenderServiceServer()
 }
 
@@ -141,6 +172,9 @@ func (UnimplementedRenderServiceServer) RenderStream(grpc.BidiStreamingServer[Re
 }
 func (UnimplementedRenderServiceServer) ListPages(context.Context, *ListPagesRequest) (*ListPagesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPages not implemented")
+}
+func (UnimplementedRenderServiceServer) RenderIslands(context.Context, *RenderIslandsRequest) (*RenderIslandsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RenderIslands not implemented")
 }
 func (UnimplementedRenderServiceServer) mustEmbedUnimplementedRenderServiceServer() {}
 func (UnimplementedRenderServiceServer) testEmbeddedByValue()                       {}
@@ -206,6 +240,24 @@ func _RenderService_ListPages_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RenderService_RenderIslands_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenderIslandsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(RenderServiceServer).RenderIslands(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: RenderService_RenderIslands_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(RenderServiceServer).RenderIslands(ctx, req.(*RenderIslandsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // RenderService_ServiceDesc is the grpc.ServiceDesc for RenderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -220,6 +272,10 @@ var RenderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPages",
 			Handler:    _RenderService_ListPages_Handler,
+		},
+		{
+			MethodName: "RenderIslands",
+			Handler:    _RenderService_RenderIslands_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/e2e/harness"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+)
+
+// islandsPerPage is how many islands the benchmark's page has.
+const islandsPerPage = 10
+
+// BenchmarkIslands measures what a Go template's islands cost against the same components
+// rendered as one page, with the real renderer (the fixture bundle, 2 threads): CPU per
+// page of the Go process (getrusage) and of the renderer's (/proc/PID/stat), and the time
+// to one page, requests one at a time, each served by calling the handler (no client in
+// the measurement). The page shows 10 FeaturedProducts islands, each with its own three
+// products:
+//
+//	template        the template alone, no islands
+//	islands-cached  the template with its 10 islands, every one stored: no renderer call
+//	islands         the same 10 islands rendered, in one RenderIslands call
+//	page            the same 10 components as one page of the bundle (Server.Render), uncached
+//
+// make bench runs it (bench/bench.sh) and prints the ratios; by hand:
+//
+//	cd edge && go test ./e2e -run '^$' -bench Islands -benchtime 400x -count 5
+func BenchmarkIslands(b *testing.B) {
+	socket := filepath.Join(b.TempDir(), "r.sock")
+	renderer := harness.StartRenderer(b, socket, "SSR_RENDERER_BUNDLE="+fixtureBundle(), "SSR_RENDERER_THREADS=2")
+	pid := int(renderer.WaitJSON("the renderer's pid", func(f map[string]any) bool { return f["msg"] == "ready" })["pid"].(float64))
+	newServer := func() *ssr.Server {
+		srv, err := ssr.New(ssr.Options{
+			RendererAddress: "unix://" + socket, AssetsDir: assetsDir(), Logger: slog.New(slog.DiscardHandler),
+			Timeouts: ssr.Timeouts{Render: 10 * time.Second, Hard: 20 * time.Second},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { srv.Close() })
+		return srv
+	}
+	// Typed, as a Go shop's props are.
+	type product struct {
+		ID    int    `json:"id"`
+		Name  string `json:"name"`
+		Price string `json:"price"`
+	}
+	type featured struct {
+		Products []product `json:"products"`
+	}
+	type island struct {
+		Name  string   `json:"name"`
+		Props featured `json:"props"`
+	}
+	var islands []island
+	for i := range islandsPerPage {
+		var products []product
+		for j := range 3 {
+			id := 3*i + j + 1
+			products = append(products, product{ID: id, Name: "Product " + strconv.Itoa(id), Price: fmt.Sprintf("%d.99 EUR", id)})
+		}
+		islands = append(islands, island{Name: "FeaturedProducts", Props: featured{Products: products}})
+	}
+	const layout = `<!doctype html><html><head><title>Featured</title></head><body><h1>Featured</h1>%s</body></html>`
+	var marks strings.Builder
+	for i := range islands {
+		fmt.Fprintf(&marks, `<section>{{ island "FeaturedProducts" (index . %d).Props }}</section>`, i)
+	}
+	withIslands := template.Must(template.New("islands").Funcs(ssr.IslandFuncs()).Parse(fmt.Sprintf(layout, marks.String())))
+	alone := template.Must(template.New("alone").Parse(fmt.Sprintf(layout, strings.Repeat("<section></section>", islandsPerPage))))
+
+	cached, uncached, pages := newServer(), newServer(), newServer()
+	cached.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Hour})
+	cases := []struct {
+		name  string
+		serve http.HandlerFunc
+	}{
+		{"template", func(w http.ResponseWriter, r *http.Request) { alone.Execute(w, islands) }},
+		{"islands-cached", func(w http.ResponseWriter, r *http.Request) { cached.Template(w, r, 0, withIslands, islands) }},
+		{"islands", func(w http.ResponseWriter, r *http.Request) { uncached.Template(w, r, 0, withIslands, islands) }},
+		{"page", func(w http.ResponseWriter, r *http.Request) {
+			pages.Render(w, r, "islands-page", ssr.Result{Props: map[string]any{"islands": islands}})
+		}},
+	}
+	serve := func(h http.HandlerFunc) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		h(w, httptest.NewRequest("GET", "/featured", nil).WithContext(context.Background()))
+		return w
+	}
+	// Every case warm before any is measured (the JIT in the workers, code the cases share,
+	// the cache of islands-cached), so that the first measured does not pay for the others.
+	for _, c := range cases {
+		for range 50 {
+			if w := serve(c.serve); w.Code != 200 || w.Header().Get("X-Ssr-Fallback") != "" || strings.Contains(w.Body.String(), `"></div><script type="application/json" data-ssr-island-props>`) {
+				b.Fatalf("%s: %d %v: a page not wholly server-rendered", c.name, w.Code, w.Header())
+			}
+		}
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
+			goBefore, rendererBefore := processCPU(b, 0), processCPU(b, pid)
+			b.ResetTimer()
+			for b.Loop() {
+				serve(c.serve)
+			}
+			b.StopTimer()
+			goCPU, rendererCPU := processCPU(b, 0)-goBefore, processCPU(b, pid)-rendererBefore
+			perPage := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(b.N) }
+			b.ReportMetric(perPage(goCPU+rendererCPU), "cpu-ms/page")
+			b.ReportMetric(perPage(goCPU), "go-cpu-ms/page")
+			b.ReportMetric(perPage(rendererCPU), "renderer-cpu-ms/page")
+		})
+	}
+}
+
+// processCPU is the CPU time, user and system, of process pid so far; 0 is this process.
+func processCPU(b *testing.B, pid int) time.Duration {
+	if pid == 0 {
+		var u syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+			b.Fatal(err)
+		}
+		return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+2:]))
+	utime, _ := strconv.ParseInt(fields[11], 10, 64)
+	stime, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / clockTicks
+}
+
+// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTicks = 100

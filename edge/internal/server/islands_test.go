@@ -1,0 +1,254 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
+)
+
+// islandRenderer renders each island as <b>NAME PROPS</b>, fails those named "Throws", and
+// records its calls; down fails every call.
+type islandRenderer struct {
+	mu    sync.Mutex
+	calls [][]string // the island names of each call
+	down  bool
+}
+
+func (*islandRenderer) Render(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	return nil, errors.New("pages are not rendered here")
+}
+
+func (f *islandRenderer) RenderIslands(_ context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	resp := &ssrv1.RenderIslandsResponse{}
+	for _, i := range req.GetIslands() {
+		names = append(names, i.GetName())
+		if i.GetName() == "Throws" {
+			resp.Islands = append(resp.Islands, &ssrv1.IslandResult{Outcome: &ssrv1.IslandResult_Error{Error: &ssrv1.IslandError{
+				Code: ssrv1.RenderErr_RENDER_ERR_PAGE_THREW, Message: "boom"}}})
+			continue
+		}
+		resp.Islands = append(resp.Islands, &ssrv1.IslandResult{Outcome: &ssrv1.IslandResult_Rendered{Rendered: &ssrv1.RenderResponse{
+			Html: []byte("<b>" + i.GetName() + " " + string(i.GetPropsJson()) + "</b>"), Status: 200, BundleId: "bundle-1"}}})
+	}
+	f.calls = append(f.calls, names)
+	if f.down {
+		return nil, &renderclient.Error{Status: status.New(codes.Unavailable, "down")}
+	}
+	return resp, nil
+}
+
+func (f *islandRenderer) callCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.calls)
+}
+
+// islandSite serves /order, a Go template with islands Featured (declared, cached, tagged
+// "catalog"), Cart (undeclared: uncached) and Throws, under a CSP nonce.
+func islandSite(t *testing.T, r Renderer) (*Site, *Metrics, string) {
+	t.Helper()
+	e := defaultSite().Options
+	e.AssetsDir = t.TempDir()
+	if err := os.Mkdir(filepath.Join(e.AssetsDir, "assets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.Renderer = r
+	e.Manifest = &document.Manifest{BuildID: "b1", Scripts: []string{"/assets/client-1.js"}, Styles: []string{"/assets/client-1.css"}}
+	e.Cache = htmlcache.New(htmlcache.Options{MaxBytes: 1 << 20, MaxEntryBytes: 1 << 20})
+	e.Metrics, e.Log = NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler)
+	e.Nonce = func(*http.Request) string { return "n0nce" }
+	e.Timeouts.Render = 10 * time.Second
+	site, err := NewSite(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(site.Close)
+	site.Island("Featured", IslandPolicy{TTL: time.Hour, Tags: []string{"catalog"}})
+	page := template.Must(template.New("order").Funcs(template.FuncMap{"island": IslandMarker}).Parse(
+		`<!doctype html><html><head><title>Order {{.ID}}</title></head><body><h1>Order {{.ID}}</h1>` +
+			`{{ island "Featured" .Featured }}<p>{{.Note}}</p>{{ island "Cart" .Cart }}{{ island "Throws" nil }}</body></html>`))
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /order", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Shop", "mine")
+		data := map[string]any{
+			"ID": 7, "Note": "</script><!--", "Featured": map[string]any{"ids": []int{1, 2}},
+			"Cart": map[string]any{"user": r.URL.Query().Get("user") + "</script>\u2028"},
+		}
+		if err := site.Template(w, r, http.StatusAccepted, page, data); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+	})
+	ts := httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return site, e.Metrics, ts.URL + "/order"
+}
+
+// TestTemplateRendersItsIslandsInOneCall: a Go template's islands are rendered in one call,
+// each in its root with its props escaped after it; the page keeps its status, its headers
+// and its own head, where the client build is linked under the response's nonce; an island
+// that fails is left to the browser alone, counted with its reason.
+func TestTemplateRendersItsIslandsInOneCall(t *testing.T) {
+	r := &islandRenderer{}
+	_, metrics, url := islandSite(t, r)
+	resp, doc := get(t, url+"?user=ann")
+	if resp.StatusCode != http.StatusAccepted || resp.Header.Get("X-Shop") != "mine" || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") ||
+		resp.Header.Get("Vary") != "Accept-Encoding" {
+		t.Errorf("status %d, X-Shop %q, Content-Type %q, Vary %q: want the handler's 202 and header, HTML, varying by encoding",
+			resp.StatusCode, resp.Header.Get("X-Shop"), resp.Header.Get("Content-Type"), resp.Header.Get("Vary"))
+	}
+	if len(r.calls) != 1 || strings.Join(r.calls[0], ",") != "Featured,Cart,Throws" {
+		t.Fatalf("calls %v: want one with the three islands in order", r.calls)
+	}
+	for _, want := range []string{
+		`<title>Order 7</title><link rel="stylesheet" href="/assets/client-1.css">` + "\n" +
+			`<script nonce="n0nce" type="module" src="/assets/client-1.js"></script>` + "\n</head>",
+		`<div data-ssr-island="Featured"><b>Featured {"ids":[1,2]}</b></div><script type="application/json" data-ssr-island-props>{"ids":[1,2]}</script>`,
+		`<p>&lt;/script&gt;&lt;!--</p>`,
+		`<div data-ssr-island="Cart"><b>Cart {"user":"ann\u003c/script\u003e\u2028"}</b></div><script type="application/json" data-ssr-island-props>{"user":"ann\u003c/script\u003e\u2028"}</script>`,
+		`<div data-ssr-island="Throws"></div><script type="application/json" data-ssr-island-props>{}</script></body></html>`,
+	} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the page lacks\n%s\nin\n%s", want, doc)
+		}
+	}
+	if strings.Contains(doc, "ssr-island:") {
+		t.Errorf("a marker is left in the page:\n%s", doc)
+	}
+	if !strings.Contains(resp.Header.Get("Server-Timing"), `desc="2 rendered, 0 cached, 1 left to the browser"`) {
+		t.Errorf("Server-Timing %q", resp.Header.Get("Server-Timing"))
+	}
+	if got := testutil.ToFloat64(metrics.islands.WithLabelValues("Throws", ReasonRenderError)); got != 1 {
+		t.Errorf("edge_islands_total{island=Throws,outcome=render-error} = %v, want 1", got)
+	}
+}
+
+// TestIslandsCachedByPropsUntilPurged: a declared island with a TTL is rendered once per
+// props and code, then served from the cache with no call for it; a purge by its tag renders
+// it again, and only it. An undeclared island renders every time.
+func TestIslandsCachedByPropsUntilPurged(t *testing.T) {
+	r := &islandRenderer{}
+	site, metrics, url := islandSite(t, r)
+	get(t, url+"?user=ann")
+	get(t, url+"?user=bob")
+	if got := strings.Join(r.calls[1], ","); got != "Cart,Throws" {
+		t.Errorf("second page's call: %s, want Featured from the cache", got)
+	}
+	if got := testutil.ToFloat64(metrics.islands.WithLabelValues("Featured", "hit")); got != 1 {
+		t.Errorf("Featured hits: %v, want 1", got)
+	}
+	if n, err := site.PurgeTag(context.Background(), "catalog"); err != nil || n != 1 {
+		t.Fatalf("PurgeTag(catalog) = %d, %v; want Featured's one entry", n, err)
+	}
+	get(t, url+"?user=ann")
+	if got := strings.Join(r.calls[2], ","); got != "Featured,Cart,Throws" {
+		t.Errorf("after the purge: %s, want Featured rendered again", got)
+	}
+}
+
+// TestIslandsWithoutARenderer: a renderer that is down leaves every island to the browser,
+// props in place, and the page is still the shop's, with its status.
+func TestIslandsWithoutARenderer(t *testing.T) {
+	r := &islandRenderer{down: true}
+	_, metrics, url := islandSite(t, r)
+	resp, doc := get(t, url)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Errorf("status %d, want 202", resp.StatusCode)
+	}
+	for _, name := range []string{"Featured", "Cart", "Throws"} {
+		if !strings.Contains(doc, `<div data-ssr-island="`+name+`"></div><script type="application/json" data-ssr-island-props>`) {
+			t.Errorf("island %s is not left to the browser:\n%s", name, doc)
+		}
+		if got := testutil.ToFloat64(metrics.islands.WithLabelValues(name, ReasonUnavailable)); got != 1 {
+			t.Errorf("edge_islands_total{island=%s,outcome=renderer-unavailable} = %v, want 1", name, got)
+		}
+	}
+}
+
+// TestTemplateErrors: a template that fails, or a status no page can have, is the caller's
+// error, with nothing written; bad island names and props fail the template.
+func TestTemplateErrors(t *testing.T) {
+	site, _, _ := islandSite(t, &islandRenderer{})
+	funcs := template.FuncMap{"island": IslandMarker}
+	tests := []struct {
+		name, text string
+		data       any
+		status     int
+	}{
+		{"bad name", `{{ island "no spaces" nil }}`, nil, 0},
+		{"props not an object", `{{ island "Cart" . }}`, []int{1}, 0},
+		{"props that do not marshal", `{{ island "Cart" . }}`, map[string]any{"f": func() {}}, 0},
+		{"raw props not an object", `{{ island "Cart" . }}`, json.RawMessage(`"x"`), 0},
+		{"a template error", `{{ .Missing.Field }}`, map[string]any{}, 0},
+		{"a status no page has", `ok`, nil, 1000},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			page := template.Must(template.New("p").Funcs(funcs).Option("missingkey=error").Parse(tt.text))
+			w := httptest.NewRecorder()
+			if err := site.Template(w, httptest.NewRequest("GET", "/", nil), tt.status, page, tt.data); err == nil {
+				t.Error("no error")
+			}
+			if w.Body.Len() > 0 || w.Code != 200 || len(w.Header()) > 0 {
+				t.Errorf("written: %d %v %q", w.Code, w.Header(), w.Body.String())
+			}
+		})
+	}
+}
+
+// FuzzIslandMarker: whatever its props, an island's marker is found whole, as one island
+// with its name and its props, escaped and equal as JSON to what was given.
+func FuzzIslandMarker(f *testing.F) {
+	for _, s := range []string{`x`, `</script><!--`, "\u2028-->", `{"a":"-->"}`, `:`, ""} {
+		f.Add("Cart", s)
+	}
+	f.Fuzz(func(t *testing.T, name, text string) {
+		props := map[string]string{"text": text}
+		mark, err := IslandMarker(name, props)
+		if !IsIslandName(name) {
+			if err == nil {
+				t.Fatalf("name %q accepted", name)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := []byte("<p>before</p>" + string(mark) + "<p>after</p>")
+		found := findIslands(page)
+		if len(found) != 1 || found[0].name != name || string(page[:found[0].start]) != "<p>before</p>" || string(page[found[0].end:]) != "<p>after</p>" {
+			t.Fatalf("marker %q: found %+v", mark, found)
+		}
+		var back, want map[string]string
+		plain, _ := json.Marshal(props) // invalid UTF-8 becomes U+FFFD, byte by byte
+		json.Unmarshal(plain, &want)
+		if err := json.Unmarshal(found[0].props, &back); err != nil || back["text"] != want["text"] {
+			t.Fatalf("props %q came back as %q (%v)", text, found[0].props, err)
+		}
+		if strings.ContainsAny(string(found[0].props), "<>&") {
+			t.Fatalf("props %q are not escaped", found[0].props)
+		}
+	})
+}

@@ -1,0 +1,62 @@
+package ssr
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
+)
+
+// IslandFuncs are the template functions of a page with islands: parse the template with
+// them, template.New("order").Funcs(ssr.IslandFuncs()), and mark each island where it goes,
+// in element content:
+//
+//	{{ island "Cart" .Cart }}
+//
+// names the island Cart of the app's bundle (its `islands` export) and gives it its props,
+// marshalled to JSON (an object; a json.RawMessage passes as it is; nil is {}). Executed by
+// Server.Template, the island is rendered there; executed any other way, the mark is an
+// HTML comment.
+func IslandFuncs() template.FuncMap {
+	return template.FuncMap{"island": server.IslandMarker}
+}
+
+// IslandOptions configure an island (Server.Island).
+type IslandOptions struct {
+	// TTL is how long an island's HTML, rendered for the same props by the same code, is
+	// reused by every page that shows it. Zero: rendered for every page.
+	TTL time.Duration
+	// Tags are surrogate keys of its stored HTML: PurgeTag removes it.
+	Tags []string
+}
+
+// Island declares an island of the app's bundle that templates use (IslandFuncs), with how
+// its HTML is kept. Check finds a name the bundle lacks, as it does a page's. An island used
+// without being declared renders for every page, uncached. Island panics when o is invalid
+// (a name that is not 1 to 128 letters, digits, '_' and '-', a negative TTL): a programming
+// error, found at start.
+func (s *Server) Island(name string, o IslandOptions) {
+	if !server.IsIslandName(name) {
+		panic(fmt.Sprintf("ssr: island %q: a name is 1 to 128 letters, digits, '_' and '-'", name))
+	}
+	if o.TTL < 0 {
+		panic(fmt.Sprintf("ssr: island %q: IslandOptions.TTL is negative", name))
+	}
+	s.site.Island(name, server.IslandPolicy{TTL: o.TTL, Tags: o.Tags})
+}
+
+// Template answers r with t executed on data, a page the shop writes itself, with status
+// (zero: 200) and the headers already set on w (Content-Type, if unset, is HTML). Every
+// island t marks (IslandFuncs) is rendered in one call to the renderer, those whose HTML
+// is stored in none, and the client build's scripts and styles are linked before
+// </head>, with Options.Nonce's nonce, so that the browser hydrates each island on its
+// own. An island that fails, is late (Timeouts.Render) or meets a renderer that is down is
+// left to the browser: its root empty, its props in place, counted in edge_islands_total
+// with the reason. The rest of the page, which is the shop's, is always served. An error
+// executing t is returned with nothing written, for the handler to answer as it answers
+// its other template errors.
+func (s *Server) Template(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) error {
+	return s.site.Template(w, r, status, t, data)
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
+	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
+)
+
+//go:embed templates
+var templates embed.FS
+
+// aboutPage is the shop's own html/template page with three React islands (ssr.Template):
+// the featured products, the same for everyone (stored for a minute, tagged "catalog"); the
+// visitor's cart, read from their session on every request; and one that fails on the
+// server when failIsland is set, which the browser then renders.
+type aboutPage struct {
+	pages      *ssr.Server
+	db         *catalog.Store
+	failIsland bool
+	page       *template.Template
+}
+
+func newAboutPage(pages *ssr.Server, db *catalog.Store, failIsland bool) *aboutPage {
+	pages.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Minute, Tags: []string{"catalog"}})
+	pages.Island("CartSummary", ssr.IslandOptions{})
+	pages.Island("Flaky", ssr.IslandOptions{})
+	page := template.Must(template.New("about.html").Funcs(ssr.IslandFuncs()).ParseFS(templates, "templates/about.html"))
+	return &aboutPage{pages: pages, db: db, failIsland: failIsland, page: page}
+}
+
+// featured is a product as the FeaturedProducts island shows it.
+type featured struct {
+	ID    int    `json:"id"`
+	Name  string `json:"name"`
+	Price string `json:"price"`
+}
+
+func (a *aboutPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	products, err := a.db.Listing(r.Context(), 1)
+	if err != nil {
+		http.Error(w, "the catalog is unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	var top []featured
+	for _, p := range products[:min(3, len(products))] {
+		top = append(top, featured{ID: p.ID, Name: p.Name, Price: fmt.Sprintf("%d.%02d %s", p.PriceCents/100, p.PriceCents%100, p.Currency)})
+	}
+	user, items := session(r)
+	data := map[string]any{
+		"Shop":     "The Demo Shop",
+		"Featured": map[string]any{"products": top},
+		"Cart":     map[string]any{"user": user, "items": items},
+		"Flaky":    map[string]any{"fail": a.failIsland, "note": "Hand-made in small batches."},
+	}
+	// A page that shows a visitor's cart is theirs: no shared cache may keep it.
+	w.Header().Set("Cache-Control", "private, no-store")
+	if err := a.pages.Template(w, r, http.StatusOK, a.page, data); err != nil {
+		http.Error(w, "the page could not be written", http.StatusInternalServerError)
+	}
+}
+
+// session is the demo's stand-in for a session store: the visitor's name and cart size from
+// their cookies.
+func session(r *http.Request) (user string, items int) {
+	user = "guest"
+	if c, err := r.Cookie("user"); err == nil && c.Value != "" {
+		user = c.Value
+	}
+	if c, err := r.Cookie("cart"); err == nil {
+		items, _ = strconv.Atoi(c.Value)
+	}
+	return user, max(0, items)
+}
