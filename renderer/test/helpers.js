@@ -247,10 +247,13 @@ export function runRenderer(args, env = {}, { command = [process.execPath, MAIN]
   const lines = [];
   /** @type {Array<() => void>} */
   const waiters = [];
-  createInterface({ input: child.stdout }).on('line', (line) => {
+  const output = createInterface({ input: child.stdout }).on('line', (line) => {
     lines.push(JSON.parse(line));
     for (const wake of waiters.splice(0)) wake();
   });
+  // Every line read, once every process holding the pipe is gone: the child, and what it
+  // started with its stdout (npx's renderer outlives npm).
+  const ended = once(output, 'close');
   let stderr = '';
   child.stderr.on('data', (chunk) => { stderr += chunk; });
   const exited = once(child, 'exit').then(([code, signal]) => ({ code, signal, stderr }));
@@ -263,5 +266,5 @@ export function runRenderer(args, env = {}, { command = [process.execPath, MAIN]
       if (exit) throw new Error(`exited ${JSON.stringify(exit)} before the line; stdout: ${JSON.stringify(lines)}`);
     }
   };
-  return { child, lines, waitForLine, exited };
+  return { child, lines, waitForLine, exited, ended };
 }

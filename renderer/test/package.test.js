@@ -142,6 +142,7 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     renderer.child.kill('SIGTERM');
     const exit = await renderer.exited;
     assert.deepEqual({ code: exit.code, signal: exit.signal }, { code: 0, signal: null }, exit.stderr);
+    await renderer.ended;
     assert.ok(renderer.lines.some((line) => line.msg === 'stopped'), 'the renderer drained and stopped');
   });
 
@@ -168,6 +169,8 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
 
       renderer.child.kill(signal);
       await waitFor(() => !alive(rendererPid), 30_000).catch(() => assert.fail(`the renderer still runs after ${signal} to npm`));
+      // Its last lines may still be in the pipe when it is gone.
+      await renderer.ended;
       assert.ok(renderer.lines.some((line) => line.msg === 'stopped'), 'the renderer drained and stopped');
     });
   }
