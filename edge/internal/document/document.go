@@ -309,12 +309,7 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 			dst = append(dst, '\n')
 		}
 	}
-	dst = append(dst, b.styles...)
-	for _, src := range b.scripts {
-		dst = append(script(dst), " type=\"module\" src=\""...)
-		dst = append(dst, src...)
-		dst = append(dst, "\"></script>\n"...)
-	}
+	dst = appendAssets(dst, b, script)
 	dst = append(dst, rootOpen...)
 	if p.NoncePlaceholder == "" {
 		dst = append(dst, p.HTML...)
@@ -423,14 +418,21 @@ func nonNil(m map[string]string) map[string]string {
 // puts in its head for the client entry that brings its islands to life.
 func (s *Shell) AppendAssets(dst []byte, nonce string) []byte {
 	s.checkManifest()
-	b := s.build.Load()
-	dst = append(dst, b.styles...)
-	for _, src := range b.scripts {
+	return appendAssets(dst, s.build.Load(), func(dst []byte) []byte {
 		dst = append(dst, "<script"...)
 		if nonce != "" {
 			dst = append(dst, nonceAttr(nonce)...)
 		}
-		dst = append(dst, " type=\"module\" src=\""...)
+		return dst
+	})
+}
+
+// appendAssets appends b's stylesheet links and module scripts; script opens each script
+// element (with its nonce, or a slot for one).
+func appendAssets(dst []byte, b *build, script func([]byte) []byte) []byte {
+	dst = append(dst, b.styles...)
+	for _, src := range b.scripts {
+		dst = append(script(dst), " type=\"module\" src=\""...)
 		dst = append(dst, src...)
 		dst = append(dst, "\"></script>\n"...)
 	}

@@ -213,7 +213,7 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 	var missed []int
 	keys := make([]string, len(marked))
 	policies := make([]IslandPolicy, len(marked))
-	gen := s.d.cache.Generation()
+	gen, build := s.d.cache.Generation(), s.d.shell.BuildID()
 	for i, m := range marked {
 		policy, declared := s.islandPolicy(m.name)
 		if !declared {
@@ -221,7 +221,7 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 		}
 		policies[i] = policy
 		if policy.TTL > 0 {
-			keys[i] = islandKey(s.d.shell.BuildID(), m.name, m.props)
+			keys[i] = islandKey(build, m.name, m.props)
 			if e, state := s.d.cache.Get(keys[i]); state == htmlcache.Fresh && s.d.build.matches(e) {
 				htmls[i] = e.Bodies[""]
 				counts.cached++

@@ -49,10 +49,15 @@ func newPageNames(log *slog.Logger) *pageNames {
 func (n *pageNames) use(page, where string, streamed bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if _, ok := n.used[page]; !ok {
+	_, known := n.used[page]
+	_, knownStreamed := n.streamed[page]
+	if known && (knownStreamed || !streamed) {
+		return // nothing new to report: a name used on every request costs a lookup
+	}
+	if !known {
 		n.used[page] = where
 	}
-	if _, ok := n.streamed[page]; streamed && !ok {
+	if streamed && !knownStreamed {
 		n.streamed[page] = where
 	}
 	n.reportLocked()
