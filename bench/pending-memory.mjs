@@ -1,7 +1,8 @@
 // What one render waiting for data keeps in a worker's heap: N renders of the demo's
 // streamed reviews page held at their Go-deferred reviews (sent, never settled), the
-// heap measured after a full GC before and after. renderer.max_pending_per_worker's
-// auto default (renderer/src/config.js PENDING_RENDER_BUDGET_BYTES) rests on it.
+// heap measured after a full GC before and after. The estimate of a page the workers have
+// not yet measured, and max_pending_per_worker's auto default, rest on it
+// (renderer/src/pool/pending-memory.js PENDING_RENDER_GUESS_BYTES).
 // Usage: node --expose-gc bench/pending-memory.mjs [--renders 500] [--bundle app/dist/server/server.js]
 import { MessageChannel } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';

@@ -353,6 +353,14 @@ func exposeEverySeries(t *testing.T, renderer *harness.Process, edge *edgeProces
 	edge.advance(t, 90*time.Second) // past the route's 1m ttl, inside its 1m stale-while-revalidate
 	harness.Get(t, edge.url+"/cached/products/1")
 
+	// A render that runs on after its caller left ends its worker (renderer_runs_on_total).
+	assertFallback(t, harness.Get(t, edge.url+"/slices"), 200, "timeout")
+	poll.Until(t, "the worker of the render that ran on to be ended", func() bool {
+		return sum(scrape(t, renderer.HTTPURL("/metrics")), "renderer_runs_on_total") == 1
+	})
+	poll.Until(t, "its replacement to be warm", func() bool {
+		return harness.Get(t, renderer.HTTPURL("/readyz")).StatusCode == http.StatusOK
+	})
 	quarantineLoops(t, renderer, edge)
 	assertFallback(t, harness.Get(t, edge.url+"/loops"), 200, "quarantined")
 	poll.Until(t, "the background refresh to be counted", func() bool {

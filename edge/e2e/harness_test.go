@@ -99,6 +99,10 @@ edge:
       hard_timeout: 30s
       cache: {ttl: 1m, query: []}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
+    # A page whose code goes on after its caller left (safety_test.go): uncached, and a hard
+    # timeout beyond any test's end, so that only the caller leaving ends its render.
+    - {pattern: "GET /resumes-then-loops", page: resumes-then-loops, render_timeout: 100ms, hard_timeout: 5m}
+    - {pattern: "GET /slices", page: slices, render_timeout: 100ms, hard_timeout: 5m}
     # Uncached, so that each request's render is its own and is withdrawn when its client
     # leaves (waiting_test.go); the hard timeout is beyond any test's end, so that only the
     # withdrawal ends a render whose boundary is held back.

@@ -134,6 +134,39 @@ func TestPoisonPillIsQuarantined(t *testing.T) {
 	assertSSR(t, harness.Get(t, edge.url+"/products/3"), 200)
 }
 
+// TestCodeThatRunsOnAfterItsCallerLeft: a page whose code goes on after the edge gave up on
+// it (the render timeout on an uncached route; the hard timeout is minutes away) costs its
+// worker, never the site: a loop already running when the caller left (the probe finds its
+// worker pinned), a loop that starts after its call ended (the renderer's watch), and a
+// load() computing in slices (its worker counts them). Each request gets its fallback, never
+// a 5xx; its worker is ended; the page beside it renders after each.
+func TestCodeThatRunsOnAfterItsCallerLeft(t *testing.T) {
+	renderer, edge := startStack(t)
+	exits := func(reason string) float64 {
+		return sum(scrape(t, renderer.HTTPURL("/metrics")), "renderer_worker_exits_total", `reason="`+reason+`"`)
+	}
+	for _, tc := range []struct {
+		path, exit string
+	}{
+		{"/resumes-then-loops?way=timeout", "deadline"},
+		{"/resumes-then-loops?way=immediate&after=300", "runs-on"},
+		{"/slices", "runs-on"},
+	} {
+		before := exits(tc.exit)
+		assertFallback(t, harness.Get(t, edge.url+tc.path), 200, "timeout")
+		poll.Until(t, tc.path+"'s worker to be ended ("+tc.exit+")", func() bool { return exits(tc.exit) == before+1 })
+		assertSSR(t, harness.Get(t, edge.url+"/products/3"), 200)
+	}
+	metrics := scrape(t, renderer.HTTPURL("/metrics"))
+	if n := sum(metrics, "renderer_runs_on_total", `page="slices"`); n != 1 {
+		t.Errorf("renderer_runs_on_total{page=\"slices\"} = %v, want 1", n)
+	}
+	if n := sum(metrics, "renderer_runs_on_total", `page="resumes-then-loops"`); n != 1 {
+		t.Errorf("renderer_runs_on_total{page=\"resumes-then-loops\"} = %v, want 1", n)
+	}
+	renderer.WaitLog(map[string]string{"msg": "a render ran on after its abort: its worker is ended", "page": "slices"})
+}
+
 // quarantineLoops has /loops kill two workers, and waits until the renderer quarantines it.
 // Each request falls back at the 100 ms render timeout; the edge withdraws the call, the
 // render runs on to the 600 ms hard timeout, and the renderer terminates its worker.

@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { PENDING_RENDER_GUESS_BYTES } from './pool/pending-memory.js';
 
 /**
  * @typedef {object} Config
@@ -29,7 +30,7 @@ import { parse as parseYaml } from 'yaml';
  *   / 25 ms, what the pool drains within the deadline at 25 ms a render)
  * @property {number} maxPendingPerWorker renders one worker holds at once, those
  *   waiting for data included; past it on every worker, RESOURCE_EXHAUSTED at once
- *   ("auto" in the file: half of max_old_generation_mb over PENDING_RENDER_BUDGET_BYTES)
+ *   ("auto" in the file: half of max_old_generation_mb over PENDING_RENDER_GUESS_BYTES)
  * @property {number} maxRenders a worker retires after about this many
  *   renders (+-10 % jitter per worker; 0: never)
  * @property {number} recycleHeapRatio a worker retires when its V8 heap used
@@ -51,11 +52,17 @@ import { parse as parseYaml } from 'yaml';
  * @property {number} quarantineAfter renders of one request that killed their
  *   worker within quarantine_window before the request is refused at once
  *   (0: no quarantine)
+ * @property {number} quarantinePageAfter distinct requests of one page that killed
+ *   workers within quarantine_window before the whole page is refused at once
+ *   (0: only requests are quarantined)
  * @property {number} quarantineWindowMs
  * @property {number} quarantineDurationMs how long a quarantined request is refused
  * @property {number} heapGrowthSampleEvery each worker measures exactly what
  *   one render in this many kept in its heap, for renderer_page_heap_growth_bytes
  *   (0: never)
+ * @property {number} abortCpuBudgetMs CPU an aborted render's code may still take
+ *   (it cannot be stopped in-band) before its worker is ended ("auto" in the file: a
+ *   tenth of default_deadline, at least ABORT_CPU_BUDGET_MIN_MS)
  * @property {number} reloadTimeoutMs how long a reload's trial worker may take
  *   to load and warm up the bundle
  * @property {string} otlpEndpoint OTLP/gRPC collector for spans, `http://host:port`
@@ -115,8 +122,10 @@ const KEYS = {
   // default); failing in the worker saves encoding and sending it.
   max_page_mb: { field: 'maxPageMb', fallback: 16, check: integerAtLeast(1) },
   quarantine_after: { field: 'quarantineAfter', fallback: 2, check: integerAtLeast(0) },
+  quarantine_page_after: { field: 'quarantinePageAfter', fallback: 3, check: integerAtLeast(0) },
   quarantine_window: { field: 'quarantineWindowMs', fallback: '1m', check: duration },
   quarantine_duration: { field: 'quarantineDurationMs', fallback: '5m', check: duration },
+  abort_cpu_budget: { field: 'abortCpuBudgetMs', fallback: 'auto', check: autoOr(duration) },
   // A reload (SIGHUP) whose trial worker is not warm by then fails; the
   // workers go on with the bundle they have.
   reload_timeout: { field: 'reloadTimeoutMs', fallback: '60s', check: duration },
@@ -126,15 +135,16 @@ const KEYS = {
   otlp_endpoint: { field: 'otlpEndpoint', fallback: '', check: optional(otlpEndpoint) },
 };
 
+/**
+ * The least abort_cpu_budget: auto gives. A render aborted mid-way takes a few ms of
+ * React's own cleanup (the abort flushes its pending boundaries); 50 ms is a dozen
+ * renders of the demo page.
+ */
+const ABORT_CPU_BUDGET_MIN_MS = 50;
+
 /** Render time assumed by max_queue: auto (a warm demo render is ~4 ms). */
 const AUTO_QUEUE_RENDER_MS = 25;
 
-/**
- * What max_pending_per_worker: auto gives each render waiting for data, out of half the
- * worker's old-generation cap: about 11 times what a pending render of the demo's reviews
- * page keeps (bench/pending-memory.mjs: 23 KB on 2026-11-27), so a page with more state fits.
- */
-const PENDING_RENDER_BUDGET_BYTES = 256 * 1024;
 
 const SECTIONS = new Set(['edge', 'renderer']);
 const ENV_PREFIX = 'SSR_RENDERER_';
@@ -191,7 +201,12 @@ export function parseConfig(text, { env = {}, flags = [], cwd = process.cwd() } 
     config.maxQueue = Math.ceil((config.threads * config.defaultDeadlineMs) / AUTO_QUEUE_RENDER_MS);
   }
   if (/** @type {unknown} */ (config.maxPendingPerWorker) === 'auto') {
-    config.maxPendingPerWorker = Math.max(1, Math.floor((config.maxOldGenerationMb * 1024 * 1024) / 2 / PENDING_RENDER_BUDGET_BYTES));
+    config.maxPendingPerWorker = Math.max(1, Math.floor((config.maxOldGenerationMb * 1024 * 1024) / 2 / PENDING_RENDER_GUESS_BYTES));
+  }
+  // A render aborted at its deadline already had the whole of it; a tenth more of its
+  // worker's thread, spent after the abort, is no render finishing its work.
+  if (/** @type {unknown} */ (config.abortCpuBudgetMs) === 'auto') {
+    config.abortCpuBudgetMs = Math.max(ABORT_CPU_BUDGET_MIN_MS, Math.round(config.defaultDeadlineMs / 10));
   }
   if (config.heapSnapshotDir !== '') config.heapSnapshotDir = resolve(cwd, config.heapSnapshotDir);
   if (config.heapSnapshotNearLimit > 0 && config.heapSnapshotDir === '') {

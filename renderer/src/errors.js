@@ -57,6 +57,13 @@ export class RenderError extends Error {
   poisonPill = false;
 
   /**
+   * How long the render's code held its worker's thread, when its worker said
+   * (worker/renders.js): for the log line of a render that failed or was aborted.
+   * @type {number | undefined}
+   */
+  cpuMs;
+
+  /**
    * Where a render stopped by its deadline was when it passed: `queued` (no
    * worker had taken it), `waiting` (on a worker whose event loop answered:
    * the render awaited, or finished within the grace), `pinned` (on a worker

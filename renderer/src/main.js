@@ -10,7 +10,8 @@ import { ConfigError, loadConfig, parseCommandLine, unixSocketPath, usage } from
 import { startGrpcServer } from './serve/grpc-server.js';
 import { build as buildDebug } from './serve/debug-server.js';
 import { build as buildHttp, listen as listenHttp } from './serve/http-server.js';
-import { Quarantine } from './serve/quarantine.js';
+import { Quarantine, renderKey } from './serve/quarantine.js';
+import { recordPoisonPill } from './serve/render-call.js';
 import { Metrics } from './ops/metrics.js';
 import { missingNodeFlags } from './ops/node-flags.js';
 import { RenderPool } from './pool/pool.js';
@@ -63,10 +64,18 @@ export async function start(config, { logger = createLogger(config.logLevel), on
   }
   const pool = new RenderPool({ ...config, logger, onFatal });
   const quarantine = new Quarantine({
-    after: config.quarantineAfter, windowMs: config.quarantineWindowMs, durationMs: config.quarantineDurationMs,
+    after: config.quarantineAfter, pageAfter: config.quarantinePageAfter, windowMs: config.quarantineWindowMs, durationMs: config.quarantineDurationMs,
   });
   const metrics = new Metrics(pool, { quarantine });
-  pool.observe(metrics.poolObserver);
+  pool.observe({
+    ...metrics.poolObserver,
+    // A render that ran on after its abort killed its worker, as a pinned one does.
+    runsOn: (render) => {
+      metrics.poolObserver.runsOn?.(render);
+      const { task } = render;
+      if (task && render.answered) recordPoisonPill({ quarantine, logger, metrics }, task, () => renderKey(task), { code: 'RUNS_ON' });
+    },
+  });
   const tracing = config.otlpEndpoint === '' ? undefined : new Tracing(config.otlpEndpoint, logger);
   /** @type {Awaited<ReturnType<typeof startGrpcServer>> | undefined} */
   let grpc;

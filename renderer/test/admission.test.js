@@ -14,7 +14,8 @@ import { CancelledError, DeadlineError, QueueFullError, WouldMissDeadlineError }
 function queue({ threads = 2, maxQueue = Infinity, idle = 0, room = Infinity, meanMs } = {}) {
   const workers = { idle, room };
   const admission = new Admission({
-    threads, maxQueue, maxPending: 8, freeWorkers: () => workers.idle, pendingRoom: () => workers.room,
+    threads, maxQueue, freeWorkers: () => workers.idle, pendingRoom: () => workers.room,
+    full: () => 'every worker holds max_pending_per_worker (8) renders',
     meanRenderMs: () => meanMs, now: () => 1000,
   });
   return { admission, workers };

@@ -32,8 +32,10 @@ test('no file: the embedded defaults that run the demo', () => {
     heapSnapshotNearLimit: 0,
     maxPageMb: 16,
     quarantineAfter: 2,
+    quarantinePageAfter: 3,
     quarantineWindowMs: 60_000,
     quarantineDurationMs: 300_000,
+    abortCpuBudgetMs: 200,
     heapGrowthSampleEvery: 100,
     reloadTimeoutMs: 60_000,
     otlpEndpoint: '',
@@ -98,6 +100,11 @@ renderer:
   assert.throws(() => parseConfig('renderer: {max_queue: lots}', {}), { key: 'renderer.max_queue', message: /must be auto or an integer >= 0/ });
   assert.equal(parseConfig('renderer: {max_old_generation_mb: 64}', { env: {} }).maxPendingPerWorker, 128, 'auto follows the heap cap');
   assert.throws(() => parseConfig('renderer: {max_pending_per_worker: 0}', {}), { key: 'renderer.max_pending_per_worker', message: /must be auto or an integer >= 1/ });
+  // auto: a tenth of default_deadline, at least 50 ms
+  assert.equal(parseConfig('renderer: {default_deadline: 5s}', { env: {} }).abortCpuBudgetMs, 500);
+  assert.equal(parseConfig('renderer: {default_deadline: 300ms}', { env: {} }).abortCpuBudgetMs, 50);
+  assert.equal(parseConfig('renderer: {abort_cpu_budget: 80ms}', { env: {} }).abortCpuBudgetMs, 80);
+  assert.throws(() => parseConfig('renderer: {abort_cpu_budget: 0}', {}), { key: 'renderer.abort_cpu_budget', message: /must be auto or a duration/ });
   assert.throws(() => parseConfig('renderer: {debug_listen: "nope"}', {}), { key: 'renderer.debug_listen' });
   assert.equal(parseConfig('', {}).otlpEndpoint, '');
   assert.equal(parseConfig('', { env: { SSR_RENDERER_OTLP_ENDPOINT: 'http://[::1]:4317' } }).otlpEndpoint, 'http://[::1]:4317');

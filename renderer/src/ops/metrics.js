@@ -33,6 +33,8 @@ const MEMORY_BUCKETS = [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048].map((mb) =>
  *   when it got that far
  * @property {{heapUsedBytes: number, externalBytes: number}} [worker] memory
  *   the worker reported after a successful render
+ * @property {number} [cpuMs] how long its code held its worker's thread, when its
+ *   worker said (aborted renders too)
  */
 
 export class Metrics {
@@ -58,6 +60,21 @@ export class Metrics {
   #islandCalls = new Counter({
     name: 'renderer_island_calls_total',
     help: 'RenderIslands calls, one per page of the caller\'s; each island is also a render in renderer_renders_total with page "island:NAME".',
+    registers: [this.registry],
+  });
+
+  #cpu = new Histogram({
+    name: 'renderer_render_cpu_seconds',
+    help: 'How long each render\'s code held its worker\'s thread, whichever way it resumed (timers, promises, I/O, streams), by page; aborted and failed renders too. Time waiting for data is not in it.',
+    labelNames: /** @type {const} */ (['page']),
+    buckets: DURATION_BUCKETS,
+    registers: [this.registry],
+  });
+
+  #runsOn = new Counter({
+    name: 'renderer_runs_on_total',
+    help: 'Renders whose code went on taking their worker\'s thread past renderer.abort_cpu_budget after they were aborted (their deadline, their caller gone), by page: each ended its worker, and counts toward renderer.quarantine_after.',
+    labelNames: /** @type {const} */ (['page']),
     registers: [this.registry],
   });
 
@@ -125,7 +142,7 @@ export class Metrics {
 
   #exits = new Counter({
     name: 'renderer_worker_exits_total',
-    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated because a render held its thread past a deadline: renderer_deadline_aborts_total{where="pinned"}), error. A render stopped at its deadline or by its caller going away is aborted in-band and costs no worker.',
+    help: 'Workers that died (and were replaced), by reason: oom (heap cap), deadline (terminated because a render held its thread when it was aborted: its deadline, or its caller gone), runs-on (a render ran on past renderer.abort_cpu_budget after its abort: renderer_runs_on_total), error. A render stopped at its deadline or by its caller going away is aborted in-band and costs no worker when its code stops.',
     labelNames: /** @type {const} */ (['reason']),
     registers: [this.registry],
   });
@@ -171,10 +188,11 @@ export class Metrics {
     exited: (reason) => this.#exits.inc({ reason }),
     started: (cpuMs) => this.#startCpu.observe(cpuMs / 1000),
     deadline: (where) => this.#deadlineAborts.inc({ where }),
+    runsOn: ({ page }) => this.#runsOn.inc({ page: page === undefined ? 'unknown' : this.pageLabel(page) }),
   };
 
   /**
-   * @param {{stats(): PoolStats, workers(): WorkerInfo[], knownPage(page: string): boolean}} pool
+   * @param {{stats(): PoolStats, workers(): WorkerInfo[], knownPage(page: string): boolean, pendingBytes(): Array<[string, number]>}} pool
    * @param {{quarantine?: {size: number}}} [options] read at scrape time
    */
   constructor(pool, { quarantine } = {}) {
@@ -186,6 +204,17 @@ export class Metrics {
       registers,
       collect() {
         this.set(quarantine?.size ?? 0);
+      },
+    });
+    const pageLabel = (/** @type {string} */ page) => this.pageLabel(page);
+    new Gauge({
+      name: 'renderer_page_pending_bytes',
+      help: 'What one render of each page holds in its worker\'s heap while it waits for data, as the workers measured it (a sampled render waiting alone, after a young GC; one in heap_growth_sample_every). The renders a worker holds are bounded by these estimates together, within half of max_old_generation_mb; a page not yet measured counts 256 KB.',
+      labelNames: /** @type {const} */ (['page']),
+      registers,
+      collect() {
+        this.reset();
+        for (const [page, bytes] of pool.pendingBytes()) this.set({ page: pageLabel(page) }, Math.round(bytes));
       },
     });
     /**
@@ -211,21 +240,22 @@ export class Metrics {
     poolGauge('renderer_workers_loaded', 'Live workers that loaded the bundle and finished their warm-up (ready for traffic when equal to threads; retiring ones included).', (s) => s.loaded);
     new Gauge({
       name: 'renderer_worker_pending_renders',
-      help: 'Renders each warm worker holds now, by state: running (on or queued for its thread) or waiting (for data: a Suspense boundary, a deferred value, an awaited load(); no thread). At most max_pending_per_worker per worker.',
+      help: 'Renders each warm worker holds now, by state: running (its code on the worker\'s thread at the scrape, as the worker says: 0 or 1) or waiting (the others: for data, a Suspense boundary, a deferred value, an awaited load(), or for the thread). At most max_pending_per_worker per worker.',
       labelNames: /** @type {const} */ (['worker', 'state']),
       registers,
       collect() {
         this.reset();
         for (const w of pool.workers()) {
           if (w.state === 'warming') continue;
-          this.set({ worker: String(w.id), state: 'running' }, Math.max(0, w.pending - w.waiting));
-          this.set({ worker: String(w.id), state: 'waiting' }, w.waiting);
+          const running = w.pending > 0 && w.onCpu !== 0 ? 1 : 0;
+          this.set({ worker: String(w.id), state: 'running' }, running);
+          this.set({ worker: String(w.id), state: 'waiting' }, w.pending - running);
         }
       },
     });
     poolGauge('renderer_workers_accepting', 'Warm workers taking tasks: not retiring, not held near their heap cap. A worker at max_renders takes tasks until its spare is warm; one retiring for heap or external memory stops at once.', (s) => s.accepting);
     for (const reason of ['max_renders', 'heap', 'external', 'reload']) this.#retirements.inc({ reason }, 0);
-    for (const reason of ['oom', 'deadline', 'error']) this.#exits.inc({ reason }, 0);
+    for (const reason of ['oom', 'deadline', 'runs-on', 'error']) this.#exits.inc({ reason }, 0);
     for (const where of ['queued', 'waiting', 'pinned']) this.#deadlineAborts.inc({ where }, 0);
     this.#loopDelay.enable();
     const loopDelay = this.#loopDelay;
@@ -283,9 +313,10 @@ export class Metrics {
   }
 
   /** @param {RenderObservation} observation */
-  observeRender({ page, outcome, seconds, queueSeconds, worker }) {
+  observeRender({ page, outcome, seconds, queueSeconds, worker, cpuMs }) {
     const labels = { page: this.pageLabel(page), outcome };
     this.#duration.observe(labels, seconds);
+    if (cpuMs !== undefined) this.#cpu.observe({ page: labels.page }, cpuMs / 1000);
     this.#renders.inc(labels);
     if (queueSeconds !== undefined) this.#queueWait.observe(Math.max(0, queueSeconds));
     if (worker) {

@@ -2,8 +2,8 @@
 // layers"): a bounded FIFO queue in front of Piscina, so that a call is refused
 // at once rather than queued when it cannot be served in time, and so that a
 // caller that goes away frees its place. Piscina's own queue is never used: a
-// render passes here only when a warm worker is free to take it, one none of
-// whose renders wants its thread (the others wait for data: scheduler.js).
+// render passes here only when a warm worker is free to take it, one whose
+// thread is free (its renders wait for data: scheduler.js).
 import { performance } from 'node:perf_hooks';
 import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.js';
 
@@ -11,9 +11,10 @@ import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.
  * @typedef {object} AdmissionOptions
  * @property {number} threads workers that share the queue
  * @property {number} maxQueue renders that may wait (Infinity: no bound)
- * @property {number} maxPending renders one worker holds at most
  * @property {() => number} freeWorkers warm workers that would take a task now
- * @property {() => number} pendingRoom renders the workers could still hold
+ * @property {(bytes: number) => number} pendingRoom renders of `bytes` each that the
+ *   workers could still hold (max_pending_per_worker, and their heap's share: pending-memory.js)
+ * @property {(bytes: number) => string} full why they could hold none
  * @property {() => number | undefined} meanRenderMs recent mean time a render
  *   holds a worker (undefined before the first)
  * @property {() => number} [now] epoch ms
@@ -22,9 +23,9 @@ import { QueueFullError, WouldMissDeadlineError, abortFailure } from '../errors.
 export class Admission {
   #threads;
   #maxQueue;
-  #maxPending;
   #freeWorkers;
   #pendingRoom;
+  #full;
   #meanRenderMs;
   #now;
   /** @type {Array<{go: () => void, fail: (err: unknown) => void}>} */
@@ -35,13 +36,13 @@ export class Admission {
 
   /** @param {AdmissionOptions} options */
   constructor({
-    threads, maxQueue, maxPending, freeWorkers, pendingRoom, meanRenderMs, now = () => performance.timeOrigin + performance.now(),
+    threads, maxQueue, freeWorkers, pendingRoom, full, meanRenderMs, now = () => performance.timeOrigin + performance.now(),
   }) {
     this.#threads = threads;
     this.#maxQueue = maxQueue;
-    this.#maxPending = maxPending;
     this.#freeWorkers = freeWorkers;
     this.#pendingRoom = pendingRoom;
+    this.#full = full;
     this.#meanRenderMs = meanRenderMs;
     this.#now = now;
   }
@@ -53,17 +54,17 @@ export class Admission {
 
   /**
    * Throws at once when a render arriving now would wait and must not:
-   * QueueFullError when every worker holds max_pending_per_worker renders or
-   * max_queue renders already wait, WouldMissDeadlineError when the expected
-   * wait (renders ahead x mean render time / threads) ends after `deadline`.
+   * QueueFullError when no worker could hold it (max_pending_per_worker renders, or
+   * its heap's share full) or max_queue renders already wait, WouldMissDeadlineError
+   * when the expected wait (renders ahead x mean render time / threads) ends after
+   * `deadline`.
    * @param {number} deadline epoch ms the caller stops waiting: the end of the
    *   call's hard timeout (serve/render-call.js)
+   * @param {number} [bytes] what it is estimated to hold while it waits
    */
-  admit(deadline) {
+  admit(deadline, bytes = 0) {
     const ahead = this.#waiting.length;
-    if (this.#pendingRoom() - ahead - this.#passed <= 0) {
-      throw new QueueFullError(`every worker holds max_pending_per_worker (${this.#maxPending}) renders`);
-    }
+    if (this.#pendingRoom(bytes) - ahead - this.#passed <= 0) throw new QueueFullError(this.#full(bytes));
     if (ahead === 0 && this.#free() > 0) return;
     if (ahead >= this.#maxQueue) {
       throw new QueueFullError(`${ahead} renders already wait for a worker (max_queue ${this.#maxQueue})`);

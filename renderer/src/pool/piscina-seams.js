@@ -13,9 +13,10 @@ import { Piscina } from 'piscina';
 /**
  * Rides on each task so the balancer can record which worker took it: the
  * pool's id of the render, the worker that took it, the abort to post to that
- * worker when it was aborted before one did (scheduler.js).
+ * worker when it was aborted before one did, and what it is estimated to hold
+ * while it waits (scheduler.js).
  * @typedef {{id: number, worker?: import('./types.js').WorkerState, abort?: import('../errors.js').ErrorDescriptor,
- *   probe?: true}} Token
+ *   probe?: true, bytes?: number}} Token
  */
 
 /**

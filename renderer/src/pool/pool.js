@@ -19,7 +19,8 @@ import { Piscina } from 'piscina';
 import { DrainingError } from '../errors.js';
 import { snapshotWarmWorker, snapshotWorker } from '../ops/heap-snapshot.js';
 import { ISLANDS_PAGE, islandPage } from '../worker/render-page.js';
-import { WORDS } from '../worker/renders.js';
+import { WAKE, WORDS } from '../worker/renders.js';
+import { PENDING_RENDER_GUESS_BYTES } from './pending-memory.js';
 import { startOneMore } from './piscina-seams.js';
 import { ReloadSession } from './reload.js';
 import { Retirement } from './retirement.js';
@@ -31,6 +32,7 @@ import { WORKER_MODULE, bootstrapFailure, workerStart } from './worker-start.js'
 /** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 
 const LAST_GC = 10;
+
 const MiB = 1024 * 1024;
 
 /** @param {BundleExports} exports with `names`, what knownPage() answers from */
@@ -80,12 +82,12 @@ export class RenderPool {
     bundle, threads, maxOldGenerationMb, maxYoungGenerationMb, stackMb, logger, onFatal,
     warmupRounds = 3, maxQueue = Infinity, maxPendingPerWorker = 1, maxRenders = 0, recycleHeapRatio = 0, maxExternalMb = 0,
     heapSnapshotDir = '', heapSnapshotNearLimit = 0, maxPageMb = Infinity, heapGrowthSampleEvery = 0,
-    reloadTimeoutMs = 60_000,
+    reloadTimeoutMs = 60_000, abortCpuBudgetMs = 0,
   }) {
     this.#reloadTimeoutMs = reloadTimeoutMs;
     this.#threads = threads;
     this.#bundle = bundle;
-    const wake = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+    const wake = new Int32Array(new SharedArrayBuffer(WAKE.LENGTH * Int32Array.BYTES_PER_ELEMENT));
     this.#scheduler = new Scheduler({
       piscina: () => this.#piscina,
       workers: this.#workers,
@@ -93,7 +95,11 @@ export class RenderPool {
       threads,
       maxQueue,
       maxPending: maxPendingPerWorker,
+      // Half the old generation: the other half is the bundle, React and the render on the thread.
+      pendingMemory: { budgetBytes: (maxOldGenerationMb * MiB) / 2, guessBytes: PENDING_RENDER_GUESS_BYTES },
       wake,
+      abortCpuBudgetMs,
+      logger,
       observer: () => this.#observer,
       closing: () => this.#closing,
       afterTask: (report) => this.#afterTask(report),
@@ -119,7 +125,7 @@ export class RenderPool {
     // No unhandled rejection when nobody awaits whenReady() (start failed before it).
     this.#startup.promise.catch(() => {});
     this.#workerOptions = workerStart({
-      bundle, maxOldGenerationMb, maxYoungGenerationMb, stackMb, warmupRounds, maxPageMb, heapGrowthSampleEvery, wake,
+      bundle, maxOldGenerationMb, maxYoungGenerationMb, stackMb, warmupRounds, maxPageMb, heapGrowthSampleEvery, wake, abortCpuBudgetMs,
     });
     this.#piscina = new Piscina({
       filename: WORKER_MODULE.href,
@@ -268,6 +274,11 @@ export class RenderPool {
     return [...this.#loaded.pages];
   }
 
+  /** The pages whose waiting renders were measured, and what one holds (bytes). */
+  pendingBytes() {
+    return this.#scheduler.pendingBytes();
+  }
+
   /** The names of the bundle's islands (empty until a worker has loaded it). */
   islands() {
     return [...this.#loaded.islands];
@@ -381,7 +392,7 @@ export class RenderPool {
 
   /** @param {WorkerState} state */
   #accepts(state) {
-    return state.state === 'ready' && !state.snapshotting && !state.held;
+    return state.state === 'ready' && !state.snapshotting && !state.held && !state.runsOn;
   }
 
   /** @param {WorkerReport} report what a worker said after one of its renders */
@@ -408,6 +419,7 @@ export class RenderPool {
     this.#workers.delete(id);
     // What its renders' failures are judged by (scheduler.js): it died holding this many.
     state.death ??= { pinned: false, onCpu: Atomics.load(state.words, WORDS.ON_CPU), held: state.tasks.size };
+    this.#scheduler.gone(state);
     state.control.close();
     const retiring = this.#retirement.current;
     // Piscina is mid-way through removing it: decide after it is done.
@@ -444,6 +456,10 @@ export class RenderPool {
         state: 'ready',
         retireReason: null,
         tasks: new Map(),
+        assigned: Atomics.load(message.words, WORDS.RECEIVED),
+        heldBytes: 0,
+        aborted: new Map(),
+        runsOn: false,
         snapshotting: false,
         held: false,
         renders: 0,
@@ -456,6 +472,7 @@ export class RenderPool {
       };
       if (message.report.gc.length > 0) this.#observer.gc?.(message.report.gc);
       this.#observer.started?.(message.startCpuMs);
+      message.control.on('message', (m) => this.#scheduler.fromWorker(state, m));
       message.control.unref();
       this.#workers.set(state.id, state);
       this.#markStale(state);

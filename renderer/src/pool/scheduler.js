@@ -2,32 +2,52 @@
 // gets a worker, is stopped, and is answered when its worker dies. The pool
 // (pool.js) owns the workers' lives; this owns what runs on them.
 // - A worker holds many renders: one on its thread at a time, the rest waiting for
-//   data (worker/renders.js). Admission and the balancer count what wants a thread:
-//   a render goes to a warm worker none of whose renders wants its thread, and waits
-//   in admission's queue otherwise; a worker that holds max_pending_per_worker
-//   renders takes no more, and once every worker does, a render is refused at once.
+//   data (worker/renders.js). A render goes to a warm worker whose thread is free, as
+//   the worker's own event loop says (thread-use.js), and waits in admission's queue
+//   otherwise; a worker that holds max_pending_per_worker renders, or whose renders
+//   are estimated to hold its heap's share (pending-memory.js), takes no more, and once
+//   no worker would take it, a render is refused at once.
 // - A render is stopped in-band: its deadline or its caller going away posts an
 //   abort for that render to its worker, which aborts it (React's abort(), a
 //   rejected wait) while the renders beside it go on. Piscina's own abort is never
 //   used: it terminates the worker of a running task.
-// - At a deadline the worker's event loop is asked whether it is free
-//   (worker/loop-probe.js); one that does not answer is pinned by a render (an
-//   endless loop) and is terminated. The render whose code entered last is blamed;
-//   the others are tried again on another worker, or lost (workerLoss in errors.js).
+// - JavaScript cannot be interrupted in-band, so after an abort, for either reason, the
+//   worker's event loop is asked whether it is free (worker/loop-probe.js); one that
+//   does not answer is pinned (an endless loop) and is terminated. An aborted render
+//   whose code runs on past abort_cpu_budget, later or in slices, is found by the watch
+//   (thread-use.js) or told by its worker: its worker takes no more renders and ends.
+//   The render whose code was on the thread is blamed (the worker's ON_CPU word); the
+//   others are tried again on another worker, or lost (workerLoss in errors.js).
 import { Admission } from './admission.js';
 import { withOwnBuffers } from './own-buffers.js';
 import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, workerLoss } from '../errors.js';
 import { probe } from '../worker/loop-probe.js';
-import { WORDS } from '../worker/renders.js';
+import { WAKE, WORDS } from '../worker/renders.js';
 import { tokenOf, withToken } from './piscina-seams.js';
+import { PendingMemory } from './pending-memory.js';
+import { RunOnWatch, outsideCallbacks, wantsThread } from './thread-use.js';
 
 /** @import { Piscina } from 'piscina' */
 /** @import { Token } from './piscina-seams.js' */
 /** @import { PoolObserver, PoolTask, WorkerState } from './types.js' */
-/** @import { RenderOutcome, RenderSuccess, WorkerReport } from '../worker/worker.js' */
+/** @import { RenderOutcome, RenderSuccess, RunsOnMessage, WorkerReport } from '../worker/worker.js' */
+/** @import { Logger } from 'pino' */
 
 /** Weight of the newest render in the recent mean render time. */
 const EWMA_ALPHA = 0.1;
+
+/**
+ * How long the renders beside one that runs on after its abort have to finish before
+ * its worker is ended: each slice of its code takes their thread, so not long.
+ */
+export const RUNS_ON_DRAIN_MS = 1000;
+
+/**
+ * Looks again for a free worker on this many turns of the loop in a row while one is
+ * outside any callback (outsideCallbacks), then every millisecond: a worker that just
+ * became warm, or one in a GC, is busy outside any callback and says nothing when done.
+ */
+const IMMEDIATE_RECHECKS = 100;
 
 /**
  * @typedef {object} SchedulerOptions
@@ -38,7 +58,12 @@ const EWMA_ALPHA = 0.1;
  * @property {number} threads
  * @property {number} maxQueue
  * @property {number} maxPending renders one worker holds at most
- * @property {Int32Array} wake bumped by a worker when one of its renders starts waiting
+ * @property {{budgetBytes: number, guessBytes: number}} pendingMemory what one worker's
+ *   renders may hold together while they wait, and the estimate of a page not measured
+ * @property {Int32Array} wake the pool's (WAKE): bumped by a worker that left its last
+ *   callback while renders wait for a thread
+ * @property {number} abortCpuBudgetMs CPU an aborted render may still take (0: unwatched)
+ * @property {Logger} logger
  * @property {() => PoolObserver} observer
  * @property {() => boolean} closing
  * @property {(report: WorkerReport) => void} afterTask the pool's bookkeeping of a worker
@@ -56,7 +81,13 @@ export class Scheduler {
   #afterTask;
   #settled;
   #admission;
-  /** @type {number | undefined} recent mean time a render kept a thread busy */
+  #pendingMemory;
+  #logger;
+  #runOnWatch;
+  /** looks again in a row for a worker between callbacks */
+  #rechecks = 0;
+  #rechecking = false;
+  /** @type {number | undefined} recent mean CPU a render took of its worker's thread */
   #meanMs;
   #inFlight = 0;
   /** @type {Array<() => void>} */
@@ -66,7 +97,10 @@ export class Scheduler {
   #watching = false;
 
   /** @param {SchedulerOptions} options */
-  constructor({ piscina, workers, accepts, threads, maxQueue, maxPending, wake, observer, closing, afterTask, settled }) {
+  constructor({
+    piscina, workers, accepts, threads, maxQueue, maxPending, pendingMemory, wake, abortCpuBudgetMs, logger, observer, closing, afterTask,
+    settled,
+  }) {
     this.#piscina = piscina;
     this.#workers = workers;
     this.#accepts = accepts;
@@ -76,10 +110,14 @@ export class Scheduler {
     this.#closing = closing;
     this.#afterTask = afterTask;
     this.#settled = settled;
+    this.#logger = logger;
+    this.#runOnWatch = new RunOnWatch(abortCpuBudgetMs, (state, id) => this.runsOn(state, { id, pinned: true }));
+    this.#pendingMemory = new PendingMemory(pendingMemory);
     this.#admission = new Admission({
-      threads, maxQueue, maxPending,
+      threads, maxQueue,
       freeWorkers: () => this.#freeWorkers(),
-      pendingRoom: () => this.#pendingRoom(),
+      pendingRoom: (bytes) => this.#pendingRoom(bytes),
+      full: (bytes) => this.#full(bytes),
       meanRenderMs: () => this.#meanMs,
     });
   }
@@ -94,9 +132,14 @@ export class Scheduler {
     return this.#admission.length;
   }
 
-  /** Recent mean time a render kept its worker's thread (0 before the first). */
+  /** Recent mean CPU a render took of its worker's thread (0 before the first). */
   get meanRenderMs() {
     return this.#meanMs ?? 0;
+  }
+
+  /** The pages whose waiting renders were measured, and what one holds (bytes). */
+  pendingBytes() {
+    return this.#pendingMemory.measured();
   }
 
   /** @param {number} ms the warm-up's mean, until renders say better */
@@ -112,7 +155,7 @@ export class Scheduler {
    */
   async run(task, { signal, withdraw, deadline = Infinity }) {
     for (const s of [signal, withdraw]) if (s?.aborted) throw abortFailure(s);
-    this.#admission.admit(deadline);
+    this.#admission.admit(deadline, this.#pendingMemory.bytesOf(task.page));
     this.#inFlight++;
     try {
       return await this.#attempt(task, signal, withdraw, { tried: false, oomBefore: false });
@@ -142,7 +185,7 @@ export class Scheduler {
    * @returns {Promise<RenderSuccess>}
    */
   async #attempt(task, signal, withdraw, before) {
-    const seen = Atomics.load(this.#wake, 0); // before the admission looks: dispatch()
+    const seen = Atomics.load(this.#wake, WAKE.COUNT); // before the admission looks: dispatch()
     const turn = this.#admission.turn(signal, withdraw);
     this.#watchWaits(seen);
     try {
@@ -153,7 +196,7 @@ export class Scheduler {
     }
     this.#nextId = (this.#nextId % 0x7ffffffe) + 1;
     /** @type {Token} */
-    const token = { id: this.#nextId };
+    const token = { id: this.#nextId, bytes: this.#pendingMemory.bytesOf(task.page) };
     // A render aborted before any worker took it ends for its caller at once.
     const unassigned = Promise.withResolvers();
     unassigned.promise.catch(() => {});
@@ -168,7 +211,9 @@ export class Scheduler {
         return;
       }
       state.control.postMessage({ type: 'abort', id: token.id, reason: token.abort });
-      if (s === signal) pinned = this.#pinned(state);
+      this.#runOnWatch.aborted(state, token.id, task);
+      // A caller that left is no proof the render stopped: its code may hold the thread.
+      pinned = this.#pinned(state);
     };
     for (const s of [signal, withdraw]) s?.addEventListener('abort', onAbort, { once: true });
     /** @type {RenderOutcome} */
@@ -203,18 +248,21 @@ export class Scheduler {
     } finally {
       for (const s of [signal, withdraw]) s?.removeEventListener('abort', onAbort);
     }
-    this.#meanMs = this.#meanMs === undefined ? outcome.busyMs : this.#meanMs + EWMA_ALPHA * (outcome.busyMs - this.#meanMs);
+    this.#meanMs = this.#meanMs === undefined ? outcome.cpuMs : this.#meanMs + EWMA_ALPHA * (outcome.cpuMs - this.#meanMs);
+    this.#pendingMemory.observe(outcome.report.waiting);
     this.#afterTask(outcome.report);
     if (signal.aborted) {
       // Its worker stopped it at the deadline, or it finished meanwhile: either way late.
       const late = abortFailure(signal);
       if (late instanceof DeadlineError) late.deadline = 'waiting';
+      late.cpuMs = outcome.cpuMs;
       throw late;
     }
-    if (withdraw?.aborted) throw abortFailure(withdraw);
+    if (withdraw?.aborted) throw Object.assign(abortFailure(withdraw), { cpuMs: outcome.cpuMs });
     if (!outcome.ok) {
       const error = fromDescriptor(outcome.error);
       error.startedAt = outcome.startedAt;
+      error.cpuMs = outcome.cpuMs;
       throw error;
     }
     return outcome;
@@ -231,12 +279,70 @@ export class Scheduler {
     state.probing ??= probe(state).then((answered) => {
       state.probing = undefined;
       if (answered || state.death) return !answered;
-      state.death = { pinned: true, onCpu: Atomics.load(state.words, WORDS.ON_CPU), held: state.tasks.size };
-      this.#observer().exited?.('deadline');
-      void state.worker.terminate();
+      this.#end(state, Atomics.load(state.words, WORDS.ON_CPU), 'deadline');
       return true;
     });
     return state.probing;
+  }
+
+  /**
+   * An aborted render of `state` runs on past abort_cpu_budget: in slices (its worker
+   * said so), or in one callback that never returned (the watch, `pinned`). Its worker
+   * takes no more renders and is ended: at once when pinned, else once the renders
+   * beside it have finished, RUNS_ON_DRAIN_MS at most. The render is named to the
+   * observer (its page's metric and the quarantine) and in the log.
+   * @param {WorkerState} state
+   * @param {{id: number, pinned?: boolean, cpuAfterAbortMs?: number}} runsOn
+   */
+  runsOn(state, { id, pinned = false, cpuAfterAbortMs }) {
+    if (state.death || state.runsOn) return;
+    state.runsOn = true;
+    const task = state.aborted.get(id)?.task;
+    this.#logger.error({
+      workerId: state.id, page: task?.page, url: task?.url, pinned, ...(cpuAfterAbortMs !== undefined && { cpuAfterAbortMs: Math.round(cpuAfterAbortMs) }),
+      held: state.tasks.size,
+    }, 'a render ran on after its abort: its worker is ended');
+    // A render whose call still waits fails as a poison pill (workerLoss), which its call records.
+    this.#observer().runsOn?.({ page: task?.page, task, answered: !state.tasks.has(id) });
+    if (pinned || state.tasks.size === 0) {
+      this.#end(state, id, 'runs-on');
+      return;
+    }
+    state.drained = () => this.#end(state, id, 'runs-on');
+    setTimeout(() => state.drained?.(), RUNS_ON_DRAIN_MS).unref();
+  }
+
+  /**
+   * Ends a worker whose thread a render holds (`onCpu`, blamed for it): the renders
+   * beside it are tried again elsewhere or lost (workerLoss).
+   * @param {WorkerState} state
+   * @param {number} onCpu
+   * @param {'deadline' | 'runs-on'} reason
+   */
+  #end(state, onCpu, reason) {
+    if (state.death) return;
+    state.drained = undefined;
+    state.death = { pinned: true, onCpu, held: state.tasks.size };
+    this.#runOnWatch.forget(state);
+    this.#observer().exited?.(reason);
+    void state.worker.terminate();
+  }
+
+  /**
+   * A message on a worker's control port.
+   * @param {WorkerState} state
+   * @param {RunsOnMessage | {type?: unknown}} message
+   */
+  fromWorker(state, message) {
+    if (message?.type !== 'runs-on') return;
+    const { id, cpuAfterAbortMs } = /** @type {RunsOnMessage} */ (message);
+    this.runsOn(state, { id, cpuAfterAbortMs });
+  }
+
+  /** @param {WorkerState} state a worker that is gone */
+  gone(state) {
+    state.drained = undefined;
+    this.#runOnWatch.forget(state);
   }
 
   /**
@@ -262,10 +368,11 @@ export class Scheduler {
     /** @type {W | null} */
     let best = null;
     let lowest = Infinity;
+    const bytes = token?.bytes ?? 0;
     for (const worker of workers) {
       const state = this.#workers.get(worker.id);
-      if (!state || !this.#hasRoom(state)) continue;
-      const rank = state.tasks.size + (this.#wantsThread(state) ? this.#maxPending : 0);
+      if (!state || !this.#hasRoom(state, bytes)) continue;
+      const rank = state.tasks.size + (wantsThread(state) ? this.#maxPending : 0);
       if (rank >= lowest) continue;
       best = worker;
       lowest = rank;
@@ -275,6 +382,8 @@ export class Scheduler {
     const state = /** @type {WorkerState} */ (this.#workers.get(best.id));
     token.worker = state;
     state.tasks.set(token.id, token);
+    state.heldBytes += bytes;
+    state.assigned = (state.assigned + 1) | 0;
     this.#admission.arrived();
     // Aborted while Piscina held it: the worker stops it as it arrives.
     if (token.abort) state.control.postMessage({ type: 'abort', id: token.id, reason: token.abort });
@@ -287,7 +396,7 @@ export class Scheduler {
     // at its worker bumps `wake` past this, and the wait below returns at once. Read after,
     // that bump would be taken for one already seen, and the queued render would wait for
     // another (a render held on a gate, with nothing else happening: until its deadline).
-    const seen = Atomics.load(this.#wake, 0);
+    const seen = Atomics.load(this.#wake, WAKE.COUNT);
     this.#admission.dispatch();
     this.#watchWaits(seen);
   }
@@ -298,14 +407,40 @@ export class Scheduler {
   }
 
   /**
-   * While renders are queued for a worker, a render that starts waiting frees its
-   * worker's thread: wait for a worker to say so (`wake` past `seen`), then dispatch. A
-   * wait already running began at an older value, and returns on this change too.
+   * While renders are queued for a worker, a worker whose thread leaves its last
+   * callback may be free: wait for one to say so (`wake` past `seen`), then dispatch. A
+   * wait already running began at an older value, and returns on this change too. A
+   * worker that said so may still be between two callbacks of one turn of its loop, not
+   * yet idle; one that left its last callback before WANTED was set said nothing; one
+   * that just became warm says nothing: look again soon, while any worker is outside a
+   * callback.
    * @param {number} seen the value of `wake` before the workers were looked at
+   * @param {boolean} [news] called for an event (a render queued, a worker's word), not
+   *   for a look again: the looks again start over
    */
-  #watchWaits(seen) {
-    if (this.#watching || this.#admission.length === 0) return;
-    const wait = Atomics.waitAsync(this.#wake, 0, seen);
+  #watchWaits(seen, news = true) {
+    if (this.#admission.length === 0) {
+      Atomics.store(this.#wake, WAKE.WANTED, 0);
+      return;
+    }
+    // Set before the workers are looked at: a worker that leaves its last callback
+    // after this bumps `wake`; one that left it before is between callbacks below.
+    Atomics.store(this.#wake, WAKE.WANTED, 1);
+    if (news) this.#rechecks = 0;
+    if (!this.#rechecking && this.#someOutsideCallbacks()) {
+      this.#rechecking = true;
+      const recheck = () => {
+        this.#rechecking = false;
+        this.#rechecks++;
+        const again = Atomics.load(this.#wake, WAKE.COUNT);
+        this.#admission.dispatch();
+        this.#watchWaits(again, false);
+      };
+      if (this.#rechecks < IMMEDIATE_RECHECKS) setImmediate(recheck);
+      else setTimeout(recheck, 1);
+    }
+    if (this.#watching) return;
+    const wait = Atomics.waitAsync(this.#wake, WAKE.COUNT, seen);
     if (!wait.async) {
       queueMicrotask(() => this.dispatch());
       return;
@@ -317,10 +452,25 @@ export class Scheduler {
     });
   }
 
+  /**
+   * Whether a worker that takes renders is outside any callback: idle (free since the
+   * admission looked), or busy where no callback's end will wake the pool.
+   */
+  #someOutsideCallbacks() {
+    for (const state of this.#workers.values()) {
+      if (this.#hasRoom(state) && outsideCallbacks(state)) return true;
+    }
+    return false;
+  }
+
   /** @param {Token} token a task that left Piscina (settled, or failed with its worker) */
   #settle(token) {
-    if (token.worker) token.worker.tasks.delete(token.id);
-    else this.#admission.arrived();
+    if (token.worker) {
+      if (token.worker.tasks.delete(token.id)) token.worker.heldBytes -= token.bytes ?? 0;
+      if (token.worker.tasks.size === 0) token.worker.drained?.();
+    } else {
+      this.#admission.arrived();
+    }
     this.#settled();
     this.dispatch();
   }
@@ -331,7 +481,7 @@ export class Scheduler {
    * @param {WorkerState} state
    */
   #free(state) {
-    return this.#hasRoom(state) && !this.#wantsThread(state);
+    return this.#hasRoom(state) && !wantsThread(state);
   }
 
   /**
@@ -344,14 +494,15 @@ export class Scheduler {
     return false;
   }
 
-  /** @param {WorkerState} state it takes renders and holds fewer than max_pending_per_worker */
-  #hasRoom(state) {
-    return this.#accepts(state) && state.tasks.size < this.#maxPending;
-  }
-
-  /** @param {WorkerState} state some render of it is on its thread or wants to be */
-  #wantsThread(state) {
-    return state.tasks.size - Atomics.load(state.words, WORDS.WAITING) > 0;
+  /**
+   * Whether a worker takes renders, holds fewer than max_pending_per_worker, and has room
+   * in its heap's share for `bytes` more.
+   * @param {WorkerState} state
+   * @param {number} [bytes]
+   */
+  #hasRoom(state, bytes = 0) {
+    return this.#accepts(state) && state.tasks.size < this.#maxPending
+      && state.heldBytes + bytes <= this.#pendingMemory.budgetBytes;
   }
 
   #freeWorkers() {
@@ -360,16 +511,40 @@ export class Scheduler {
     return free;
   }
 
-  /** Renders the workers that take renders could still hold (Infinity: none takes any). */
-  #pendingRoom() {
+  /**
+   * Renders of `bytes` each that the workers that take renders could still hold
+   * (Infinity: none takes any).
+   * @param {number} bytes
+   */
+  #pendingRoom(bytes) {
     let room = 0;
     let accepting = false;
+    const budget = this.#pendingMemory.budgetBytes;
     for (const state of this.#workers.values()) {
       if (!this.#accepts(state)) continue;
       accepting = true;
-      room += Math.max(0, this.#maxPending - state.tasks.size);
+      const byBytes = bytes > 0 ? Math.floor((budget - state.heldBytes) / bytes) : Infinity;
+      room += Math.max(0, Math.min(this.#maxPending - state.tasks.size, byBytes));
     }
     return accepting ? room : Infinity;
+  }
+
+  /**
+   * Why no worker could hold one more render of `bytes`.
+   * @param {number} bytes
+   */
+  #full(bytes) {
+    let held = 0;
+    let full = true;
+    for (const state of this.#workers.values()) {
+      if (!this.#accepts(state)) continue;
+      held = Math.max(held, state.heldBytes);
+      full &&= state.tasks.size >= this.#maxPending;
+    }
+    if (full) return `every worker holds max_pending_per_worker (${this.#maxPending}) renders`;
+    const mb = (/** @type {number} */ n) => `${(n / (1024 * 1024)).toFixed(1)} MB`;
+    return `every worker's waiting renders are estimated to hold their share of its heap (${mb(held)} of `
+      + `${mb(this.#pendingMemory.budgetBytes)}, half of max_old_generation_mb); one more holds about ${Math.ceil(bytes / 1024)} KB`;
   }
 }
 

@@ -45,6 +45,8 @@
  *   take to load and warm up the bundle (default 60 s)
  * @property {number} [heapGrowthSampleEvery] a worker measures what one render
  *   in this many kept in its heap (0 or absent: never; worker/heap-growth.js)
+ * @property {number} [abortCpuBudgetMs] CPU an aborted render may still take before its
+ *   worker is ended (0 or absent: never watched)
  * @property {Logger} logger
  * @property {(err: Error) => void} [onFatal] called when, after start, the pool
  *   can no longer keep `threads` workers with the bundle loaded.
@@ -84,12 +86,17 @@
  * @property {(reason: string) => void} [retired] max_renders, heap, external
  *   or reload
  * @property {(reason: string) => void} [exited] a worker died: oom, deadline
- *   (its render aborted), or error
+ *   (pinned by a render when one was aborted), runs-on (a render ran on past
+ *   abort_cpu_budget after its abort), or error
  * @property {(where: DeadlineWhere) => void} [deadline] a render was stopped
  *   by its deadline: queued, waiting (on a worker whose event loop was free)
  *   or pinned (on a worker that did not answer)
  * @property {(cpuMs: number) => void} [started] a worker became warm, having
  *   spent cpuMs of its own thread's CPU getting there
+ * @property {(render: {page?: string, task?: PoolTask, answered: boolean}) => void} [runsOn] a
+ *   render ran on past abort_cpu_budget after its abort and costs its worker (page and task
+ *   unknown once it was aborted longer ago than the watch keeps it); `answered`: its call
+ *   had ended (else the call fails as a poison pill, and records it)
  */
 
 /**
@@ -99,7 +106,8 @@
  * @property {string | null} retire why it retires (set while a spare warms)
  * @property {number} renders
  * @property {number} pending renders it holds now
- * @property {number} waiting of those, the ones waiting for data
+ * @property {boolean} busy whether its event loop runs code now
+ * @property {number} onCpu the render whose code runs now (0: none)
  * @property {number} maxRenders
  * @property {number} heapUsedBytes
  * @property {number} heapLimitBytes
@@ -113,13 +121,21 @@
  * @property {number} id threadId
  * @property {Worker} worker
  * @property {MessagePort} control
- * @property {Int32Array} words what it shares (worker/renders.js): the probe's
- *   answer (worker/loop-probe.js), its renders waiting, the render on its CPU
+ * @property {Int32Array} words what it shares (worker/renders.js): the render on its
+ *   CPU, the renders it picked up, the probe's answer (worker/loop-probe.js)
  * @property {number} probed the last probe sent to it
  * @property {Promise<boolean>} [probing] the question under way: is its loop free?
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
  * @property {Map<number, Token>} tasks the renders posted to it and not yet settled, by id
+ * @property {number} assigned renders the balancer gave it (against its RECEIVED word)
+ * @property {number} heldBytes what the renders it holds are estimated to hold while they
+ *   wait (pending-memory.js)
+ * @property {Map<number, import('./thread-use.js').Aborted>} aborted its renders aborted
+ *   lately, oldest first: watched for one that runs on (thread-use.js)
+ * @property {{onCpu: number, entered: number}} [seen] its words at the watch's last look
+ * @property {boolean} runsOn a render of it ran on after its abort: it takes no more
+ * @property {() => void} [drained] ends it once its renders have settled
  * @property {Omit<import('../errors.js').WorkerDeath, 'closing'> & {counted?: boolean}} [death] how it
  *   died (less `closing`), and whether its exit was counted
  * @property {boolean} snapshotting

@@ -1,11 +1,13 @@
 // What /debug/workers shows of the pool's workers: each live thread, warming
-// ones included, with its renders, memory and warm-up.
+// ones included, with its renders, memory and warm-up, and whether its thread is busy
+// now and with which render (thread-use.js).
 import { WORDS } from '../worker/renders.js';
+import { loopIdle } from './thread-use.js';
 
 /** @import { WorkerInfo, WorkerState } from './types.js' */
 
 /**
- * @param {{threadId: number}[]} threads Piscina's live threads
+ * @param {Array<{threadId: number} & Parameters<typeof loopIdle>[0]>} threads Piscina's live threads
  * @param {Map<number, WorkerState>} warm the warm workers, by threadId
  * @returns {WorkerInfo[]}
  */
@@ -14,7 +16,7 @@ export function workerInfo(threads, warm) {
     const s = warm.get(w.threadId);
     if (!s) {
       return {
-        id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, waiting: 0,
+        id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, busy: !loopIdle(w), onCpu: 0,
         heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
       };
     }
@@ -25,7 +27,8 @@ export function workerInfo(threads, warm) {
       renders: s.renders,
       maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
       pending: s.tasks.size,
-      waiting: Math.max(0, Atomics.load(s.words, WORDS.WAITING)),
+      busy: !loopIdle(s.worker),
+      onCpu: Atomics.load(s.words, WORDS.ON_CPU),
       heapUsedBytes: s.heapUsedBytes,
       heapLimitBytes: s.heapLimitBytes,
       externalBytes: s.externalBytes,

@@ -14,7 +14,8 @@ export const WORKER_MODULE = new URL('../worker/worker.js', import.meta.url);
 /**
  * @typedef {object} WorkerStart what a worker starts with: its limits and its workerData
  * @property {{maxOldGenerationSizeMb: number, maxYoungGenerationSizeMb: number, stackSizeMb: number}} resourceLimits
- * @property {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number, wake: Int32Array}} workerData
+ * @property {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number, wake: Int32Array,
+ *   abortCpuBudgetMs: number}} workerData
  */
 
 /**
@@ -31,9 +32,10 @@ export const WORKER_MODULE = new URL('../worker/worker.js', import.meta.url);
  * @param {number} o.maxPageMb
  * @param {number} o.heapGrowthSampleEvery
  * @param {Int32Array} o.wake
+ * @param {number} o.abortCpuBudgetMs
  * @returns {WorkerStart & WorkerOptions}
  */
-export function workerStart({ bundle, maxOldGenerationMb, maxYoungGenerationMb, stackMb, warmupRounds, maxPageMb, heapGrowthSampleEvery, wake }) {
+export function workerStart({ bundle, maxOldGenerationMb, maxYoungGenerationMb, stackMb, warmupRounds, maxPageMb, heapGrowthSampleEvery, wake, abortCpuBudgetMs }) {
   setFlagsFromString('--min-semi-space-size=0');
   setFlagsFromString('--max-semi-space-size=0');
   return {
@@ -42,7 +44,7 @@ export function workerStart({ bundle, maxOldGenerationMb, maxYoungGenerationMb, 
       maxYoungGenerationSizeMb: maxYoungGenerationMb,
       stackSizeMb: stackMb,
     },
-    workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery, wake },
+    workerData: { bundle, warmupRounds, maxPageBytes: maxPageMb * MiB, heapGrowthSampleEvery, wake, abortCpuBudgetMs },
   };
 }
 

@@ -9,6 +9,10 @@
 // one of several on a worker that ran out of memory is a suspect, and its
 // deaths count only once it is in two such deaths within the window.
 //
+// A key is one request: a new URL, query or props makes a new one. So a page whose
+// renders killed workers under `pageAfter` distinct keys within the window is
+// quarantined whole, every request of it refused, whatever its URL.
+//
 // The logic here is pure (the clock is injected). It stands on the call path,
 // beside the handler that uses it: the pool decides blame (errors.js workerLoss
 // marks a death as RenderError.poisonPill), render-call.js records it here and
@@ -21,6 +25,8 @@ import { islandPage } from '../worker/render-page.js';
 /**
  * @typedef {object} QuarantineOptions
  * @property {number} after deaths that put a key in quarantine (0: off)
+ * @property {number} [pageAfter] distinct keys of one page with deaths that put the
+ *   page in quarantine (0 or absent: pages never are)
  * @property {number} windowMs the deaths must fall within this long
  * @property {number} durationMs how long a key stays quarantined
  * @property {number} [maxTracked] keys with recent deaths kept (the ones whose
@@ -37,14 +43,20 @@ import { islandPage } from '../worker/render-page.js';
  *   plus renders already running when it entered quarantine that died too)
  * @property {number} since epoch ms it entered quarantine
  * @property {number} until epoch ms it leaves quarantine
+ * @property {string} [page] set when the whole page is quarantined: deaths is then
+ *   the number of its requests that killed workers
  */
 
 /** Enough for every poison URL a bad deploy produces, small enough to never matter (a key is ~50 bytes). */
 const MAX_TRACKED = 1000;
 const MAX_QUARANTINED = 100;
 
+/** @param {string} page the key under which a whole page is quarantined (no request's key has a NUL) */
+const pageKey = (page) => `page\u0000${page}`;
+
 export class Quarantine {
   #after;
+  #pageAfter;
   #windowMs;
   #durationMs;
   #maxTracked;
@@ -68,10 +80,17 @@ export class Quarantine {
    * @type {Map<string, number[]>}
    */
   #suspects = new Map();
+  /**
+   * Of each page with deaths, its keys that died and when (epoch ms); Map order as
+   * #deaths's.
+   * @type {Map<string, Map<string, number>>}
+   */
+  #pages = new Map();
 
   /** @param {QuarantineOptions} options */
-  constructor({ after, windowMs, durationMs, maxTracked = MAX_TRACKED, maxQuarantined = MAX_QUARANTINED, now = Date.now }) {
+  constructor({ after, pageAfter = 0, windowMs, durationMs, maxTracked = MAX_TRACKED, maxQuarantined = MAX_QUARANTINED, now = Date.now }) {
     this.#after = after;
+    this.#pageAfter = pageAfter;
     this.#windowMs = windowMs;
     this.#durationMs = durationMs;
     this.#maxTracked = maxTracked;
@@ -96,11 +115,17 @@ export class Quarantine {
   }
 
   /**
-   * The key's sentence while it is in quarantine, else undefined.
+   * The sentence of the key, or of its whole page, while it is in quarantine, else undefined.
    * @param {string} key
+   * @param {string} [page]
    * @returns {Readonly<Sentence> | undefined}
    */
-  check(key) {
+  check(key, page) {
+    return this.#serving(key) ?? (page === undefined ? undefined : this.#serving(pageKey(page)));
+  }
+
+  /** @param {string} key */
+  #serving(key) {
     const sentence = this.#quarantined.get(key);
     if (!sentence) return undefined;
     if (sentence.until > this.#now()) return sentence;
@@ -110,13 +135,14 @@ export class Quarantine {
 
   /**
    * Records that a render of `key` killed its worker (`suspect`: it was one of
-   * several renders on a worker that ran out of memory). Returns the sentence
-   * when this death put the key in quarantine (only then), else undefined.
+   * several renders on a worker that ran out of memory), a render of `page` when
+   * given. Returns the sentence when this death put the key, or its page, in
+   * quarantine (only then), else undefined.
    * @param {string} key
-   * @param {{suspect?: boolean}} [options]
+   * @param {{suspect?: boolean, page?: string}} [options]
    * @returns {Readonly<Sentence> | undefined}
    */
-  recordDeath(key, { suspect = false } = {}) {
+  recordDeath(key, { suspect = false, page } = {}) {
     if (!this.enabled) return undefined;
     const now = this.#now();
     this.#release(now);
@@ -131,11 +157,12 @@ export class Quarantine {
       }
       deaths += seen.length;
     }
+    const whole = page === undefined ? undefined : this.#pageDeath(page, key, now);
     const serving = this.#quarantined.get(key);
     if (serving) {
       // A render of it that was already running when it entered quarantine.
       serving.deaths += deaths;
-      return undefined;
+      return whole;
     }
     const recent = (this.#deaths.get(key) ?? []).filter((at) => at > now - this.#windowMs);
     for (let i = 0; i < deaths; i++) recent.push(now);
@@ -143,16 +170,49 @@ export class Quarantine {
     if (recent.length < this.#after) {
       this.#deaths.set(key, recent);
       this.#forget(this.#deaths, now);
+      return whole;
+    }
+    this.#forget(this.#deaths, now);
+    return this.#sentence(key, { deaths: recent.length, since: now, until: now + this.#durationMs }) ?? whole;
+  }
+
+  /**
+   * Counts a death of `page` under `key`; the page's sentence when it puts it in quarantine.
+   * @param {string} page
+   * @param {string} key
+   * @param {number} now
+   */
+  #pageDeath(page, key, now) {
+    if (this.#pageAfter <= 0 || this.#quarantined.has(pageKey(page))) return undefined;
+    const keys = this.#pages.get(page) ?? new Map();
+    this.#pages.delete(page);
+    keys.delete(key);
+    keys.set(key, now);
+    for (const [k, at] of keys) {
+      if (at > now - this.#windowMs) break;
+      keys.delete(k);
+    }
+    if (keys.size < this.#pageAfter) {
+      this.#pages.set(page, keys);
+      for (const [oldest, seen] of this.#pages) {
+        if (this.#pages.size <= this.#maxTracked && /** @type {number} */ ([...seen.values()].at(-1)) > now - this.#windowMs) break;
+        this.#pages.delete(oldest);
+      }
       return undefined;
     }
-    /** @type {Sentence} */
-    const sentence = { deaths: recent.length, since: now, until: now + this.#durationMs };
+    return this.#sentence(pageKey(page), { deaths: keys.size, since: now, until: now + this.#durationMs, page });
+  }
+
+  /**
+   * @param {string} key
+   * @param {Sentence} sentence
+   */
+  #sentence(key, sentence) {
     this.#quarantined.set(key, sentence);
     for (const oldest of this.#quarantined.keys()) {
       if (this.#quarantined.size <= this.#maxQuarantined) break;
       this.#quarantined.delete(oldest);
     }
-    this.#forget(this.#deaths, now);
     return sentence;
   }
 

@@ -6,6 +6,7 @@ import * as grpc from '@grpc/grpc-js';
 import { asRenderError, codes, DeadlineError, CancelledError, QuarantinedError } from '../errors.js';
 import { OK } from '../ops/metrics.js';
 import { renderKey } from './quarantine.js';
+import { ISLANDS_PAGE } from '../worker/render-page.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from '../pool/pool.js' */
@@ -126,7 +127,7 @@ export async function serveRender(deps, call, req, reply) {
   call.once('cancelled', onCancelled);
   if (call.cancelled) onCancelled();
   try {
-    const sentence = quarantine && quarantine.size > 0 ? quarantine.check(keyOf()) : undefined;
+    const sentence = quarantine && quarantine.size > 0 ? quarantine.check(keyOf(), wholePage(req.page)) : undefined;
     if (sentence) {
       metrics?.observeQuarantineRefusal(req.page);
       throw quarantinedError(sentence, req);
@@ -145,6 +146,7 @@ export async function serveRender(deps, call, req, reply) {
       seconds: secondsSince(arrivedAt),
       queueSeconds: (result.timing.startedAt - arrivedAt) / 1000,
       worker: result.timing,
+      cpuMs: result.cpuMs,
     });
   } catch (err) {
     const error = asRenderError(err);
@@ -152,15 +154,8 @@ export async function serveRender(deps, call, req, reply) {
     // pinned by this render, an OOM or a crash it alone was on; a suspect of
     // an OOM beside other renders counts once it is in two. Never a render
     // that was late because it waited.
-    if (error.poisonPill && quarantine?.enabled) {
-      const entered = quarantine.recordDeath(keyOf(), { suspect: error.poisonPill === 'suspect' });
-      if (entered) {
-        logger.error({
-          page: req.page, url: req.url, variants: req.variants, requestId, deaths: entered.deaths, code: error.code,
-          quarantineMs: entered.until - entered.since,
-        }, 'render quarantined');
-        metrics?.observeQuarantine(req.page);
-      }
+    if (error.poisonPill) {
+      recordPoisonPill({ quarantine, logger, metrics }, req, keyOf, { suspect: error.poisonPill === 'suspect', requestId, code: error.code });
     }
     logFailure(logger, error, req.page, requestId);
     reply.failed(error);
@@ -170,6 +165,7 @@ export async function serveRender(deps, call, req, reply) {
       outcome: error.code,
       seconds: secondsSince(arrivedAt),
       queueSeconds: error.startedAt === undefined ? undefined : (error.startedAt - arrivedAt) / 1000,
+      cpuMs: error.cpuMs,
     });
   } finally {
     clearTimeout(timer);
@@ -178,11 +174,43 @@ export async function serveRender(deps, call, req, reply) {
 }
 
 /**
+ * Records a render that killed its worker in the quarantine: under its request's key,
+ * and under its page (wholePage). Logs and counts the quarantine it puts in force.
+ * @param {{quarantine?: Quarantine, logger: Logger, metrics?: Pick<Metrics, 'observeQuarantine'>}} deps
+ * @param {{page: string, url: string, variants?: Record<string, string>}} req
+ * @param {() => string} keyOf its key (renderKey)
+ * @param {{suspect?: boolean, requestId?: string, code?: string}} [how]
+ */
+export function recordPoisonPill({ quarantine, logger, metrics }, req, keyOf, { suspect = false, requestId, code } = {}) {
+  if (!quarantine?.enabled) return;
+  const entered = quarantine.recordDeath(keyOf(), { suspect, page: wholePage(req.page) });
+  if (!entered) return;
+  logger.error({
+    page: req.page, ...(entered.page === undefined && { url: req.url, variants: req.variants }), whole: entered.page !== undefined,
+    requestId, deaths: entered.deaths, code, quarantineMs: entered.until - entered.since,
+  }, entered.page === undefined ? 'render quarantined' : 'page quarantined');
+  metrics?.observeQuarantine(req.page);
+}
+
+/**
+ * The page under which a render's deaths also count: none for the islands of a call
+ * rendered together (each island counts under its own page when rendered alone).
+ * @param {string} page
+ */
+function wholePage(page) {
+  return page === ISLANDS_PAGE ? undefined : page;
+}
+
+/**
  * @param {Readonly<Sentence>} sentence
  * @param {{page: string, url: string}} req
  */
-function quarantinedError({ deaths, until }, { page, url }) {
+function quarantinedError({ deaths, until, page: whole }, { page, url }) {
   const seconds = Math.max(1, Math.ceil((until - Date.now()) / 1000));
+  if (whole !== undefined) {
+    return new QuarantinedError(`quarantined: renders of page ${JSON.stringify(page)} killed workers under ${deaths} `
+      + `different requests; every request of it is refused for another ${seconds} s`);
+  }
   return new QuarantinedError(`quarantined: renders of this request (page ${JSON.stringify(page)}, url `
     + `${JSON.stringify(url)}) killed ${deaths} worker${deaths === 1 ? '' : 's'}; refused for another ${seconds} s`);
 }
@@ -236,7 +264,10 @@ export function view(bytes) {
 export function logFailure(logger, error, page, requestId) {
   // deadline: where a render stopped by its deadline was (queued, waiting,
   // pinned); only pinned says the request is a poison pill.
-  const fields = { code: error.code, page, requestId, ...(error.deadline && { deadline: error.deadline }), err: error };
+  const fields = {
+    code: error.code, page, requestId, ...(error.deadline && { deadline: error.deadline }),
+    ...(error.cpuMs !== undefined && { cpuMs: Math.round(error.cpuMs * 10) / 10 }), err: error,
+  };
   if (warnCodes.has(error.code)) logger.warn(fields, 'render failed');
   else logger.error(fields, 'render failed');
 }

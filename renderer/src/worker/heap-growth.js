@@ -7,6 +7,11 @@
 // allocate, not by what they keep. A worker holds many renders at once: a
 // render is measured only when it was the only one held from start to end, and
 // a baseline is taken only when the worker holds none.
+//
+// The same baseline measures what a render holds while it waits for data: once
+// its first stretch on the thread is done, if it still waits alone, a young GC
+// leaves in the heap what it holds (WaitingSample): what the pool's pending
+// bound counts per page (pool/pending-memory.js).
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
@@ -14,6 +19,11 @@ import { runInNewContext } from 'node:vm';
  * What one measured render kept; `every` renders of a worker are counted per
  * measured one, so the estimate for the page is retainedBytes x every.
  * @typedef {{page: string, retainedBytes: number, every: number}} RetentionSample
+ */
+
+/**
+ * What one measured render held in the heap while it waited for data.
+ * @typedef {{page: string, pendingBytes: number}} WaitingSample
  */
 
 /** How long a forced GC's own pause entry may take to reach the observer. */
@@ -49,6 +59,10 @@ export class RetentionSampler {
   #baseline = null;
   /** @type {RetentionSample[]} */
   #pending = [];
+  /** @type {WaitingSample[]} */
+  #waiting = [];
+  /** the last measured task that ended */
+  #ended = 0;
   /** [start, end] in performance.now() of the GCs forced here. @type {Array<[number, number]>} */
   #forced = [];
 
@@ -95,6 +109,7 @@ export class RetentionSampler {
   end(baseline, page) {
     if (this.#every === 0) return;
     this.#baseline = null;
+    if (baseline) this.#ended = baseline.seq;
     // Not when another render began meanwhile: the heap it gained is not this one's alone.
     const measured = baseline !== undefined && baseline.seq === this.#tasks;
     const next = --this.#untilNext <= 0;
@@ -115,6 +130,24 @@ export class RetentionSampler {
   }
 
   /**
+   * A measured render's first stretch on the thread is done: on the next turn of the
+   * loop, if it has not ended and is still the only render held, it waits for data, and
+   * what it holds then is measured.
+   * @param {{usedBytes: number, seq: number} | undefined} baseline begin()'s value
+   * @param {string} page
+   */
+  waiting(baseline, page) {
+    if (baseline === undefined) return;
+    setImmediate(() => {
+      if (this.#tasks !== baseline.seq || this.#ended === baseline.seq || this.#held() !== 1) return;
+      const start = performance.now();
+      this.#gc({ type: 'minor' });
+      this.#forced.push([start, performance.now()]);
+      this.#waiting.push({ page, pendingBytes: Math.max(0, getHeapStatistics().used_heap_size - baseline.usedBytes) });
+    });
+  }
+
+  /**
    * Whether a GC that began at `startTime` (performance.now()) was one of
    * ours: not a pause any render waited for.
    * @param {number} startTime
@@ -129,5 +162,10 @@ export class RetentionSampler {
   /** The samples not yet reported. */
   take() {
     return this.#pending.splice(0);
+  }
+
+  /** The waiting renders measured and not yet reported. */
+  takeWaiting() {
+    return this.#waiting.splice(0);
   }
 }

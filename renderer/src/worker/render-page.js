@@ -111,7 +111,7 @@ export const ISLANDS_PAGE = islandPage('*');
 /**
  * @param {Bundle} bundle
  * @param {RenderTask} task
- * @param {HeldRender} [held] the worker's hold on it: load() is awaited as its wait
+ * @param {HeldRender} [held] the worker's hold on it: an abort rejects the awaited load() at once
  * @returns {Promise<PageResult>}
  */
 export async function renderPage(bundle, task, held) {

@@ -1,26 +1,41 @@
-// The renders this worker holds at once (docs/architecture.md, "Many renders per
-// worker"). A worker's thread runs one render's code at a time, but holds every render
-// that waits for data (an awaited load(), a Suspense boundary on a promise, a deferred
-// value from the caller) beside it, as an event-loop server does. The main thread
-// reads three words this worker shares with it (WORDS):
-// - WAITING: how many of its renders wait for data right now. What is left of its
-//   renders is what wants its CPU, which is all the pool's admission counts; each time
-//   a render starts to wait, the pool-wide `wake` word is bumped so a render queued
-//   for a worker goes at once.
-// - ON_CPU: the render whose code entered last. When the thread stops answering (an
-//   endless loop) and is terminated, that render alone is blamed.
-// - PONG: the answer to the pool's "is your event loop free?" (loop-probe.js).
+// The renders this worker holds at once, and which of them holds its thread
+// (docs/architecture.md, "Many renders per worker" and "Who holds the thread"). A
+// worker's thread runs one render's code at a time, but holds every render that waits
+// for data (an awaited load(), a Suspense boundary on a promise, a deferred value from
+// the caller) beside it, as an event-loop server does.
 //
-// Which render a callback belongs to comes from an AsyncLocalStorage each render runs
-// in: the timers and immediates that React and pages schedule (React resumes a render
-// whose data arrived in a setImmediate) mark their render on the CPU as they run.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// Which render a piece of code belongs to is not guessed from the doors it came through:
+// each render runs in an AsyncLocalStorage, whose context follows timers, immediates,
+// promise continuations, queueMicrotask, nextTick, I/O callbacks, ports and the emitters
+// they fire. An async hook sees every callback the thread enters and leaves, whatever
+// resumed it, and reads that context: the render whose code runs is on the CPU, and the
+// time until the callback returns is charged to it. The app's globals stay Node's own.
+//
+// What the main thread reads (WORDS, shared memory; the pool's scheduler.js):
+// - ON_CPU: the render whose code runs now (0: none). When the thread stops answering
+//   and is ended, that render alone is blamed.
+// - ENTERED: bumped each time a callback begins. The same ON_CPU with the same ENTERED
+//   a while later is one callback that never returned.
+// - IN_CALLBACK: whether the thread is inside a callback (0: between callbacks, or idle).
+// - RECEIVED: renders this worker has picked up. Until it has picked up each render the
+//   pool gave it, one wants its thread.
+// - PONG: the answer to the pool's "is your event loop free?" (loop-probe.js).
+// Whether the loop is idle is not a word: the pool reads the worker's own event-loop
+// utilization (libuv's idle time), which no code on this thread has to report.
+import { AsyncLocalStorage, createHook } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 
 /** @import { ErrorDescriptor } from '../errors.js' */
 
 /** The slots of a worker's shared words. */
-export const WORDS = Object.freeze({ PONG: 0, WAITING: 1, ON_CPU: 2, LENGTH: 3 });
+export const WORDS = Object.freeze({ PONG: 0, RECEIVED: 1, ON_CPU: 2, ENTERED: 3, IN_CALLBACK: 4, LENGTH: 5 });
+
+/**
+ * The slots of the pool's one `wake` array, shared with every worker: while WANTED is
+ * set (renders wait for a thread), a worker that leaves its last callback bumps COUNT
+ * and notifies, and the pool looks again.
+ */
+export const WAKE = Object.freeze({ COUNT: 0, WANTED: 1, LENGTH: 2 });
 
 /** A worker's shared words, for the main thread to read (WORDS names the slots). */
 export function sharedWords() {
@@ -36,33 +51,26 @@ export class RenderAborted extends Error {
   }
 }
 
-/** One render this worker holds, from its task's arrival to its outcome. */
+/** One render this worker holds, from its task's arrival until its code stops running. */
 export class HeldRender {
   /** @type {ErrorDescriptor | undefined} set once the pool aborted it */
   aborted;
-  /** whether its code is out of the thread, waiting for data */
-  waiting = false;
-  /** whether it is in React's hands: between its callbacks, it waits */
-  streaming = false;
-  /** ms spent waiting so far (what is left of its time took the CPU or its queue) */
-  waitedMs = 0;
-  #since = 0;
-  #ledger;
+  /** ms its code has held this thread, whichever way it resumed */
+  cpuMs = 0;
+  /** cpuMs when it was aborted */
+  cpuAtAbortMs = 0;
+  /** whether it was told to the pool as running on after its abort */
+  reported = false;
   /** @type {Array<(reason: ErrorDescriptor) => void>} */
   #onAbort = [];
 
-  /**
-   * @param {number} id the pool's task id
-   * @param {Ledger} ledger
-   */
-  constructor(id, ledger) {
+  /** @param {number} id the pool's task id */
+  constructor(id) {
     this.id = id;
-    this.#ledger = ledger;
   }
 
   /**
-   * Awaits `value` as a wait for data: the render counts as waiting while it is pending,
-   * and an abort rejects it at once with RenderAborted.
+   * Awaits `value`, rejecting at once with RenderAborted when the pool aborts the render.
    * @template T
    * @param {T | Promise<T>} value
    * @returns {Promise<T>}
@@ -73,31 +81,11 @@ export class HeldRender {
     const { promise: abort, reject } = Promise.withResolvers();
     const onAbort = (/** @type {ErrorDescriptor} */ reason) => reject(new RenderAborted(reason));
     this.#onAbort.push(onAbort);
-    this.setWaiting(true);
     try {
       return await Promise.race([value, abort]);
     } finally {
       const i = this.#onAbort.indexOf(onAbort);
       if (i !== -1) this.#onAbort.splice(i, 1);
-      this.setWaiting(false);
-      this.#ledger.onCpu(this.id);
-    }
-  }
-
-  /**
-   * Runs `fn` as this render's code on the CPU: a render in React's hands waits again
-   * once it returns (React resumes it in a callback of its own when its data arrives).
-   * @template T
-   * @param {() => T} fn
-   * @returns {T}
-   */
-  run(fn) {
-    this.#ledger.onCpu(this.id);
-    this.setWaiting(false);
-    try {
-      return fn();
-    } finally {
-      if (this.streaming) this.setWaiting(true);
     }
   }
 
@@ -110,43 +98,59 @@ export class HeldRender {
     else this.#onAbort.push(stop);
   }
 
-  /** @param {boolean} waiting */
-  setWaiting(waiting) {
-    if (this.waiting === waiting) return;
-    this.waiting = waiting;
-    if (waiting) {
-      this.#since = performance.now();
-      this.#ledger.waitingChanged(1);
-    } else {
-      this.waitedMs += performance.now() - this.#since;
-      this.#ledger.waitingChanged(-1);
-    }
-  }
-
   /** @param {ErrorDescriptor} reason */
   abort(reason) {
     if (this.aborted) return;
     this.aborted = reason;
+    this.cpuAtAbortMs = this.cpuMs;
     for (const stop of this.#onAbort.splice(0)) stop(reason);
+  }
+}
+
+/**
+ * @typedef {object} LedgerOptions
+ * @property {Int32Array} words this worker's shared words (WORDS)
+ * @property {Int32Array} [wake] the pool's (WAKE)
+ * @property {number} abortCpuBudgetMs CPU an aborted render may still take before it is
+ *   told to the pool (0: never)
+ * @property {(render: HeldRender) => void} runsOnAfterAbort
+ */
+
+/** A callback the thread is in, and the render it runs for. */
+class Entry {
+  /**
+   * @param {HeldRender | undefined} render
+   * @param {number} since
+   */
+  constructor(render, since) {
+    this.render = render;
+    this.since = since;
   }
 }
 
 export class Ledger {
   #words;
   #wake;
+  #budgetMs;
+  #runsOnAfterAbort;
   /** @type {Map<number, HeldRender>} */
   #held = new Map();
   /** @type {AsyncLocalStorage<HeldRender>} */
   #current = new AsyncLocalStorage();
+  /** The callbacks the thread is in, innermost last. @type {Entry[]} */
+  #stack = [];
 
-  /**
-   * @param {Int32Array} words this worker's shared words (WORDS)
-   * @param {Int32Array | undefined} wake the pool's: bumped when a render starts waiting
-   */
-  constructor(words, wake) {
+  /** @param {LedgerOptions} options */
+  constructor({ words, wake, abortCpuBudgetMs, runsOnAfterAbort }) {
     this.#words = words;
     this.#wake = wake;
-    this.#followTimers();
+    this.#budgetMs = abortCpuBudgetMs;
+    this.#runsOnAfterAbort = runsOnAfterAbort;
+    // before/after also turn on V8's promise hooks: a promise continuation is a callback too.
+    createHook({
+      before: () => this.#enter(this.#current.getStore()),
+      after: () => this.#leave(),
+    }).enable();
   }
 
   /** Renders held now. */
@@ -155,21 +159,30 @@ export class Ledger {
   }
 
   /**
-   * Runs `body` as render `id`: the callbacks it schedules belong to it. The render is
-   * let go when `body` settles.
+   * Runs `body` as render `id`: the callbacks it schedules, however they resume, belong
+   * to it. The render is let go when `body` settles; code of it that runs on is still
+   * charged to it.
    * @template T
    * @param {number} id
    * @param {(render: HeldRender) => Promise<T>} body
    * @returns {Promise<T>}
    */
   async hold(id, body) {
-    const render = new HeldRender(id, this);
+    const render = new HeldRender(id);
     this.#held.set(id, render);
-    this.onCpu(id);
+    Atomics.add(this.#words, WORDS.RECEIVED, 1);
+    /** @type {Promise<T>} */
+    let running;
+    // Its first stretch runs inside the callback that brought the task, which ran as no render.
+    this.#enter(render);
     try {
-      return await this.#current.run(render, () => body(render));
+      running = this.#current.run(render, () => body(render));
     } finally {
-      render.setWaiting(false);
+      this.#leave();
+    }
+    try {
+      return await running;
+    } finally {
       this.#held.delete(id);
     }
   }
@@ -184,41 +197,51 @@ export class Ledger {
     this.#held.get(id)?.abort(reason);
   }
 
-  /** @param {number} id */
-  onCpu(id) {
-    Atomics.store(this.#words, WORDS.ON_CPU, id);
+  /** @param {HeldRender | undefined} render */
+  #enter(render) {
+    const now = performance.now();
+    const outer = this.#stack.at(-1);
+    if (outer) this.#charge(outer, now);
+    this.#stack.push(new Entry(render, now));
+    Atomics.store(this.#words, WORDS.ON_CPU, render?.id ?? 0);
+    Atomics.add(this.#words, WORDS.ENTERED, 1);
+    Atomics.store(this.#words, WORDS.IN_CALLBACK, 1);
   }
 
-  /** @param {number} delta */
-  waitingChanged(delta) {
-    Atomics.add(this.#words, WORDS.WAITING, delta);
-    if (delta > 0 && this.#wake) {
-      Atomics.add(this.#wake, 0, 1);
-      Atomics.notify(this.#wake, 0);
+  #leave() {
+    const entry = this.#stack.pop();
+    if (!entry) return;
+    const now = performance.now();
+    this.#charge(entry, now);
+    const outer = this.#stack.at(-1);
+    if (outer) {
+      outer.since = now;
+      Atomics.store(this.#words, WORDS.ON_CPU, outer.render?.id ?? 0);
+      return;
+    }
+    Atomics.store(this.#words, WORDS.ON_CPU, 0);
+    Atomics.store(this.#words, WORDS.IN_CALLBACK, 0);
+    if (this.#wake && Atomics.load(this.#wake, WAKE.WANTED) !== 0) {
+      Atomics.add(this.#wake, WAKE.COUNT, 1);
+      Atomics.notify(this.#wake, WAKE.COUNT);
     }
   }
 
   /**
-   * Timers and immediates scheduled inside a render run as that render: it is on the CPU
-   * while they run, and a render in React's hands waits again once they return. (React
-   * reads the global setImmediate at each call, and pages their setTimeout.)
+   * Charges a callback's time so far to its render: the thread's wall time while the
+   * render's code ran, which is its CPU unless the OS took the core away meanwhile.
+   * @param {Entry} entry
+   * @param {number} now
    */
-  #followTimers() {
-    const current = this.#current;
-    /**
-     * @param {Function} fn
-     * @returns {Function}
-     */
-    const asRender = (fn) => {
-      const render = current.getStore();
-      if (render === undefined || typeof fn !== 'function') return fn;
-      return (/** @type {unknown[]} */ ...args) => render.run(() => fn(...args));
-    };
-    const { setImmediate: immediate, setTimeout: timeout } = globalThis;
-    globalThis.setImmediate = /** @type {typeof setImmediate} */ (/** @type {unknown} */ (
-      (/** @type {Function} */ fn, /** @type {unknown[]} */ ...args) => immediate(/** @type {any} */ (asRender(fn)), ...args)));
-    globalThis.setTimeout = /** @type {typeof setTimeout} */ (/** @type {unknown} */ (
-      (/** @type {Function} */ fn, /** @type {number} */ ms, /** @type {unknown[]} */ ...args) => timeout(/** @type {any} */ (asRender(fn)), ms, ...args)));
+  #charge(entry, now) {
+    const { render } = entry;
+    if (!render) return;
+    render.cpuMs += now - entry.since;
+    entry.since = now;
+    if (render.aborted && !render.reported && this.#budgetMs > 0 && render.cpuMs - render.cpuAtAbortMs > this.#budgetMs) {
+      render.reported = true;
+      this.#runsOnAfterAbort(render);
+    }
   }
 }
 

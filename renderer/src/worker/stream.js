@@ -9,6 +9,7 @@
 // destination's flush() once per batch of completed work (the shell, a
 // boundary). One message per flush, not per write, keeps the messages, the
 // HTTP/2 frames and the edge's flushes to one per boundary.
+import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import protobuf from 'protobufjs';
 import { PageThrewError, PageTooLargeError } from '../errors.js';
@@ -73,7 +74,9 @@ export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, he
   const { entry, props, elementProps, ctx, deferred } = prepared;
   // The caller's deferred values, settled while React waits on them (main thread: grpc-server.js).
   if (deferred) {
-    port.on('message', (/** @type {SettledMessage} */ m) => (held ? held.run(() => deferred.settle(m.settled)) : deferred.settle(m.settled)));
+    // Bound to the render: the port came with the task, before the render began, so its
+    // callbacks would otherwise run as no render (renders.js charges them to this one).
+    port.on('message', AsyncResource.bind((/** @type {SettledMessage} */ m) => deferred.settle(m.settled)));
   }
   let head;
   try {
@@ -94,7 +97,6 @@ export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, he
       stream.abort(tooLarge);
       return false;
     }, () => {
-      if (held) held.streaming = false;
       if (tooLarge) reject(tooLarge);
       else resolve({ renderStart, renderUs: micros(performance.now() - renderStart) });
     });
@@ -110,7 +112,6 @@ export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, he
           stream.pipe(destination);
         },
         onShellError(err) {
-          if (held) held.streaming = false;
           reject(pageThrew(err));
         },
         // A boundary's error: React sends the browser its client-render
@@ -121,11 +122,7 @@ export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, he
       reject(pageThrew(err));
       return;
     }
-    if (held) {
-      held.streaming = true;
-      held.setWaiting(true);
-      held.onAbort((reason) => stream.abort(new Error(reason.message)));
-    }
+    held?.onAbort((reason) => stream.abort(new Error(reason.message)));
   });
 }
 

@@ -22,7 +22,7 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
 /** @import { PoolTask } from '../pool/types.js' */
 /** @import { ErrorDescriptor } from '../errors.js' */
 /** @import { MessagePort } from 'node:worker_threads' */
-/** @import { RetentionSample } from './heap-growth.js' */
+/** @import { RetentionSample, WaitingSample } from './heap-growth.js' */
 /** @import { HeldRender } from './renders.js' */
 
 /**
@@ -32,8 +32,9 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
  * `bundleId` a hash of its file, which each response carries (render.proto);
  * `control` is this worker's own port for requests between tasks (heap
  * snapshots) and during them (is its event loop free? loop-probe.js; abort one
- * render): Piscina owns parentPort. `words` are what it shares with the pool
- * (renders.js: the probe's answer, its renders waiting, the render on its CPU).
+ * render; and, from it, a render that runs on after its abort): Piscina owns parentPort.
+ * `words` are what it shares with the pool (renders.js: the render on its CPU, the
+ * renders it picked up, the probe's answer).
  * `startCpuMs` is the CPU this worker's thread spent from its start to warm (Node's
  * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
  * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], canStream: boolean, bundleId: string, warmupMs: number,
@@ -57,6 +58,7 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
  * @property {number} externalBytes
  * @property {GcPause[]} gc pauses since the previous report
  * @property {RetentionSample[]} retained renders measured since the previous report
+ * @property {WaitingSample[]} waiting renders measured while they waited, since the previous report
  */
 
 /**
@@ -68,7 +70,8 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
  * @property {RenderTiming} timing
  * @property {IslandOutcome[]} [islands] for islands rendered together, each one's outcome
  * @property {WorkerReport} report
- * @property {number} busyMs how long it was in this worker and not waiting for data
+ * @property {number} cpuMs how long its code held this worker's thread, whichever way it
+ *   resumed (renders.js)
  */
 
 /**
@@ -95,15 +98,25 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
 
 /**
  * A render that failed in the worker (or was aborted by the pool); startedAt and
- * busyMs as in RenderSuccess.
- * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, busyMs: number, report: WorkerReport}} RenderFailure
+ * cpuMs as in RenderSuccess.
+ * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, cpuMs: number, report: WorkerReport}} RenderFailure
  */
 /** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
 
 const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number,
-  wake?: Int32Array}} */ (workerData);
+  abortCpuBudgetMs: number, wake?: Int32Array}} */ (workerData);
 const words = sharedWords();
-const renders = new Ledger(words, options.wake);
+const control = new MessageChannel();
+const renders = new Ledger({
+  words,
+  wake: options.wake,
+  abortCpuBudgetMs: options.abortCpuBudgetMs ?? 0,
+  runsOnAfterAbort: (render) => {
+    /** @type {RunsOnMessage} */
+    const message = { type: 'runs-on', id: render.id, cpuMs: render.cpuMs, cpuAfterAbortMs: render.cpuMs - render.cpuAtAbortMs };
+    control.port1.postMessage(message);
+  },
+});
 const retention = new RetentionSampler(options.heapGrowthSampleEvery, () => renders.size);
 
 /** Pauses not yet reported (bounded: an idle worker reports nothing). */
@@ -136,7 +149,6 @@ const bundle = await loadBundle(options.bundle);
 const { propsSchema } = /** @type {{propsSchema?: unknown}} */ (bundle);
 const checkProps = propsSchema === undefined ? undefined : (await import('./props-check.js')).propsChecker(propsSchema);
 const warm = await warmUp(bundle, options.warmupRounds);
-const control = new MessageChannel();
 answerHeapSnapshots(control.port1, threadId);
 answerProbes(control.port1, words);
 control.port1.on('message', (/** @type {AbortRequest} */ request) => {
@@ -153,6 +165,13 @@ parentPort?.postMessage(warmMessage, [control.port2]);
  * The pool stops one render (its deadline, its caller gone): React's abort() for a page
  * that streams, a rejected wait for one that awaits data. The renders beside it go on.
  * @typedef {{type: 'abort', id: number, reason: ErrorDescriptor}} AbortRequest
+ */
+
+/**
+ * Told to the pool on the control port: render `id`'s code took more than
+ * abort_cpu_budget of this thread after its abort (JavaScript cannot be stopped
+ * in-band: only ending the thread stops it).
+ * @typedef {{type: 'runs-on', id: number, cpuMs: number, cpuAfterAbortMs: number}} RunsOnMessage
  */
 
 /**
@@ -178,7 +197,9 @@ async function renderUnary(task, held) {
   let encoded;
   try {
     checkProps?.(task);
-    result = await renderPage(bundle, task, held);
+    const rendering = renderPage(bundle, task, held);
+    retention.waiting(measured, task.page);
+    result = await rendering;
     // A page over max_page_mb fails here, as a result: a throw out of this
     // function would look to the pool like a worker that died.
     encoded = encode(result, startedAt, task.arrivedAt);
@@ -188,7 +209,7 @@ async function renderUnary(task, held) {
     retention.end(measured, task.page);
   }
   const { response, timing, heap } = encoded;
-  return moved({ ok: true, page: result.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) });
+  return moved({ ok: true, page: result.page, response, timing, report: report(heap), cpuMs: held.cpuMs });
 }
 
 /**
@@ -247,7 +268,7 @@ async function renderIslands(task, islands, held) {
   }
   const done = { loadStart: renderStart, loadUs: 0, renderStart, renderUs: micros(performance.now() - renderStart) };
   const timing = timingOf(startedAt, done, done, heap);
-  return moved({ ok: true, page: '', response, timing, islands: told, report: report(heap), busyMs: busyMs(startedAt, held) });
+  return moved({ ok: true, page: '', response, timing, islands: told, report: report(heap), cpuMs: held.cpuMs });
 }
 
 /**
@@ -287,7 +308,9 @@ async function renderStream(task, port, held) {
   let rendered;
   try {
     checkProps?.(task);
-    prepared = await preparePage(bundle, task, held);
+    const preparing = preparePage(bundle, task, held);
+    retention.waiting(measured, task.page);
+    prepared = await preparing;
     const { page, status, headers, cache, loadUs } = prepared;
     rendered = await streamPage(bundle, prepared, port, (head) => ({
       head, status, headers, cache, page, bundleId,
@@ -306,7 +329,7 @@ async function renderStream(task, port, held) {
   const timing = timingOf(startedAt, prepared, rendered, heap);
   const response = encodeTrailer({ ...timing, queueUs });
   /** @type {RenderSuccess} */
-  const value = { ok: true, page: prepared.page, response, timing, report: report(heap), busyMs: busyMs(startedAt, held) };
+  const value = { ok: true, page: prepared.page, response, timing, report: report(heap), cpuMs: held.cpuMs };
   return /** @type {RenderOutcome} */ (value);
 }
 
@@ -319,17 +342,7 @@ async function renderStream(task, port, held) {
  */
 function failure(err, startedAt, held) {
   const error = err instanceof RenderAborted ? err.reason : asRenderError(err).toDescriptor();
-  return { ok: false, error, startedAt, busyMs: busyMs(startedAt, held), report: report() };
-}
-
-/**
- * How long a render took this worker's thread (or waited behind the renders on it): its
- * time here less its waits for data. The pool's admission expects renders to cost this.
- * @param {number} startedAt epoch ms
- * @param {HeldRender} held
- */
-function busyMs(startedAt, held) {
-  return Math.max(0, performance.timeOrigin + performance.now() - startedAt - held.waitedMs);
+  return { ok: false, error, startedAt, cpuMs: held.cpuMs, report: report() };
 }
 
 /**
@@ -405,6 +418,7 @@ function report(heap = getHeapStatistics()) {
     externalBytes: heap.external_memory,
     gc: gcPending.splice(0),
     retained: retention.take(),
+    waiting: retention.takeWaiting(),
   };
 }
 
