@@ -2,7 +2,8 @@
 // pool/thread-use.js), tried as an attacker would with pages of the fixture bundle:
 // - whichever way a page's code resumed, the render that loops is the one blamed: not the
 //   healthy render waiting beside it on the same worker, nor the one arriving after it,
-//   which the pool does not give the pinned worker;
+//   which the pool does not give a worker held by a render not expected to end soon (the
+//   worker's own ON_CPU and busySince, its page's CPU so far);
 // - an aborted render that keeps computing in slices costs its worker (retired and ended),
 //   counts toward its page's quarantine, and the renderer is idle again afterwards;
 // - a streamed shell that holds the CPU keeps its worker from being offered as free;
@@ -48,9 +49,9 @@ test('whichever way a page resumed, the render that loops is blamed, not the ren
       const flag = join(dir, `looping-${way}`);
       const looping = { page: 'resumes-then-loops', url: `/loops?way=${way}&port=${port}&looping=${encodeURIComponent(flag)}` };
       const loop = render(client, looping, { deadlineMs: 600 });
-      // It loops before anything else comes; the worker itself says so.
+      // It loops before anything else comes, for longer than a render takes; the worker itself says so.
       await waitFor(() => existsSync(flag));
-      assert.ok(app.pool.workers().some((w) => w.busy && w.onCpu !== 0));
+      await waitFor(() => app.pool.workers().some((w) => w.busy && w.onCpu !== 0 && w.busyMs > app.pool.stats().meanRenderMs));
       const after = render(client, { page: 'home' }, { deadlineMs: 30_000 });
       await waitFor(() => app.pool.stats().queued === 1);
 
@@ -123,11 +124,11 @@ test('an aborted load() that computes on in slices: its worker is ended, the pag
   assert.ok(afterMs < 3 * before + 10, `home: median ${afterMs.toFixed(1)} ms after, ${before.toFixed(1)} ms before`);
 });
 
-test('a streamed shell that holds the CPU: its worker is not offered as free meanwhile', async (t) => {
+test('a streamed shell that holds the CPU longer than a render takes: its worker is not offered as free meanwhile', async (t) => {
   const { app, client } = await startRenderer(t, { threads: 1 });
   const gate = join(tempDir(t), 'shell-gate');
   const shell = renderStream(client, { page: 'busy-shell', url: `/busy-shell?gate=${encodeURIComponent(gate)}` }, { deadlineMs: 60_000 });
-  await waitFor(() => app.pool.workers().some((w) => w.busy && w.onCpu !== 0));
+  await waitFor(() => app.pool.workers().some((w) => w.busy && w.onCpu !== 0 && w.busyMs > app.pool.stats().meanRenderMs));
   const home = render(client, { page: 'home' }, { deadlineMs: 60_000 });
   // It waits in the pool's queue: not handed to the worker whose thread the shell holds.
   await waitFor(() => app.pool.stats().queued === 1);

@@ -16,7 +16,7 @@ import { Piscina } from 'piscina';
  * worker when it was aborted before one did, and what it is estimated to hold
  * while it waits (scheduler.js).
  * @typedef {{id: number, worker?: import('./types.js').WorkerState, abort?: import('../errors.js').ErrorDescriptor,
- *   probe?: true, bytes?: number}} Token
+ *   probe?: true, page?: string, bytes?: number}} Token
  */
 
 /**

@@ -19,7 +19,7 @@ import { Piscina } from 'piscina';
 import { DrainingError } from '../errors.js';
 import { snapshotWarmWorker, snapshotWorker } from '../ops/heap-snapshot.js';
 import { ISLANDS_PAGE, islandPage } from '../worker/render-page.js';
-import { WAKE, WORDS } from '../worker/renders.js';
+import { WAKE, WORDS, busySince } from '../worker/renders.js';
 import { PENDING_RENDER_GUESS_BYTES } from './pending-memory.js';
 import { startOneMore } from './piscina-seams.js';
 import { ReloadSession } from './reload.js';
@@ -452,6 +452,7 @@ export class RenderPool {
         worker,
         control: message.control,
         words: message.words,
+        since: busySince(message.words),
         probed: Atomics.load(message.words, WORDS.PONG),
         state: 'ready',
         retireReason: null,

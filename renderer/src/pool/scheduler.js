@@ -25,7 +25,7 @@ import { probe } from '../worker/loop-probe.js';
 import { WAKE, WORDS } from '../worker/renders.js';
 import { tokenOf, withToken } from './piscina-seams.js';
 import { PendingMemory } from './pending-memory.js';
-import { RunOnWatch, outsideCallbacks, wantsThread } from './thread-use.js';
+import { RunOnWatch, outsideCallbacks, threadState } from './thread-use.js';
 
 /** @import { Piscina } from 'piscina' */
 /** @import { Token } from './piscina-seams.js' */
@@ -41,6 +41,12 @@ const EWMA_ALPHA = 0.1;
  * its worker is ended: each slice of its code takes their thread, so not long.
  */
 export const RUNS_ON_DRAIN_MS = 1000;
+
+/** Pages whose mean CPU is kept: the ones rendered longest ago go first. */
+const MAX_PAGES = 1000;
+
+/** The order in which the balancer takes workers, by threadState(). */
+const RANK = Object.freeze({ idle: 0, short: 1, busy: 2 });
 
 /**
  * Looks again for a free worker on this many turns of the loop in a row while one is
@@ -87,6 +93,8 @@ export class Scheduler {
   /** looks again in a row for a worker between callbacks */
   #rechecks = 0;
   #rechecking = false;
+  /** Each page's recent mean CPU a render took (newest last, bounded). @type {Map<string, number>} */
+  #pageCpuMs = new Map();
   /** @type {number | undefined} recent mean CPU a render took of its worker's thread */
   #meanMs;
   #inFlight = 0;
@@ -196,7 +204,7 @@ export class Scheduler {
     }
     this.#nextId = (this.#nextId % 0x7ffffffe) + 1;
     /** @type {Token} */
-    const token = { id: this.#nextId, bytes: this.#pendingMemory.bytesOf(task.page) };
+    const token = { id: this.#nextId, page: task.page, bytes: this.#pendingMemory.bytesOf(task.page) };
     // A render aborted before any worker took it ends for its caller at once.
     const unassigned = Promise.withResolvers();
     unassigned.promise.catch(() => {});
@@ -249,6 +257,7 @@ export class Scheduler {
       for (const s of [signal, withdraw]) s?.removeEventListener('abort', onAbort);
     }
     this.#meanMs = this.#meanMs === undefined ? outcome.cpuMs : this.#meanMs + EWMA_ALPHA * (outcome.cpuMs - this.#meanMs);
+    this.#measured(task.page, outcome.cpuMs);
     this.#pendingMemory.observe(outcome.report.waiting);
     this.#afterTask(outcome.report);
     if (signal.aborted) {
@@ -339,6 +348,18 @@ export class Scheduler {
     this.runsOn(state, { id, cpuAfterAbortMs });
   }
 
+  /**
+   * A render of `page` took `cpuMs` of its worker's thread.
+   * @param {string} page
+   * @param {number} cpuMs
+   */
+  #measured(page, cpuMs) {
+    const before = this.#pageCpuMs.get(page);
+    this.#pageCpuMs.delete(page);
+    this.#pageCpuMs.set(page, before === undefined ? cpuMs : before + EWMA_ALPHA * (cpuMs - before));
+    if (this.#pageCpuMs.size > MAX_PAGES) this.#pageCpuMs.delete(/** @type {string} */ (this.#pageCpuMs.keys().next().value));
+  }
+
   /** @param {WorkerState} state a worker that is gone */
   gone(state) {
     state.drained = undefined;
@@ -346,17 +367,17 @@ export class Scheduler {
   }
 
   /**
-   * Piscina's loadBalancer: of the warm workers that take renders and have room, one
-   * none of whose renders wants the thread, holding fewest; null leaves the task in
-   * Piscina until a worker is ready (only while one is replaced).
+   * Piscina's loadBalancer: of the warm workers that take renders and have room, an
+   * idle one holding fewest, else one busy for a short stretch (thread-use.js); null
+   * leaves the task in Piscina until a worker is ready (only while one is replaced).
    *
    * Admission let the task through because a worker was free, but that worker's
-   * thread runs beside this one: a render of it may have been resumed since (React's
-   * setImmediate), wanting the thread for a moment. Such a worker still takes the
-   * task, after every free one: Piscina offers a task it was refused again only
-   * when a task ends or a worker is ready, and renders held on a gate end neither.
-   * Unless a warm worker is missing from `workers` (it said it was warm before
-   * Piscina saw it ready): it is free, and its readiness offers the task again.
+   * thread runs beside this one: it may have resumed one of its renders since, or its
+   * stretch grown long. Such a worker still takes the task, after every free one:
+   * Piscina offers a task it was refused again only when a task ends or a worker is
+   * ready, and renders held on a gate end neither. Unless a warm worker is missing from
+   * `workers` (it said it was warm before Piscina saw it ready): it is free, and its
+   * readiness offers the task again.
    * @template {{id: number}} W
    * @param {{[key: symbol]: unknown}} task
    * @param {W[]} workers
@@ -372,12 +393,12 @@ export class Scheduler {
     for (const worker of workers) {
       const state = this.#workers.get(worker.id);
       if (!state || !this.#hasRoom(state, bytes)) continue;
-      const rank = state.tasks.size + (wantsThread(state) ? this.#maxPending : 0);
+      const rank = state.tasks.size + RANK[threadState(state, (id) => this.#expectedMs(state, id))] * this.#maxPending;
       if (rank >= lowest) continue;
       best = worker;
       lowest = rank;
     }
-    if (lowest >= this.#maxPending && this.#notYetOffered(workers)) return null;
+    if (lowest >= RANK.busy * this.#maxPending && this.#notYetOffered(workers)) return null;
     if (!best || !token) return best;
     const state = /** @type {WorkerState} */ (this.#workers.get(best.id));
     token.worker = state;
@@ -463,6 +484,19 @@ export class Scheduler {
     return false;
   }
 
+  /**
+   * What render `id` of `state` is expected to take of CPU, for threadState(): its page's
+   * recent mean (undefined when its page was never measured, or it is no render the worker
+   * holds; 0 for code of no render).
+   * @param {WorkerState} state
+   * @param {number} id
+   */
+  #expectedMs(state, id) {
+    if (id === 0) return 0;
+    const page = state.tasks.get(id)?.page;
+    return page === undefined ? undefined : this.#pageCpuMs.get(page);
+  }
+
   /** @param {Token} token a task that left Piscina (settled, or failed with its worker) */
   #settle(token) {
     if (token.worker) {
@@ -481,7 +515,7 @@ export class Scheduler {
    * @param {WorkerState} state
    */
   #free(state) {
-    return this.#hasRoom(state) && !wantsThread(state);
+    return this.#hasRoom(state) && threadState(state, (id) => this.#expectedMs(state, id)) !== 'busy';
   }
 
   /**

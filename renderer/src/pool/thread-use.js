@@ -1,8 +1,13 @@
 // What the pool knows of each worker's thread, read from the worker itself, never
 // inferred from the renders' own doors (docs/architecture.md, "Who holds the thread"):
-// - whether its thread is free: its event loop idle now, as libuv measures it on that
-//   thread (the worker's event-loop utilization, read from here without running code
-//   there), and every render the pool gave it picked up;
+// - whether its thread would start one more render at once: its event loop idle now, as
+//   libuv measures it on that thread (the worker's event-loop utilization, read from here
+//   without running code there), and every render the pool gave it picked up; or, busy,
+//   with the render on its CPU (ON_CPU) expected to be done within PREFETCH_HORIZON_MS,
+//   from what its page's renders took before and how long it has run (busySince): one
+//   render then waits behind it on the worker itself, rather than for a round trip
+//   through this thread, and none behind a long one (a streamed shell that computes, a
+//   page never measured, a loop);
 // - whether a render it aborted runs on once its call has ended: the worker's words name
 //   the render whose callback runs (worker/renders.js); an aborted render whose one
 //   callback is still on the thread a whole watch period later holds it past
@@ -32,12 +37,39 @@ export function loopIdle(worker) {
 }
 
 /**
- * Whether a worker would not start a render at once: one it was given is not yet
- * picked up, or its thread runs code (any render's, whichever way it resumed).
+ * How long a render may wait behind another on a worker's thread instead of in the pool's
+ * queue: the time-to-first-byte budget a render that waits behind another may add (5 ms
+ * over the shell), and well over what a round trip through the main thread costs.
+ */
+export const PREFETCH_HORIZON_MS = 5;
+
+/**
+ * How a worker's thread stands for one more render: `idle` (its loop idle, every render
+ * given it picked up); `short` (nothing on its way to it, and its thread busy outside any
+ * callback, or running a render expected to be done within PREFETCH_HORIZON_MS: it
+ * takes one render behind that); `busy` (a render on its way to it, or its thread held
+ * by a render not expected to be done soon, or whose page was never measured).
+ * @param {WorkerState} state
+ * @param {(id: number) => number | undefined} expectedMs what the render `id`'s page's
+ *   renders take of CPU (0: code of no render, undefined: not measured)
+ * @returns {'idle' | 'short' | 'busy'}
+ */
+export function threadState(state, expectedMs) {
+  if (state.assigned !== Atomics.load(state.words, WORDS.RECEIVED)) return 'busy';
+  if (loopIdle(state.worker)) return 'idle';
+  if (outsideCallbacks(state)) return 'short';
+  const expected = expectedMs(Atomics.load(state.words, WORDS.ON_CPU));
+  if (expected === undefined) return 'busy';
+  const ran = busyMs(state);
+  return ran < expected + PREFETCH_HORIZON_MS && expected - ran <= PREFETCH_HORIZON_MS ? 'short' : 'busy';
+}
+
+/**
+ * How long a worker's thread has been in its outermost callback (meaningful while it is in one).
  * @param {WorkerState} state
  */
-export function wantsThread(state) {
-  return state.assigned !== Atomics.load(state.words, WORDS.RECEIVED) || !loopIdle(state.worker);
+export function busyMs(state) {
+  return performance.timeOrigin + performance.now() - state.since[0];
 }
 
 /**

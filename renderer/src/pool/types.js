@@ -107,6 +107,7 @@
  * @property {number} renders
  * @property {number} pending renders it holds now
  * @property {boolean} busy whether its event loop runs code now
+ * @property {number} busyMs while busy in a callback, how long it has been
  * @property {number} onCpu the render whose code runs now (0: none)
  * @property {number} maxRenders
  * @property {number} heapUsedBytes
@@ -128,6 +129,7 @@
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
  * @property {Map<number, Token>} tasks the renders posted to it and not yet settled, by id
+ * @property {Float64Array} since when its outermost callback began (worker/renders.js busySince)
  * @property {number} assigned renders the balancer gave it (against its RECEIVED word)
  * @property {number} heldBytes what the renders it holds are estimated to hold while they
  *   wait (pending-memory.js)

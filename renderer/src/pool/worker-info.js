@@ -2,7 +2,7 @@
 // ones included, with its renders, memory and warm-up, and whether its thread is busy
 // now and with which render (thread-use.js).
 import { WORDS } from '../worker/renders.js';
-import { loopIdle } from './thread-use.js';
+import { busyMs, loopIdle, outsideCallbacks } from './thread-use.js';
 
 /** @import { WorkerInfo, WorkerState } from './types.js' */
 
@@ -16,7 +16,7 @@ export function workerInfo(threads, warm) {
     const s = warm.get(w.threadId);
     if (!s) {
       return {
-        id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, busy: !loopIdle(w), onCpu: 0,
+        id: w.threadId, state: 'warming', retire: null, renders: 0, maxRenders: 0, pending: 0, busy: !loopIdle(w), busyMs: 0, onCpu: 0,
         heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0, warmupMs: 0, lastGc: [],
       };
     }
@@ -28,6 +28,7 @@ export function workerInfo(threads, warm) {
       maxRenders: Number.isFinite(s.maxRenders) ? s.maxRenders : 0,
       pending: s.tasks.size,
       busy: !loopIdle(s.worker),
+      busyMs: outsideCallbacks(s) ? 0 : Math.round(busyMs(s) * 10) / 10,
       onCpu: Atomics.load(s.words, WORDS.ON_CPU),
       heapUsedBytes: s.heapUsedBytes,
       heapLimitBytes: s.heapLimitBytes,

@@ -16,7 +16,8 @@
 //   and is ended, that render alone is blamed.
 // - ENTERED: bumped each time a callback begins. The same ON_CPU with the same ENTERED
 //   a while later is one callback that never returned.
-// - IN_CALLBACK: whether the thread is inside a callback (0: between callbacks, or idle).
+// - IN_CALLBACK: whether the thread is inside a callback (0: between callbacks, or idle);
+//   and, beside the words, when its outermost callback began (busySince()).
 // - RECEIVED: renders this worker has picked up. Until it has picked up each render the
 //   pool gave it, one wants its thread.
 // - PONG: the answer to the pool's "is your event loop free?" (loop-probe.js).
@@ -27,19 +28,31 @@ import { performance } from 'node:perf_hooks';
 
 /** @import { ErrorDescriptor } from '../errors.js' */
 
-/** The slots of a worker's shared words. */
+/** The slots of a worker's shared words; after them, at SINCE_BYTE, a Float64 (busySince). */
 export const WORDS = Object.freeze({ PONG: 0, RECEIVED: 1, ON_CPU: 2, ENTERED: 3, IN_CALLBACK: 4, LENGTH: 5 });
+const SINCE_BYTE = 24;
 
 /**
  * The slots of the pool's one `wake` array, shared with every worker: while WANTED is
- * set (renders wait for a thread), a worker that leaves its last callback bumps COUNT
- * and notifies, and the pool looks again.
+ * set (renders wait for a thread), the first worker that leaves its last callback clears
+ * it, bumps COUNT and notifies, and the pool looks again (and sets WANTED again while
+ * renders still wait).
  */
 export const WAKE = Object.freeze({ COUNT: 0, WANTED: 1, LENGTH: 2 });
 
 /** A worker's shared words, for the main thread to read (WORDS names the slots). */
 export function sharedWords() {
-  return new Int32Array(new SharedArrayBuffer(WORDS.LENGTH * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(SINCE_BYTE + Float64Array.BYTES_PER_ELEMENT), 0, WORDS.LENGTH);
+}
+
+/**
+ * When the worker's outermost callback began (epoch ms, its clock): while IN_CALLBACK,
+ * how long the thread has been busy. (A Float64 is written whole on the platforms Node
+ * runs on; Atomics has no Float64.)
+ * @param {Int32Array} words sharedWords()
+ */
+export function busySince(words) {
+  return new Float64Array(words.buffer, SINCE_BYTE, 1);
 }
 
 /** Thrown into a render's awaits when the pool aborts it: carries the pool's reason. */
@@ -130,6 +143,7 @@ class Entry {
 
 export class Ledger {
   #words;
+  #since;
   #wake;
   #budgetMs;
   #runsOnAfterAbort;
@@ -143,6 +157,7 @@ export class Ledger {
   /** @param {LedgerOptions} options */
   constructor({ words, wake, abortCpuBudgetMs, runsOnAfterAbort }) {
     this.#words = words;
+    this.#since = busySince(words);
     this.#wake = wake;
     this.#budgetMs = abortCpuBudgetMs;
     this.#runsOnAfterAbort = runsOnAfterAbort;
@@ -202,6 +217,7 @@ export class Ledger {
     const now = performance.now();
     const outer = this.#stack.at(-1);
     if (outer) this.#charge(outer, now);
+    else this.#since[0] = performance.timeOrigin + now;
     this.#stack.push(new Entry(render, now));
     Atomics.store(this.#words, WORDS.ON_CPU, render?.id ?? 0);
     Atomics.add(this.#words, WORDS.ENTERED, 1);
@@ -221,7 +237,8 @@ export class Ledger {
     }
     Atomics.store(this.#words, WORDS.ON_CPU, 0);
     Atomics.store(this.#words, WORDS.IN_CALLBACK, 0);
-    if (this.#wake && Atomics.load(this.#wake, WAKE.WANTED) !== 0) {
+    // Once per time the pool asked: it asks again when it has looked.
+    if (this.#wake && Atomics.compareExchange(this.#wake, WAKE.WANTED, 1, 0) === 1) {
       Atomics.add(this.#wake, WAKE.COUNT, 1);
       Atomics.notify(this.#wake, WAKE.COUNT);
     }
