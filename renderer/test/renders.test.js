@@ -144,7 +144,9 @@ test('an aborted render whose code runs on in slices past abort_cpu_budget is to
   stop = true;
   assert.deepEqual(told.map((r) => r.id), [41]);
   assert.ok(told[0].cpuMs - told[0].cpuAtAbortMs > BUDGET_MS);
-  assert.ok(slices - slicesAtAbort >= BUDGET_MS / 5, `${slices - slicesAtAbort} slices after the abort`);
+  // (How many slices that took depends on the host: the time charged is the thread's while
+  // the callback ran, which a loaded host stretches.)
+  assert.ok(slices > slicesAtAbort, 'its slices ran on after the abort');
   gate.resolve('data');
   assert.equal(await neighbour, 'data');
   assert.deepEqual(told.map((r) => r.id), [41], 'told once');
