@@ -4,6 +4,8 @@
 // within half its old-generation cap (docs/architecture.md, "Many renders per worker").
 // A page not yet measured is estimated at `guessBytes` until it is.
 
+import { PageMeans } from './page-means.js';
+
 /** @import { WaitingSample } from '../worker/heap-growth.js' */
 
 /**
@@ -14,17 +16,10 @@
  */
 export const PENDING_RENDER_GUESS_BYTES = 256 * 1024;
 
-/** Weight of the newest sample in a page's estimate. */
-const EWMA_ALPHA = 0.3;
-
-/** Pages whose estimate is kept: the ones measured longest ago go first. */
-const MAX_PAGES = 1000;
-
 export class PendingMemory {
   #budgetBytes;
   #guessBytes;
-  /** @type {Map<string, number>} newest last */
-  #byPage = new Map();
+  #byPage = new PageMeans(0.3);
 
   /**
    * @param {{budgetBytes: number, guessBytes: number}} options what a worker's renders
@@ -50,16 +45,11 @@ export class PendingMemory {
 
   /** @param {WaitingSample[]} samples */
   observe(samples) {
-    for (const { page, pendingBytes } of samples) {
-      const before = this.#byPage.get(page);
-      this.#byPage.delete(page);
-      this.#byPage.set(page, before === undefined ? pendingBytes : before + EWMA_ALPHA * (pendingBytes - before));
-      if (this.#byPage.size > MAX_PAGES) this.#byPage.delete(/** @type {string} */ (this.#byPage.keys().next().value));
-    }
+    for (const { page, pendingBytes } of samples) this.#byPage.add(page, pendingBytes);
   }
 
   /** The pages measured, and their estimates. */
   measured() {
-    return [...this.#byPage];
+    return this.#byPage.entries();
   }
 }

@@ -11,21 +11,18 @@
 //   abort for that render to its worker, which aborts it (React's abort(), a
 //   rejected wait) while the renders beside it go on. Piscina's own abort is never
 //   used: it terminates the worker of a running task.
-// - JavaScript cannot be interrupted in-band, so after an abort, for either reason, the
-//   worker's event loop is asked whether it is free (worker/loop-probe.js); one that
-//   does not answer is pinned (an endless loop) and is terminated. An aborted render
-//   whose code runs on past abort_cpu_budget, later or in slices, is found by the watch
-//   (thread-use.js) or told by its worker: its worker takes no more renders and ends.
-//   The render whose code was on the thread is blamed (the worker's ON_CPU word); the
-//   others are tried again on another worker, or lost (workerLoss in errors.js).
+// - JavaScript cannot be interrupted in-band: a worker whose thread a render holds after
+//   its abort is ended (thread-holds.js), the render on its thread blamed, the others
+//   tried again on another worker or lost (workerLoss in errors.js).
 import { Admission } from './admission.js';
 import { withOwnBuffers } from './own-buffers.js';
 import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, workerLoss } from '../errors.js';
-import { probe } from '../worker/loop-probe.js';
-import { WAKE, WORDS } from '../worker/renders.js';
+import { WAKE } from '../worker/renders.js';
+import { PageMeans } from './page-means.js';
 import { tokenOf, withToken } from './piscina-seams.js';
 import { PendingMemory } from './pending-memory.js';
-import { RunOnWatch, outsideCallbacks, threadState } from './thread-use.js';
+import { ThreadHolds } from './thread-holds.js';
+import { outsideCallbacks, threadState } from './thread-use.js';
 
 /** @import { Piscina } from 'piscina' */
 /** @import { Token } from './piscina-seams.js' */
@@ -36,14 +33,6 @@ import { RunOnWatch, outsideCallbacks, threadState } from './thread-use.js';
 /** Weight of the newest render in the recent mean render time. */
 const EWMA_ALPHA = 0.1;
 
-/**
- * How long the renders beside one that runs on after its abort have to finish before
- * its worker is ended: each slice of its code takes their thread, so not long.
- */
-export const RUNS_ON_DRAIN_MS = 1000;
-
-/** Pages whose mean CPU is kept: the ones rendered longest ago go first. */
-const MAX_PAGES = 1000;
 
 /** The order in which the balancer takes workers, by threadState(). */
 const RANK = Object.freeze({ idle: 0, short: 1, busy: 2 });
@@ -88,13 +77,14 @@ export class Scheduler {
   #settled;
   #admission;
   #pendingMemory;
-  #logger;
-  #runOnWatch;
+  #holds;
   /** looks again in a row for a worker between callbacks */
   #rechecks = 0;
   #rechecking = false;
-  /** Each page's recent mean CPU a render took (newest last, bounded). @type {Map<string, number>} */
-  #pageCpuMs = new Map();
+  /** Each page's recent mean CPU a render took. */
+  #pageCpuMs = new PageMeans(EWMA_ALPHA);
+  /** What threadState() expects the render on a worker's thread to take. */
+  #expected = (/** @type {WorkerState} */ state, /** @type {number} */ id) => this.#expectedMs(state, id);
   /** @type {number | undefined} recent mean CPU a render took of its worker's thread */
   #meanMs;
   #inFlight = 0;
@@ -118,8 +108,7 @@ export class Scheduler {
     this.#closing = closing;
     this.#afterTask = afterTask;
     this.#settled = settled;
-    this.#logger = logger;
-    this.#runOnWatch = new RunOnWatch(abortCpuBudgetMs, (state, id) => this.runsOn(state, { id, pinned: true }));
+    this.#holds = new ThreadHolds({ abortCpuBudgetMs, logger, observer });
     this.#pendingMemory = new PendingMemory(pendingMemory);
     this.#admission = new Admission({
       threads, maxQueue,
@@ -219,9 +208,8 @@ export class Scheduler {
         return;
       }
       state.control.postMessage({ type: 'abort', id: token.id, reason: token.abort });
-      this.#runOnWatch.aborted(state, token.id, task);
       // A caller that left is no proof the render stopped: its code may hold the thread.
-      pinned = this.#pinned(state);
+      pinned = this.#holds.aborted(state, token.id, task);
     };
     for (const s of [signal, withdraw]) s?.addEventListener('abort', onAbort, { once: true });
     /** @type {RenderOutcome} */
@@ -257,7 +245,7 @@ export class Scheduler {
       for (const s of [signal, withdraw]) s?.removeEventListener('abort', onAbort);
     }
     this.#meanMs = this.#meanMs === undefined ? outcome.cpuMs : this.#meanMs + EWMA_ALPHA * (outcome.cpuMs - this.#meanMs);
-    this.#measured(task.page, outcome.cpuMs);
+    this.#pageCpuMs.add(task.page, outcome.cpuMs);
     this.#pendingMemory.observe(outcome.report.waiting);
     this.#afterTask(outcome.report);
     if (signal.aborted) {
@@ -278,92 +266,17 @@ export class Scheduler {
   }
 
   /**
-   * Asks a worker whose render passed its deadline whether its event loop is free
-   * (one question per worker at a time); one that does not answer is terminated, and
-   * the render whose code entered last is what pinned it.
-   * @param {WorkerState} state
-   * @returns {Promise<boolean>}
-   */
-  #pinned(state) {
-    state.probing ??= probe(state).then((answered) => {
-      state.probing = undefined;
-      if (answered || state.death) return !answered;
-      this.#end(state, Atomics.load(state.words, WORDS.ON_CPU), 'deadline');
-      return true;
-    });
-    return state.probing;
-  }
-
-  /**
-   * An aborted render of `state` runs on past abort_cpu_budget: in slices (its worker
-   * said so), or in one callback that never returned (the watch, `pinned`). Its worker
-   * takes no more renders and is ended: at once when pinned, else once the renders
-   * beside it have finished, RUNS_ON_DRAIN_MS at most. The render is named to the
-   * observer (its page's metric and the quarantine) and in the log.
-   * @param {WorkerState} state
-   * @param {{id: number, pinned?: boolean, cpuAfterAbortMs?: number}} runsOn
-   */
-  runsOn(state, { id, pinned = false, cpuAfterAbortMs }) {
-    if (state.death || state.runsOn) return;
-    state.runsOn = true;
-    const task = state.aborted.get(id)?.task;
-    this.#logger.error({
-      workerId: state.id, page: task?.page, url: task?.url, pinned, ...(cpuAfterAbortMs !== undefined && { cpuAfterAbortMs: Math.round(cpuAfterAbortMs) }),
-      held: state.tasks.size,
-    }, 'a render ran on after its abort: its worker is ended');
-    // A render whose call still waits fails as a poison pill (workerLoss), which its call records.
-    this.#observer().runsOn?.({ page: task?.page, task, answered: !state.tasks.has(id) });
-    if (pinned || state.tasks.size === 0) {
-      this.#end(state, id, 'runs-on');
-      return;
-    }
-    state.drained = () => this.#end(state, id, 'runs-on');
-    setTimeout(() => state.drained?.(), RUNS_ON_DRAIN_MS).unref();
-  }
-
-  /**
-   * Ends a worker whose thread a render holds (`onCpu`, blamed for it): the renders
-   * beside it are tried again elsewhere or lost (workerLoss).
-   * @param {WorkerState} state
-   * @param {number} onCpu
-   * @param {'deadline' | 'runs-on'} reason
-   */
-  #end(state, onCpu, reason) {
-    if (state.death) return;
-    state.drained = undefined;
-    state.death = { pinned: true, onCpu, held: state.tasks.size };
-    this.#runOnWatch.forget(state);
-    this.#observer().exited?.(reason);
-    void state.worker.terminate();
-  }
-
-  /**
    * A message on a worker's control port.
    * @param {WorkerState} state
    * @param {RunsOnMessage | {type?: unknown}} message
    */
   fromWorker(state, message) {
-    if (message?.type !== 'runs-on') return;
-    const { id, cpuAfterAbortMs } = /** @type {RunsOnMessage} */ (message);
-    this.runsOn(state, { id, cpuAfterAbortMs });
-  }
-
-  /**
-   * A render of `page` took `cpuMs` of its worker's thread.
-   * @param {string} page
-   * @param {number} cpuMs
-   */
-  #measured(page, cpuMs) {
-    const before = this.#pageCpuMs.get(page);
-    this.#pageCpuMs.delete(page);
-    this.#pageCpuMs.set(page, before === undefined ? cpuMs : before + EWMA_ALPHA * (cpuMs - before));
-    if (this.#pageCpuMs.size > MAX_PAGES) this.#pageCpuMs.delete(/** @type {string} */ (this.#pageCpuMs.keys().next().value));
+    this.#holds.fromWorker(state, message);
   }
 
   /** @param {WorkerState} state a worker that is gone */
   gone(state) {
-    state.drained = undefined;
-    this.#runOnWatch.forget(state);
+    this.#holds.gone(state);
   }
 
   /**
@@ -393,7 +306,7 @@ export class Scheduler {
     for (const worker of workers) {
       const state = this.#workers.get(worker.id);
       if (!state || !this.#hasRoom(state, bytes)) continue;
-      const rank = state.tasks.size + RANK[threadState(state, (id) => this.#expectedMs(state, id))] * this.#maxPending;
+      const rank = state.tasks.size + RANK[threadState(state, this.#expected)] * this.#maxPending;
       if (rank >= lowest) continue;
       best = worker;
       lowest = rank;
@@ -501,7 +414,7 @@ export class Scheduler {
   #settle(token) {
     if (token.worker) {
       if (token.worker.tasks.delete(token.id)) token.worker.heldBytes -= token.bytes ?? 0;
-      if (token.worker.tasks.size === 0) token.worker.drained?.();
+      if (token.worker.tasks.size === 0) this.#holds.settled(token.worker);
     } else {
       this.#admission.arrived();
     }
@@ -515,7 +428,7 @@ export class Scheduler {
    * @param {WorkerState} state
    */
   #free(state) {
-    return this.#hasRoom(state) && threadState(state, (id) => this.#expectedMs(state, id)) !== 'busy';
+    return this.#hasRoom(state) && threadState(state, this.#expected) !== 'busy';
   }
 
   /**

@@ -133,8 +133,8 @@
  * @property {number} assigned renders the balancer gave it (against its RECEIVED word)
  * @property {number} heldBytes what the renders it holds are estimated to hold while they
  *   wait (pending-memory.js)
- * @property {Map<number, import('./thread-use.js').Aborted>} aborted its renders aborted
- *   lately, oldest first: watched for one that runs on (thread-use.js)
+ * @property {Map<number, import('./thread-holds.js').Aborted>} aborted its renders aborted
+ *   lately, oldest first: watched for one that runs on (thread-holds.js)
  * @property {{onCpu: number, entered: number}} [seen] its words at the watch's last look
  * @property {boolean} runsOn a render of it ran on after its abort: it takes no more
  * @property {() => void} [drained] ends it once its renders have settled
