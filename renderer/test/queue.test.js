@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { render, startRenderer, waitFor } from './helpers.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { render, startRenderer, tempDir, waitFor } from './helpers.js';
 
 test('queue bound and deadline-aware admission', async (t) => {
   const { app, client } = await startRenderer(t, { threads: 2, max_queue: 3 });
@@ -30,7 +32,11 @@ test('queue bound and deadline-aware admission', async (t) => {
   // The recent mean render time is now ~100+ ms; with 2 busy and 2 queued a
   // call whose deadline is well short of the expected wait cannot make it.
   assert.ok(app.pool.stats().meanRenderMs > 80, `mean ${app.pool.stats().meanRenderMs}`);
-  const running = Array.from({ length: 4 }, () => render(client, busy, { deadlineMs: 10_000 }));
+  // Held on their threads by a gate until the check is done: a render near the end its page's
+  // renders take may have one queued behind it on its worker, which would empty the queue.
+  const gate = join(tempDir(t), 'gate');
+  const held = { page: 'busy-shell', url: `/busy-shell?gate=${encodeURIComponent(gate)}` };
+  const running = Array.from({ length: 4 }, () => render(client, held, { deadlineMs: 30_000 }));
   await waitFor(() => app.pool.stats().queued === 2);
   // The deadline: a third of the wait the renderer expects (2 queued x mean /
   // 2 threads), so it is refused even if one queued render starts before the
@@ -42,7 +48,8 @@ test('queue bound and deadline-aware admission', async (t) => {
   assert.equal(late.error?.code, status.RESOURCE_EXHAUSTED);
   assert.deepEqual(late.error?.metadata.get('ssr-error'), ['RENDER_ERR_WOULD_MISS_DEADLINE']);
   // A call with time enough queues and succeeds.
-  const patient = await render(client, { page: 'home' }, { deadlineMs: 5000 });
-  assert.equal(patient.response?.status, 200);
+  const patient = render(client, { page: 'home' }, { deadlineMs: 30_000 });
+  writeFileSync(gate, '');
+  assert.equal((await patient).response?.status, 200);
   for (const reply of await Promise.all(running)) assert.equal(reply.response?.status, 200);
 });

@@ -152,7 +152,9 @@ test('Node\'s own timers in a page: util.promisify(setTimeout) and node:timers/p
 test('a page that loops under many URLs is quarantined whole; other pages render', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 2, quarantine_after: 2, quarantine_page_after: 3 });
   for (let n = 1; n <= 3; n++) {
-    const { error } = await render(client, { page: 'loops', url: `/loops?n=${n}` }, { deadlineMs: 400 });
+    // Long enough for the render to reach its worker on a loaded host: one aborted while
+    // still queued kills no worker.
+    const { error } = await render(client, { page: 'loops', url: `/loops?n=${n}` }, { deadlineMs: 1500 });
     assert.equal(error?.code, status.DEADLINE_EXCEEDED);
     await waitFor(() => app.pool.readiness().ready);
   }
