@@ -25,6 +25,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient/rendertest"
 )
 
 // fakeRenderer renders "<page>: <props>" and returns the props it was given, as the real
@@ -97,7 +98,7 @@ func newFixtureOn(t *testing.T, o Options, fake *fakeRenderer) *fixture {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	ssrv1.RegisterRenderServiceServer(g, fake)
+	ssrv1.RegisterRenderServiceServer(g, rendertest.Server{RenderServiceServer: fake})
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../src/errors.js';
-import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
+import { encodeIslandsResponse, encodeRenderResponse, HEADROOM, prepareRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
 
 const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
 
@@ -32,8 +32,8 @@ const cases = [
 for (const { name, html, props } of cases) {
   test(`encodeRenderResponse: ${name}`, () => {
     const bytes = encodeRenderResponse(html, props, fields);
-    assert.equal(bytes.byteOffset, 0);
-    assert.equal(bytes.buffer.byteLength, bytes.byteLength, 'the buffer is exactly the message (transferable as is)');
+    assert.equal(bytes.byteOffset, HEADROOM, 'the headroom a Channel response is framed in (serve/replies.js)');
+    assert.equal(bytes.buffer.byteLength, HEADROOM + bytes.byteLength, 'and then the message alone (transferable as is)');
     const decoded = /** @type {any} */ (RenderResponse.toObject(RenderResponse.decode(bytes), { longs: Number }));
     assert.equal(Buffer.from(decoded.html ?? []).toString('utf8'), html);
     assert.equal(Buffer.from(decoded.propsJson ?? []).toString('utf8'), props);
@@ -68,7 +68,7 @@ test('encodeIslandsResponse: an island written in place is the same as its bytes
     { code: 'RENDER_ERR_PAGE_THREW', message: 'threw' },
     encodeRenderResponse(html, '', island),
   ]);
-  assert.equal(bytes.buffer.byteLength, bytes.byteLength, 'the buffer is exactly the message (transferable as is)');
+  assert.equal(bytes.buffer.byteLength, HEADROOM + bytes.byteLength, 'the buffer is the headroom and the message (transferable as is)');
   const { islands } = /** @type {any} */ (RenderIslandsResponse.toObject(RenderIslandsResponse.decode(bytes), { longs: Number, enums: String }));
   assert.equal(islands.length, 3);
   assert.deepEqual(islands[0], islands[2]);

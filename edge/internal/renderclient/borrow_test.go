@@ -3,14 +3,12 @@ package renderclient
 import (
 	"bytes"
 	"context"
-	"net"
-	"path/filepath"
 	"testing"
 
-	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient/rendertest"
 )
 
 // pageRenderer answers each Render with a page of 180 KB filled with the first byte of the
@@ -28,21 +26,7 @@ func (pageRenderer) Render(_ context.Context, req *ssrv1.RenderRequest) (*ssrv1.
 
 func startPageRenderer(t *testing.T) *Client {
 	t.Helper()
-	socket := filepath.Join(t.TempDir(), "r.sock")
-	lis, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	ssrv1.RegisterRenderServiceServer(srv, pageRenderer{})
-	go srv.Serve(lis)
-	t.Cleanup(srv.Stop)
-	c, err := New("unix://"+socket, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
+	return serve(t, rendertest.Server{RenderServiceServer: pageRenderer{}})
 }
 
 // TestBorrowedPagesStayTheirs: a borrowed page is never overwritten by the pages received

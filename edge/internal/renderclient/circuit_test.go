@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient/rendertest"
 )
 
 // failingRenderer answers every Render with one status and, if set, the renderer's code in
@@ -28,7 +29,7 @@ type failingRenderer struct {
 func (f *failingRenderer) Render(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	f.calls.Add(1)
 	if f.rendererCode != "" {
-		grpc.SetTrailer(ctx, metadata.Pairs(ErrorTrailer, f.rendererCode))
+		grpc.SetTrailer(ctx, metadata.Pairs(rendertest.ErrorTrailer, f.rendererCode))
 	}
 	return nil, status.Error(f.code, "failed on purpose")
 }
@@ -58,7 +59,7 @@ func TestCircuitOpensOnlyWhenUnreachable(t *testing.T) {
 			}
 			fake := &failingRenderer{code: tt.code, rendererCode: tt.rendererCode}
 			srv := grpc.NewServer()
-			ssrv1.RegisterRenderServiceServer(srv, fake)
+			ssrv1.RegisterRenderServiceServer(srv, rendertest.Server{RenderServiceServer: fake})
 			go srv.Serve(lis)
 			t.Cleanup(srv.Stop)
 			// Open for longer than the test runs: a refused call is the circuit's doing.

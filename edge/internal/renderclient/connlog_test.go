@@ -16,6 +16,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient/rendertest"
 )
 
 type okRenderer struct {
@@ -84,7 +85,7 @@ func TestDialFailuresLogTransitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer()
-	ssrv1.RegisterRenderServiceServer(g, okRenderer{})
+	ssrv1.RegisterRenderServiceServer(g, rendertest.Server{RenderServiceServer: okRenderer{}})
 	go g.Serve(lis)
 	dialUntil("reconnection", func() bool { return len(logs.Lines("INFO")) > 0 })
 	check("listening", 1, 1)

@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"math/bits"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -47,10 +45,15 @@ type Options struct {
 
 // Client renders pages on the renderer.
 type Client struct {
-	conn    *grpc.ClientConn
-	rpc     ssrv1.RenderServiceClient
-	circuit *circuit.Breaker
-	socket  string // the unix socket's path; empty for a TCP target
+	conn         *grpc.ClientConn
+	rpc          ssrv1.RenderServiceClient
+	circuit      *circuit.Breaker
+	socket       string // the unix socket's path; empty for a TCP target
+	codec        codec
+	maxPageBytes int
+
+	chMu     sync.Mutex
+	channels [channelCount]*channel // nil: not open, or broken
 }
 
 // New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
@@ -98,7 +101,10 @@ func New(target string, opts Options) (*Client, error) {
 		return nil, err
 	}
 	socket, _ := unixPath(target)
-	return &Client{conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: &circuit.Breaker{OpenFor: opts.MaxReconnectDelay}, socket: socket}, nil
+	return &Client{
+		conn: conn, rpc: ssrv1.NewRenderServiceClient(conn), circuit: &circuit.Breaker{OpenFor: opts.MaxReconnectDelay},
+		socket: socket, codec: codec, maxPageBytes: opts.MaxPageBytes,
+	}, nil
 }
 
 // codec is grpc-go's proto codec with its own buffers for unmarshaling. A response arrives
@@ -120,8 +126,8 @@ func newCodec(maxMessageBytes int) codec {
 }
 
 func (c codec) Unmarshal(data mem.BufferSlice, v any) error {
-	if r, ok := v.(*borrowedReply); ok {
-		return c.unmarshalBorrowed(data, r)
+	if in, ok := v.(*inbound); ok {
+		return c.unmarshalInbound(data, in)
 	}
 	m, ok := v.(proto.Message)
 	if !ok {
@@ -199,58 +205,96 @@ func (j *joinBuffers) Put(b *[]byte)     { j.put(b) }
 
 // Render asks the renderer for one page. ctx carries the hard timeout. A failure is an *Error.
 //
-// While the renderer is unreachable the circuit is open: calls fail at once with
-// UNAVAILABLE, and one call at a time probes whether it is back.
+// Every render goes as a message on one of the client's channels (channel.go). While the
+// renderer is unreachable the circuit is open: renders fail at once with UNAVAILABLE, and
+// one at a time probes whether it is back.
 func (c *Client) Render(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+	resp, release, err := c.render(ctx, req, false)
+	if release != nil {
+		release()
+	}
+	return resp, err
+}
+
+// RenderBorrowed is Render, except that the response's Html and PropsJson borrow a pooled
+// buffer: they may be read until release is called, which must then be, exactly once. On
+// error there is nothing to release.
+func (c *Client) RenderBorrowed(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, func(), error) {
+	return c.render(ctx, req, true)
+}
+
+func (c *Client) render(ctx context.Context, req *ssrv1.RenderRequest, borrow bool) (*ssrv1.RenderResponse, func(), error) {
+	in, err := c.exchange(ctx, &ssrv1.ChannelRequest{Part: &ssrv1.ChannelRequest_Render{Render: req}})
+	if err != nil {
+		return nil, nil, err
+	}
 	resp := new(ssrv1.RenderResponse)
-	if err := c.invoke(ctx, req, resp, resp); err != nil {
+	if in.field != responseRendered {
+		err = in.decode(responseRendered, resp)
+	} else if borrow {
+		err = decodeBorrowing(in.part, resp)
+	} else {
+		err = proto.Unmarshal(in.part, resp)
+	}
+	if err != nil {
+		in.release(c.codec.joins)
+		return nil, nil, &Error{Status: status.Convert(err)}
+	}
+	if resp.Timing != nil {
+		resp.Timing.RendererUs = in.rendererUs
+	}
+	if !borrow {
+		in.release(c.codec.joins)
+		return resp, nil, nil
+	}
+	return resp, func() { in.release(c.codec.joins) }, nil
+}
+
+// exchange sends a render that has one response and waits for it: a failure is an *Error.
+func (c *Client) exchange(ctx context.Context, req *ssrv1.ChannelRequest) (inbound, error) {
+	ex, err := c.startExchange(ctx, req)
+	if err != nil {
+		return inbound{}, err
+	}
+	in, err := ex.next(ctx)
+	if err != nil {
+		return inbound{}, err
+	}
+	if e := in.failure(); e != nil {
+		in.release(c.codec.joins)
+		return inbound{}, c.answered(e)
+	}
+	c.answered(nil)
+	return in, nil
+}
+
+// RenderIslands asks the renderer for the islands of one page, all in one render. ctx
+// carries the deadline. A failure of the whole render is an *Error, as Render's; one
+// island's failure is its result's error.
+func (c *Client) RenderIslands(ctx context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
+	in, err := c.exchange(ctx, &ssrv1.ChannelRequest{Part: &ssrv1.ChannelRequest_Islands{Islands: req}})
+	if err != nil {
 		return nil, err
 	}
-	return resp, nil
-}
-
-// invoke makes a Render call whose reply the codec decodes into resp (reply is resp, or
-// holds it).
-func (c *Client) invoke(ctx context.Context, req *ssrv1.RenderRequest, reply any, resp *ssrv1.RenderResponse) error {
-	if !c.circuit.Allow(time.Now()) {
-		return errCircuitOpen()
-	}
-	var trailer metadata.MD
-	if err := c.conn.Invoke(ctx, ssrv1.RenderService_Render_FullMethodName, req, reply, grpc.StaticMethod(), grpc.Trailer(&trailer)); err != nil {
-		return c.failed(err, trailer)
-	}
-	c.circuit.Record(time.Now(), false)
-	if v := trailer.Get(RendererTimeTrailer); len(v) > 0 && resp.Timing != nil {
-		resp.Timing.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
-	}
-	return nil
-}
-
-// RenderIslands asks the renderer for the islands of one page, all in one call. ctx carries
-// the deadline. A failure of the whole call is an *Error, as Render's; one island's failure
-// is its result's error.
-func (c *Client) RenderIslands(ctx context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
-	if !c.circuit.Allow(time.Now()) {
-		return nil, errCircuitOpen()
-	}
+	defer in.release(c.codec.joins)
 	resp := new(ssrv1.RenderIslandsResponse)
-	var trailer metadata.MD
-	if err := c.conn.Invoke(ctx, ssrv1.RenderService_RenderIslands_FullMethodName, req, resp, grpc.StaticMethod(), grpc.Trailer(&trailer)); err != nil {
-		return nil, c.failed(err, trailer)
+	if err := in.decode(responseIslands, resp); err != nil {
+		return nil, &Error{Status: status.Convert(err)}
 	}
-	c.circuit.Record(time.Now(), false)
 	return resp, nil
 }
 
-// Stream is a RenderStream call in progress.
+// Stream is a render of a page that streams, in progress.
 type Stream struct {
-	client *Client
-	call   grpc.BidiStreamingClient[ssrv1.RenderStreamRequest, ssrv1.RenderStreamResponse]
+	ctx  context.Context
+	ex   *exchange
+	stop func() bool // ends the watch on ctx
+	done bool
 }
 
 // RenderStream asks the renderer for a page that streams: its messages come from Recv as
 // the renderer produces them, and Send settles the request's pending deferred values; call
-// CloseSend once none is left. ctx carries the hard timeout; cancelling it ends the call.
+// CloseSend once none is left. ctx carries the hard timeout; cancelling it ends the render.
 // Failures, from this call or from Recv, are *Error, as Render's.
 //
 // The result's type is the interface literal the server package's StreamRenderer names, so
@@ -260,80 +304,97 @@ func (c *Client) RenderStream(ctx context.Context, req *ssrv1.RenderStreamReques
 	Send(*ssrv1.RenderStreamRequest) error
 	CloseSend() error
 }, error) {
-	if !c.circuit.Allow(time.Now()) {
-		return nil, errCircuitOpen()
-	}
-	call, err := c.rpc.RenderStream(ctx)
-	if err == nil {
-		err = call.Send(req)
-	}
+	ex, err := c.startExchange(ctx, &ssrv1.ChannelRequest{Part: &ssrv1.ChannelRequest_Stream{Stream: req}})
 	if err != nil {
-		return nil, c.failed(err, nil)
+		return nil, err
 	}
-	return &Stream{client: c, call: call}, nil
+	// A caller that stops reading and cancels ctx still ends the render on the renderer.
+	return &Stream{ctx: ctx, ex: ex, stop: context.AfterFunc(ctx, ex.giveUp)}, nil
 }
 
-// Send sends one of the request's deferred values, settled. An error means the call has
+// Send sends one of the request's deferred values, settled. An error means the render has
 // ended: Recv says how.
-func (s *Stream) Send(m *ssrv1.RenderStreamRequest) error { return s.call.Send(m) }
+func (s *Stream) Send(m *ssrv1.RenderStreamRequest) error {
+	if m.Settled == nil {
+		return status.Error(codes.InvalidArgument, "RenderStream: a later message settles a deferred value")
+	}
+	return s.ex.sendSettled(m.Settled)
+}
 
-// CloseSend tells the renderer that nothing more will be sent.
-func (s *Stream) CloseSend() error { return s.call.CloseSend() }
+// CloseSend says that nothing more will be sent: the render needs nothing to end.
+func (s *Stream) CloseSend() error { return nil }
 
 // Recv returns the next message, or io.EOF after the last. The trailer's timing gets the
-// renderer's time from the call's trailer metadata (Timing.renderer_us), as Render's does.
+// renderer's time (Timing.renderer_us).
 func (s *Stream) Recv() (*ssrv1.RenderStreamResponse, error) {
-	m, err := s.call.Recv()
-	if err == io.EOF {
-		s.client.circuit.Record(time.Now(), false)
+	if s.done {
 		return nil, io.EOF
 	}
+	c := s.ex.client
+	in, err := s.ex.next(s.ctx)
 	if err != nil {
-		return nil, s.client.failed(err, s.call.Trailer())
+		s.end()
+		return nil, err
+	}
+	defer in.release(c.codec.joins)
+	if e := in.failure(); e != nil {
+		s.end()
+		return nil, c.answered(e)
+	}
+	m := new(ssrv1.RenderStreamResponse)
+	if err := in.decode(responseStreamed, m); err != nil {
+		s.end()
+		s.ex.giveUp()
+		return nil, &Error{Status: status.Convert(err)}
 	}
 	if t := m.GetTrailer().GetTiming(); t != nil {
-		// The trailer metadata comes with the end of the call, after this message: read it now.
-		if _, err := s.call.Recv(); err != io.EOF {
-			if err == nil {
-				err = status.Error(codes.Internal, "renderer sent a message after the stream's trailer")
-			}
-			return nil, s.client.failed(err, s.call.Trailer())
-		}
-		if v := s.call.Trailer().Get(RendererTimeTrailer); len(v) > 0 {
-			t.RendererUs, _ = strconv.ParseUint(v[0], 10, 64)
-		}
-		s.client.circuit.Record(time.Now(), false)
+		t.RendererUs = in.rendererUs
+		s.end()
+		c.answered(nil)
 	}
 	return m, nil
 }
 
-// failed makes a call's error an *Error and records it in the circuit.
-func (c *Client) failed(err error, trailer metadata.MD) *Error {
-	var code string
-	if v := trailer.Get(ErrorTrailer); len(v) > 0 {
-		code = v[0]
-	}
-	e := &Error{Status: status.Convert(err), RendererCode: code}
+func (s *Stream) end() {
+	s.done = true
+	s.stop()
+}
+
+// answered records a render's answer in the circuit, and returns its error, if any.
+func (c *Client) answered(e *Error) error {
 	// Only a failure to reach the renderer opens the circuit; an answer, even an
 	// error, proves it is there.
+	c.circuit.Record(time.Now(), e != nil && e.Status.Code() == codes.Unavailable && e.RendererCode == "")
+	if e == nil {
+		return nil
+	}
+	return e
+}
+
+// failed makes a failure to start a render an *Error and records it in the circuit.
+func (c *Client) failed(err error, code string) *Error {
+	e := &Error{Status: status.Convert(err), RendererCode: code}
 	c.circuit.Record(time.Now(), e.Status.Code() == codes.Unavailable && code == "")
 	return e
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the channels and the connection.
+func (c *Client) Close() error {
+	c.chMu.Lock()
+	for i, ch := range c.channels {
+		if ch != nil {
+			ch.close()
+			c.channels[i] = nil
+		}
+	}
+	c.chMu.Unlock()
+	return c.conn.Close()
+}
 
 // errCircuitOpen is a call refused while the renderer is unreachable.
 func errCircuitOpen() *Error {
 	return &Error{Status: status.New(codes.Unavailable, "circuit open: the renderer was unreachable")}
 }
-
-// ErrorTrailer is the trailer in which the renderer puts its stable error code.
-const ErrorTrailer = "ssr-error"
-
-// RendererTimeTrailer is the trailer in which the renderer gives a successful call's time
-// there, in microseconds (Timing.renderer_us).
-const RendererTimeTrailer = "ssr-renderer-us"
 
 // Error is a failed render.
 type Error struct {

@@ -28,6 +28,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient/rendertest"
 )
 
 // testSite is what a test's stack is made of: the site's settings (Options, its parts
@@ -88,7 +89,7 @@ func (f *fakeRenderer) Render(ctx context.Context, req *ssrv1.RenderRequest) (*s
 // failWith answers like the real renderer: a status plus its stable code in the trailer.
 func failWith(code codes.Code, rendererCode, msg string) func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	return func(ctx context.Context, _ *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-		grpc.SetTrailer(ctx, metadata.Pairs(renderclient.ErrorTrailer, rendererCode))
+		grpc.SetTrailer(ctx, metadata.Pairs(rendertest.ErrorTrailer, rendererCode))
 		return nil, status.Error(code, msg)
 	}
 }
@@ -96,7 +97,7 @@ func failWith(code codes.Code, rendererCode, msg string) func(context.Context, *
 // renders answers like the real renderer: its time there in the trailer.
 func renders(html string) func(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	return func(ctx context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
-		grpc.SetTrailer(ctx, metadata.Pairs(renderclient.RendererTimeTrailer, "3500"))
+		grpc.SetTrailer(ctx, metadata.Pairs(rendertest.RendererTimeTrailer, "3500"))
 		return &ssrv1.RenderResponse{
 			Page: req.Page, Status: 200, Html: []byte(html), Head: "<title>T</title>",
 			PropsJson: []byte(`{"n":1}`), Timing: &ssrv1.Timing{QueueUs: 100, RenderUs: 3000, WorkerUs: 3100, WorkerId: 4},
@@ -141,7 +142,7 @@ func start(t testing.TB, edit func(*testSite), options ...func(*Options)) *stack
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	ssrv1.RegisterRenderServiceServer(srv, fake)
+	ssrv1.RegisterRenderServiceServer(srv, rendertest.Server{RenderServiceServer: fake})
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
 

@@ -2,15 +2,15 @@
 // (socket.js makes its path safe to bind) or TCP, loaded from the .proto at run
 // time, with grpc.health.v1 and server reflection beside it (so `grpcurl
 // -plaintext unix:///path list` works).
-import { MessageChannel } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
 import { splitHostPort, unixSocketPath } from '../config.js';
-import { ownDeferred } from '../pool/own-buffers.js';
+import { Channels } from './channel.js';
 import { renderIslandsHandler } from './islands.js';
 import { addReflection } from './reflection.js';
 import { serveRender, toServiceError, view } from './render-call.js';
+import { streamRender } from './stream-call.js';
 import { prepareSocketPath } from './socket.js';
 import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 
@@ -19,8 +19,6 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
 /** @import { Metrics } from '../ops/metrics.js' */
 /** @import { Quarantine } from './quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
-/** @import { MessagePort } from 'node:worker_threads' */
-/** @import { SettledMessage, StreamMessage } from '../worker/stream.js' */
 /** @import { WireDeferred } from '../worker/deferred-values.js' */
 /** @import { RenderDeps } from './render-call.js' */
 
@@ -49,7 +47,7 @@ export const RENDER_SERVICE = 'ssr.v1.RenderService';
  * @property {(serving: boolean) => void} setServing health of "" and
  *   ssr.v1.RenderService: SERVING or NOT_SERVING (NOT_SERVING until called)
  * @property {(graceMs: number) => Promise<boolean>} shutdown end health Watch
- *   streams, stop accepting (tryShutdown), let calls finish for up to graceMs,
+ *   streams and, once their renders have answered, Channels, stop accepting (tryShutdown), let calls finish for up to graceMs,
  *   then cut the rest (forceShutdown). Resolves true when nothing was cut.
  */
 
@@ -57,7 +55,8 @@ export const RENDER_SERVICE = 'ssr.v1.RenderService';
  * Loads the service definition from the .proto. Bytes fields arrive as Buffers
  * (proto-loader's default). Render's response leaves the worker already
  * encoded (worker/wire.js), and so does RenderIslands' (or it is assembled
- * around such bytes), so their serializers pass the bytes through.
+ * around such bytes), and a Channel's responses are framed around them
+ * (replies.js), so their serializers pass the bytes through.
  */
 function loadRenderService() {
   const definition = protoLoader.loadSync(PROTO_PATH, { keepCase: false, longs: Number, enums: String, defaults: true });
@@ -68,6 +67,7 @@ function loadRenderService() {
     Render: { ...service.Render, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
     RenderStream: { ...service.RenderStream, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
     RenderIslands: { ...service.RenderIslands, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
+    Channel: { ...service.Channel, responseSerialize: (/** @type {Buffer} */ encoded) => encoded },
   };
 }
 
@@ -81,11 +81,13 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
   });
   /** @type {RenderDeps} */
   const deps = { pool, logger, defaultDeadlineMs, metrics, quarantine, tracing };
+  const channels = new Channels();
   server.addService(loadRenderService(), {
     Render: renderHandler(deps),
     RenderStream: renderStreamHandler(deps),
     RenderIslands: renderIslandsHandler(deps, maxPageMb * 1024 * 1024),
     ListPages: listPagesHandler(pool),
+    Channel: channels.handler(deps, maxPageMb * 1024 * 1024),
   });
 
   const health = new HealthImplementation({ '': 'NOT_SERVING', [RENDER_SERVICE]: 'NOT_SERVING' });
@@ -131,6 +133,7 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
     shutdown: (graceMs) => new Promise((resolve) => {
       for (const call of watches) call.end();
       watches.clear();
+      channels.close();
       const timer = setTimeout(() => {
         server.forceShutdown();
         resolve(false);
@@ -174,34 +177,18 @@ function renderHandler(deps) {
 }
 
 /**
- * RenderStream: the worker posts each message on a port of the task's own
- * (worker/stream.js), already encoded, and this thread passes them on as they
- * come. grpc-js buffers what the socket does not take at once; the page's size
- * is bounded by max_page_mb in the worker. The caller's first message is the
- * request; each later one settles a deferred value, posted to the worker on
- * the same port. A render tried again on another worker (its worker died for
- * another render before any of it was sent) gets a port of its own, and the
- * values settled so far again.
+ * RenderStream (stream-call.js): the caller's first message is the request; each later
+ * one settles a deferred value. grpc-js buffers what the socket does not take at once; the
+ * page's size is bounded by max_page_mb in the worker.
  * @param {RenderDeps} deps
  * @returns {grpc.handleBidiStreamingCall<any, any>}
  */
 function renderStreamHandler(deps) {
   return async (call) => {
-    /** @type {WireDeferred[]} */
-    const settledSoFar = [];
-    /** @type {MessagePort | undefined} the port of the render's current try */
-    let current;
-    /** @type {Promise<void>} resolves once the current try posted its last message */
-    let posted = Promise.resolve();
-    let begun = false;
-    let answered = false;
-    /** @param {MessagePort} port @param {WireDeferred} d */
-    const settle = (port, d) => {
-      const { value, transfer } = ownDeferred(d);
-      /** @type {SettledMessage} */
-      const settled = { settled: value };
-      port.postMessage(settled, transfer);
-    };
+    /** @type {ReturnType<typeof streamRender> | undefined} */
+    let render;
+    /** @type {WireDeferred[]} settled before the render started */
+    const early = [];
     // One listener for every message: grpc-js may emit several in one go, and a settled
     // value may follow the request at once.
     /** @type {any} */
@@ -212,8 +199,8 @@ function renderStreamHandler(deps) {
           asked = true;
           resolve(message);
         } else if (message.settled) {
-          settledSoFar.push(message.settled);
-          if (current) settle(current, message.settled);
+          if (render) render.settle(message.settled);
+          else early.push(message.settled);
         }
       });
       for (const event of ['end', 'cancelled', 'error']) call.once(event, () => resolve(undefined));
@@ -222,42 +209,16 @@ function renderStreamHandler(deps) {
       if (!call.cancelled) call.emit('error', { code: grpc.status.INVALID_ARGUMENT, details: 'RenderStream: the first message must hold the request' });
       return;
     }
-    const open = () => {
-      current?.close();
-      const { port1, port2 } = new MessageChannel();
-      current = port1;
-      posted = new Promise((resolve) => {
-        port1.on('message', (/** @type {StreamMessage} */ message) => {
-          if ('end' in message) resolve();
-          else if (!answered) {
-            begun = true;
-            call.write(view(message.bytes));
-          }
-        });
-        port1.once('close', () => resolve());
-      });
-      for (const d of settledSoFar) settle(port1, d);
-      return port2;
-    };
-    try {
-      await serveRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), first.render, {
-        stream: { open, begun: () => begun },
-        nonce: first.nonce,
-        succeeded: async (trailerMessage, trailer) => {
-          await posted;
-          answered = true;
-          call.write(view(trailerMessage));
-          call.end(trailer);
-        },
-        // After a head, too: the edge closes the document it was streaming.
-        failed: (error) => {
-          answered = true;
-          call.emit('error', toServiceError(error));
-        },
-      });
-    } finally {
-      current?.close();
-    }
+    render = streamRender(deps, /** @type {grpc.ServerUnaryCall<any, any>} */ (/** @type {unknown} */ (call)), first, {
+      message: (bytes) => call.write(view(bytes)),
+      succeeded: (trailerMessage, trailer) => {
+        call.write(view(trailerMessage));
+        call.end(trailer);
+      },
+      failed: (error) => call.emit('error', toServiceError(error)),
+    });
+    for (const d of early) render.settle(d);
+    await render.done;
   };
 }
 

@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import protobuf from 'protobufjs';
 import { PageThrewError, PageTooLargeError } from '../errors.js';
 import { pageThrew, micros, renderHead } from './render-page.js';
-import { encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from './wire.js';
+import { allocMessage, encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from './wire.js';
 
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { Bundle, PreparedPage } from './render-page.js' */
@@ -157,7 +157,7 @@ class Destination {
   flush() {
     if (this.#pending.length === 0) return;
     const length = byteLengthOf(this.#pending);
-    const out = Buffer.allocUnsafeSlow(fieldHeaderLength(length) + length);
+    const out = allocMessage(fieldHeaderLength(length) + length);
     writeChunks(out, writeFieldHeader(out, 0, HTML_FIELD, length), this.#pending);
     this.#pending = [];
     if (this.#admit(out.byteLength)) post(this.#port, out);
@@ -207,7 +207,10 @@ export function writeChunks(out, at, chunks) {
  */
 export function encodeTrailer(timing) {
   streamType ??= protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderStreamResponse');
-  return streamType.encode({ trailer: { timing } }).finish();
+  const encoded = streamType.encode({ trailer: { timing } }).finish();
+  const out = allocMessage(encoded.byteLength);
+  out.set(encoded);
+  return out;
 }
 
 /**
@@ -226,7 +229,7 @@ function post(port, bytes) {
  * @param {Uint8Array} inner
  */
 function wrap(field, inner) {
-  const out = Buffer.allocUnsafeSlow(fieldHeaderLength(inner.byteLength) + inner.byteLength);
+  const out = allocMessage(fieldHeaderLength(inner.byteLength) + inner.byteLength);
   out.set(inner, writeFieldHeader(out, 0, field, inner.byteLength));
   return out;
 }

@@ -59,13 +59,33 @@ let responseType;
 /** @type {protobuf.Type | undefined} */
 let islandErrorType;
 
-/** @param {string} name */
-function protoType(name) {
+/**
+ * A message type of render.proto, loaded once per thread.
+ * @param {string} name
+ */
+export function protoType(name) {
   root ??= protobuf.loadSync(PROTO_PATH);
   return root.lookupType(name);
 }
 
 const MiB = 1024 * 1024;
+
+/**
+ * Bytes left free in front of every message encoded here for the wire: there the main
+ * thread writes the fields a Channel response adds around it (its id, its part's tag and
+ * length: serve/replies.js), so that the message is passed on without a copy of its own.
+ * At most 1 + 10 (id) + 1 + 10 (renderer_us) + 1 + 5 (the part's tag and length).
+ */
+export const HEADROOM = 28;
+
+/**
+ * A buffer of `length` bytes for a message, with HEADROOM free in front of it in the same
+ * ArrayBuffer, which holds nothing else (transferable).
+ * @param {number} length
+ */
+export function allocMessage(length) {
+  return Buffer.allocUnsafeSlow(HEADROOM + length).subarray(HEADROOM);
+}
 
 /**
  * A RenderResponse measured, its small fields encoded, ready to be written where it goes
@@ -117,7 +137,7 @@ export function prepareRenderResponse(html, propsJson, fields, maxBytes = Infini
  */
 export function encodeRenderResponse(html, propsJson, fields, maxBytes = Infinity) {
   const prepared = prepareRenderResponse(html, propsJson, fields, maxBytes);
-  const out = Buffer.allocUnsafeSlow(prepared.byteLength);
+  const out = allocMessage(prepared.byteLength);
   writeRenderResponse(out, 0, prepared);
   return out;
 }
@@ -159,7 +179,7 @@ export function encodeIslandsResponse(outcomes, maxBytes = Infinity) {
   if (total > maxBytes) {
     throw new PageTooLargeError(`the islands' response would be ${total} bytes, over the ${maxBytes / MiB} MB limit of renderer.max_page_mb`);
   }
-  const out = Buffer.allocUnsafeSlow(total);
+  const out = allocMessage(total);
   let at = 0;
   for (const { field, message, length } of results) {
     at = writeFieldHeader(out, at, ISLANDS_FIELD, length);
@@ -206,7 +226,18 @@ export function fieldHeaderLength(length) {
  */
 export function writeFieldHeader(out, at, field, length) {
   out[at++] = (field << 3) | LENGTH_DELIMITED;
-  let n = length;
+  return writeVarint(out, at, length);
+}
+
+/**
+ * A varint of a non-negative integer up to 2^53.
+ * @param {Uint8Array} out
+ * @param {number} at
+ * @param {number} value
+ * @returns {number} the offset after it
+ */
+export function writeVarint(out, at, value) {
+  let n = value;
   while (n >= 0x80) {
     out[at++] = (n % 0x80) | 0x80;
     n = Math.floor(n / 0x80);

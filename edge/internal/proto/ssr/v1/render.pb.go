@@ -130,6 +130,454 @@ func (RenderErr) EnumDescriptor() ([]byte, []int) {
 	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
 }
 
+type ChannelRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The render the message is about.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ChannelRequest_Render
+	//	*ChannelRequest_Stream
+	//	*ChannelRequest_Islands
+	//	*ChannelRequest_Settled
+	//	*ChannelRequest_Cancel
+	Part isChannelRequest_Part `protobuf_oneof:"part"`
+	// With render, stream or islands, what their calls carry as metadata and deadline: the
+	// render's budget in milliseconds from the message's arrival (0: renderer.default_deadline),
+	DeadlineMs uint32 `protobuf:"varint,7,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	// the caller's request id (x-request-id), for the renderer's logs and spans,
+	RequestId string `protobuf:"bytes,8,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// and W3C trace context.
+	Traceparent   string `protobuf:"bytes,9,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,10,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelRequest) Reset() {
+	*x = ChannelRequest{}
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelRequest) ProtoMessage() {}
+
+func (x *ChannelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelRequest.ProtoReflect.Descriptor instead.
+func (*ChannelRequest) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ChannelRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ChannelRequest) GetPart() isChannelRequest_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetRender() *RenderRequest {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelRequest_Render); ok {
+			return x.Render
+		}
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetStream() *RenderStreamRequest {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelRequest_Stream); ok {
+			return x.Stream
+		}
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetIslands() *RenderIslandsRequest {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelRequest_Islands); ok {
+			return x.Islands
+		}
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetSettled() *Deferred {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelRequest_Settled); ok {
+			return x.Settled
+		}
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetCancel() *ChannelCancel {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelRequest_Cancel); ok {
+			return x.Cancel
+		}
+	}
+	return nil
+}
+
+func (x *ChannelRequest) GetDeadlineMs() uint32 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+func (x *ChannelRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ChannelRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *ChannelRequest) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
+type isChannelRequest_Part interface {
+	isChannelRequest_Part()
+}
+
+type ChannelRequest_Render struct {
+	// A page, as Render's request.
+	Render *RenderRequest `protobuf:"bytes,2,opt,name=render,proto3,oneof"`
+}
+
+type ChannelRequest_Stream struct {
+	// A page that streams, as RenderStream's first message.
+	Stream *RenderStreamRequest `protobuf:"bytes,3,opt,name=stream,proto3,oneof"`
+}
+
+type ChannelRequest_Islands struct {
+	// Islands, as RenderIslands' request.
+	Islands *RenderIslandsRequest `protobuf:"bytes,4,opt,name=islands,proto3,oneof"`
+}
+
+type ChannelRequest_Settled struct {
+	// One of a streaming render's pending deferred values, settled (RenderStream's later
+	// messages). One for a render that has ended is ignored.
+	Settled *Deferred `protobuf:"bytes,5,opt,name=settled,proto3,oneof"`
+}
+
+type ChannelRequest_Cancel struct {
+	// The caller gave up on the render: it is aborted, as a cancelled call's would be. Its
+	// last response still comes (an `error`), and may be ignored.
+	Cancel *ChannelCancel `protobuf:"bytes,6,opt,name=cancel,proto3,oneof"`
+}
+
+func (*ChannelRequest_Render) isChannelRequest_Part() {}
+
+func (*ChannelRequest_Stream) isChannelRequest_Part() {}
+
+func (*ChannelRequest_Islands) isChannelRequest_Part() {}
+
+func (*ChannelRequest_Settled) isChannelRequest_Part() {}
+
+func (*ChannelRequest_Cancel) isChannelRequest_Part() {}
+
+type ChannelCancel struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelCancel) Reset() {
+	*x = ChannelCancel{}
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelCancel) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelCancel) ProtoMessage() {}
+
+func (x *ChannelCancel) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelCancel.ProtoReflect.Descriptor instead.
+func (*ChannelCancel) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+}
+
+type ChannelResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The render it answers.
+	Id uint64 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	// Types that are valid to be assigned to Part:
+	//
+	//	*ChannelResponse_Rendered
+	//	*ChannelResponse_Streamed
+	//	*ChannelResponse_Islands
+	//	*ChannelResponse_Error
+	//	*ChannelResponse_Piece
+	Part      isChannelResponse_Part `protobuf_oneof:"part"`
+	LastPiece bool                   `protobuf:"varint,7,opt,name=last_piece,json=lastPiece,proto3" json:"last_piece,omitempty"`
+	// With a render's end that is not an error: its time in the renderer, in microseconds
+	// (the calls' ssr-renderer-us trailer, Timing.renderer_us).
+	RendererUs    uint64 `protobuf:"varint,8,opt,name=renderer_us,json=rendererUs,proto3" json:"renderer_us,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelResponse) Reset() {
+	*x = ChannelResponse{}
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelResponse) ProtoMessage() {}
+
+func (x *ChannelResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelResponse.ProtoReflect.Descriptor instead.
+func (*ChannelResponse) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ChannelResponse) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *ChannelResponse) GetPart() isChannelResponse_Part {
+	if x != nil {
+		return x.Part
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetRendered() *RenderResponse {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelResponse_Rendered); ok {
+			return x.Rendered
+		}
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetStreamed() *RenderStreamResponse {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelResponse_Streamed); ok {
+			return x.Streamed
+		}
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetIslands() *RenderIslandsResponse {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelResponse_Islands); ok {
+			return x.Islands
+		}
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetError() *ChannelError {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelResponse_Error); ok {
+			return x.Error
+		}
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetPiece() []byte {
+	if x != nil {
+		if x, ok := x.Part.(*ChannelResponse_Piece); ok {
+			return x.Piece
+		}
+	}
+	return nil
+}
+
+func (x *ChannelResponse) GetLastPiece() bool {
+	if x != nil {
+		return x.LastPiece
+	}
+	return false
+}
+
+func (x *ChannelResponse) GetRendererUs() uint64 {
+	if x != nil {
+		return x.RendererUs
+	}
+	return 0
+}
+
+type isChannelResponse_Part interface {
+	isChannelResponse_Part()
+}
+
+type ChannelResponse_Rendered struct {
+	// Render's response: the render's end.
+	Rendered *RenderResponse `protobuf:"bytes,2,opt,name=rendered,proto3,oneof"`
+}
+
+type ChannelResponse_Streamed struct {
+	// One of RenderStream's messages; its trailer is the render's end.
+	Streamed *RenderStreamResponse `protobuf:"bytes,3,opt,name=streamed,proto3,oneof"`
+}
+
+type ChannelResponse_Islands struct {
+	// RenderIslands' response: the render's end.
+	Islands *RenderIslandsResponse `protobuf:"bytes,4,opt,name=islands,proto3,oneof"`
+}
+
+type ChannelResponse_Error struct {
+	// The render failed: its end.
+	Error *ChannelError `protobuf:"bytes,5,opt,name=error,proto3,oneof"`
+}
+
+type ChannelResponse_Piece struct {
+	// A part of a response too large for one message (over 256 KiB): the pieces of an id,
+	// up to the one with last_piece set, joined, are the encoding of one ChannelResponse.
+	// The renderer sends pieces of several renders in turn, so that a large page holds a
+	// small one behind it on the same channel by a few pieces, not by the page.
+	Piece []byte `protobuf:"bytes,6,opt,name=piece,proto3,oneof"`
+}
+
+func (*ChannelResponse_Rendered) isChannelResponse_Part() {}
+
+func (*ChannelResponse_Streamed) isChannelResponse_Part() {}
+
+func (*ChannelResponse_Islands) isChannelResponse_Part() {}
+
+func (*ChannelResponse_Error) isChannelResponse_Part() {}
+
+func (*ChannelResponse_Piece) isChannelResponse_Part() {}
+
+// A render's failure on a Channel: what the matching call would end with.
+type ChannelError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its gRPC status code (google.rpc.Code's numbers).
+	Status int32 `protobuf:"varint,1,opt,name=status,proto3" json:"status,omitempty"`
+	// The calls' `ssr-error` trailer; UNSPECIFIED for a failure not of the render (a message
+	// the renderer could not take).
+	Code RenderErr `protobuf:"varint,2,opt,name=code,proto3,enum=ssr.v1.RenderErr" json:"code,omitempty"`
+	// Safe to log, not to show.
+	Message       string `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChannelError) Reset() {
+	*x = ChannelError{}
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChannelError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChannelError) ProtoMessage() {}
+
+func (x *ChannelError) ProtoReflect() protoreflect.Message {
+	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChannelError.ProtoReflect.Descriptor instead.
+func (*ChannelError) Descriptor() ([]byte, []int) {
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ChannelError) GetStatus() int32 {
+	if x != nil {
+		return x.Status
+	}
+	return 0
+}
+
+func (x *ChannelError) GetCode() RenderErr {
+	if x != nil {
+		return x.Code
+	}
+	return RenderErr_RENDER_ERR_UNSPECIFIED
+}
+
+func (x *ChannelError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type RenderIslandsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The page's path and query, for the renderer's logs and spans.
@@ -142,7 +590,7 @@ type RenderIslandsRequest struct {
 
 func (x *RenderIslandsRequest) Reset() {
 	*x = RenderIslandsRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -154,7 +602,7 @@ func (x *RenderIslandsRequest) String() string {
 func (*RenderIslandsRequest) ProtoMessage() {}
 
 func (x *RenderIslandsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[0]
+	mi := &file_ssr_v1_render_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -167,7 +615,7 @@ func (x *RenderIslandsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderIslandsRequest.ProtoReflect.Descriptor instead.
 func (*RenderIslandsRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{0}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *RenderIslandsRequest) GetUrl() string {
@@ -197,7 +645,7 @@ type Island struct {
 
 func (x *Island) Reset() {
 	*x = Island{}
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -209,7 +657,7 @@ func (x *Island) String() string {
 func (*Island) ProtoMessage() {}
 
 func (x *Island) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[1]
+	mi := &file_ssr_v1_render_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -222,7 +670,7 @@ func (x *Island) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Island.ProtoReflect.Descriptor instead.
 func (*Island) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{1}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Island) GetName() string {
@@ -249,7 +697,7 @@ type RenderIslandsResponse struct {
 
 func (x *RenderIslandsResponse) Reset() {
 	*x = RenderIslandsResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -261,7 +709,7 @@ func (x *RenderIslandsResponse) String() string {
 func (*RenderIslandsResponse) ProtoMessage() {}
 
 func (x *RenderIslandsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[2]
+	mi := &file_ssr_v1_render_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -274,7 +722,7 @@ func (x *RenderIslandsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderIslandsResponse.ProtoReflect.Descriptor instead.
 func (*RenderIslandsResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{2}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RenderIslandsResponse) GetIslands() []*IslandResult {
@@ -297,7 +745,7 @@ type IslandResult struct {
 
 func (x *IslandResult) Reset() {
 	*x = IslandResult{}
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -309,7 +757,7 @@ func (x *IslandResult) String() string {
 func (*IslandResult) ProtoMessage() {}
 
 func (x *IslandResult) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[3]
+	mi := &file_ssr_v1_render_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +770,7 @@ func (x *IslandResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IslandResult.ProtoReflect.Descriptor instead.
 func (*IslandResult) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{3}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *IslandResult) GetOutcome() isIslandResult_Outcome {
@@ -380,7 +828,7 @@ type IslandError struct {
 
 func (x *IslandError) Reset() {
 	*x = IslandError{}
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +840,7 @@ func (x *IslandError) String() string {
 func (*IslandError) ProtoMessage() {}
 
 func (x *IslandError) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[4]
+	mi := &file_ssr_v1_render_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +853,7 @@ func (x *IslandError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IslandError.ProtoReflect.Descriptor instead.
 func (*IslandError) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{4}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *IslandError) GetCode() RenderErr {
@@ -430,7 +878,7 @@ type ListPagesRequest struct {
 
 func (x *ListPagesRequest) Reset() {
 	*x = ListPagesRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -442,7 +890,7 @@ func (x *ListPagesRequest) String() string {
 func (*ListPagesRequest) ProtoMessage() {}
 
 func (x *ListPagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[5]
+	mi := &file_ssr_v1_render_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -455,7 +903,7 @@ func (x *ListPagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPagesRequest.ProtoReflect.Descriptor instead.
 func (*ListPagesRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{5}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
 }
 
 type ListPagesResponse struct {
@@ -476,7 +924,7 @@ type ListPagesResponse struct {
 
 func (x *ListPagesResponse) Reset() {
 	*x = ListPagesResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -488,7 +936,7 @@ func (x *ListPagesResponse) String() string {
 func (*ListPagesResponse) ProtoMessage() {}
 
 func (x *ListPagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[6]
+	mi := &file_ssr_v1_render_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -501,7 +949,7 @@ func (x *ListPagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPagesResponse.ProtoReflect.Descriptor instead.
 func (*ListPagesResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{6}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListPagesResponse) GetPages() []string {
@@ -555,7 +1003,7 @@ type RenderRequest struct {
 
 func (x *RenderRequest) Reset() {
 	*x = RenderRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +1015,7 @@ func (x *RenderRequest) String() string {
 func (*RenderRequest) ProtoMessage() {}
 
 func (x *RenderRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[7]
+	mi := &file_ssr_v1_render_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +1028,7 @@ func (x *RenderRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderRequest.ProtoReflect.Descriptor instead.
 func (*RenderRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{7}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *RenderRequest) GetPage() string {
@@ -641,7 +1089,7 @@ type Deferred struct {
 
 func (x *Deferred) Reset() {
 	*x = Deferred{}
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -653,7 +1101,7 @@ func (x *Deferred) String() string {
 func (*Deferred) ProtoMessage() {}
 
 func (x *Deferred) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[8]
+	mi := &file_ssr_v1_render_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -666,7 +1114,7 @@ func (x *Deferred) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deferred.ProtoReflect.Descriptor instead.
 func (*Deferred) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{8}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Deferred) GetName() string {
@@ -750,7 +1198,7 @@ type RenderResponse struct {
 
 func (x *RenderResponse) Reset() {
 	*x = RenderResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +1210,7 @@ func (x *RenderResponse) String() string {
 func (*RenderResponse) ProtoMessage() {}
 
 func (x *RenderResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[9]
+	mi := &file_ssr_v1_render_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -775,7 +1223,7 @@ func (x *RenderResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderResponse.ProtoReflect.Descriptor instead.
 func (*RenderResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{9}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RenderResponse) GetHtml() []byte {
@@ -859,7 +1307,7 @@ type RenderStreamRequest struct {
 
 func (x *RenderStreamRequest) Reset() {
 	*x = RenderStreamRequest{}
-	mi := &file_ssr_v1_render_proto_msgTypes[10]
+	mi := &file_ssr_v1_render_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -871,7 +1319,7 @@ func (x *RenderStreamRequest) String() string {
 func (*RenderStreamRequest) ProtoMessage() {}
 
 func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[10]
+	mi := &file_ssr_v1_render_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -884,7 +1332,7 @@ func (x *RenderStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamRequest.ProtoReflect.Descriptor instead.
 func (*RenderStreamRequest) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{10}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *RenderStreamRequest) GetRender() *RenderRequest {
@@ -922,7 +1370,7 @@ type RenderStreamResponse struct {
 
 func (x *RenderStreamResponse) Reset() {
 	*x = RenderStreamResponse{}
-	mi := &file_ssr_v1_render_proto_msgTypes[11]
+	mi := &file_ssr_v1_render_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -934,7 +1382,7 @@ func (x *RenderStreamResponse) String() string {
 func (*RenderStreamResponse) ProtoMessage() {}
 
 func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[11]
+	mi := &file_ssr_v1_render_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -947,7 +1395,7 @@ func (x *RenderStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamResponse.ProtoReflect.Descriptor instead.
 func (*RenderStreamResponse) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{11}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RenderStreamResponse) GetPart() isRenderStreamResponse_Part {
@@ -1022,7 +1470,7 @@ type RenderStreamTrailer struct {
 
 func (x *RenderStreamTrailer) Reset() {
 	*x = RenderStreamTrailer{}
-	mi := &file_ssr_v1_render_proto_msgTypes[12]
+	mi := &file_ssr_v1_render_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1482,7 @@ func (x *RenderStreamTrailer) String() string {
 func (*RenderStreamTrailer) ProtoMessage() {}
 
 func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[12]
+	mi := &file_ssr_v1_render_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1495,7 @@ func (x *RenderStreamTrailer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenderStreamTrailer.ProtoReflect.Descriptor instead.
 func (*RenderStreamTrailer) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{12}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *RenderStreamTrailer) GetTiming() *Timing {
@@ -1067,7 +1515,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_ssr_v1_render_proto_msgTypes[13]
+	mi := &file_ssr_v1_render_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1527,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[13]
+	mi := &file_ssr_v1_render_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1540,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{13}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Header) GetName() string {
@@ -1124,7 +1572,7 @@ type CacheHint struct {
 
 func (x *CacheHint) Reset() {
 	*x = CacheHint{}
-	mi := &file_ssr_v1_render_proto_msgTypes[14]
+	mi := &file_ssr_v1_render_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1584,7 @@ func (x *CacheHint) String() string {
 func (*CacheHint) ProtoMessage() {}
 
 func (x *CacheHint) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[14]
+	mi := &file_ssr_v1_render_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1597,7 @@ func (x *CacheHint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CacheHint.ProtoReflect.Descriptor instead.
 func (*CacheHint) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{14}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CacheHint) GetMaxAgeSeconds() uint32 {
@@ -1201,7 +1649,7 @@ type Timing struct {
 
 func (x *Timing) Reset() {
 	*x = Timing{}
-	mi := &file_ssr_v1_render_proto_msgTypes[15]
+	mi := &file_ssr_v1_render_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1213,7 +1661,7 @@ func (x *Timing) String() string {
 func (*Timing) ProtoMessage() {}
 
 func (x *Timing) ProtoReflect() protoreflect.Message {
-	mi := &file_ssr_v1_render_proto_msgTypes[15]
+	mi := &file_ssr_v1_render_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1226,7 +1674,7 @@ func (x *Timing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timing.ProtoReflect.Descriptor instead.
 func (*Timing) Descriptor() ([]byte, []int) {
-	return file_ssr_v1_render_proto_rawDescGZIP(), []int{15}
+	return file_ssr_v1_render_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Timing) GetQueueUs() uint64 {
@@ -1296,7 +1744,41 @@ var File_ssr_v1_render_proto protoreflect.FileDescriptor
 
 const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
-	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"R\n" +
+	"\x13ssr/v1/render.proto\x12\x06ssr.v1\"\xab\x03\n" +
+	"\x0eChannelRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12/\n" +
+	"\x06render\x18\x02 \x01(\v2\x15.ssr.v1.RenderRequestH\x00R\x06render\x125\n" +
+	"\x06stream\x18\x03 \x01(\v2\x1b.ssr.v1.RenderStreamRequestH\x00R\x06stream\x128\n" +
+	"\aislands\x18\x04 \x01(\v2\x1c.ssr.v1.RenderIslandsRequestH\x00R\aislands\x12,\n" +
+	"\asettled\x18\x05 \x01(\v2\x10.ssr.v1.DeferredH\x00R\asettled\x12/\n" +
+	"\x06cancel\x18\x06 \x01(\v2\x15.ssr.v1.ChannelCancelH\x00R\x06cancel\x12\x1f\n" +
+	"\vdeadline_ms\x18\a \x01(\rR\n" +
+	"deadlineMs\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\b \x01(\tR\trequestId\x12 \n" +
+	"\vtraceparent\x18\t \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\n" +
+	" \x01(\tR\n" +
+	"tracestateB\x06\n" +
+	"\x04part\"\x0f\n" +
+	"\rChannelCancel\"\xdc\x02\n" +
+	"\x0fChannelResponse\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x124\n" +
+	"\brendered\x18\x02 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\brendered\x12:\n" +
+	"\bstreamed\x18\x03 \x01(\v2\x1c.ssr.v1.RenderStreamResponseH\x00R\bstreamed\x129\n" +
+	"\aislands\x18\x04 \x01(\v2\x1d.ssr.v1.RenderIslandsResponseH\x00R\aislands\x12,\n" +
+	"\x05error\x18\x05 \x01(\v2\x14.ssr.v1.ChannelErrorH\x00R\x05error\x12\x16\n" +
+	"\x05piece\x18\x06 \x01(\fH\x00R\x05piece\x12\x1d\n" +
+	"\n" +
+	"last_piece\x18\a \x01(\bR\tlastPiece\x12\x1f\n" +
+	"\vrenderer_us\x18\b \x01(\x04R\n" +
+	"rendererUsB\x06\n" +
+	"\x04part\"g\n" +
+	"\fChannelError\x12\x16\n" +
+	"\x06status\x18\x01 \x01(\x05R\x06status\x12%\n" +
+	"\x04code\x18\x02 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\"R\n" +
 	"\x14RenderIslandsRequest\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12(\n" +
 	"\aislands\x18\x02 \x03(\v2\x0e.ssr.v1.IslandR\aislands\";\n" +
@@ -1396,12 +1878,13 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x16RENDER_ERR_QUARANTINED\x10\v\x12\x1d\n" +
 	"\x19RENDER_ERR_PAGE_TOO_LARGE\x10\f\x12\x17\n" +
 	"\x13RENDER_ERR_INTERNAL\x10\r\x12\x1a\n" +
-	"\x16RENDER_ERR_WORKER_LOST\x10\x0e2\xa7\x02\n" +
+	"\x16RENDER_ERR_WORKER_LOST\x10\x0e2\xe7\x02\n" +
 	"\rRenderService\x127\n" +
 	"\x06Render\x12\x15.ssr.v1.RenderRequest\x1a\x16.ssr.v1.RenderResponse\x12M\n" +
 	"\fRenderStream\x12\x1b.ssr.v1.RenderStreamRequest\x1a\x1c.ssr.v1.RenderStreamResponse(\x010\x01\x12@\n" +
 	"\tListPages\x12\x18.ssr.v1.ListPagesRequest\x1a\x19.ssr.v1.ListPagesResponse\x12L\n" +
-	"\rRenderIslands\x12\x1c.ssr.v1.RenderIslandsRequest\x1a\x1d.ssr.v1.RenderIslandsResponseBEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
+	"\rRenderIslands\x12\x1c.ssr.v1.RenderIslandsRequest\x1a\x1d.ssr.v1.RenderIslandsResponse\x12>\n" +
+	"\aChannel\x12\x16.ssr.v1.ChannelRequest\x1a\x17.ssr.v1.ChannelResponse(\x010\x01BEZCgithub.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1;ssrv1b\x06proto3"
 
 var (
 	file_ssr_v1_render_proto_rawDescOnce sync.Once
@@ -1416,58 +1899,74 @@ func file_ssr_v1_render_proto_rawDescGZIP() []byte {
 }
 
 var file_ssr_v1_render_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_ssr_v1_render_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_ssr_v1_render_proto_goTypes = []any{
 	(RenderErr)(0),                // 0: ssr.v1.RenderErr
-	(*RenderIslandsRequest)(nil),  // 1: ssr.v1.RenderIslandsRequest
-	(*Island)(nil),                // 2: ssr.v1.Island
-	(*RenderIslandsResponse)(nil), // 3: ssr.v1.RenderIslandsResponse
-	(*IslandResult)(nil),          // 4: ssr.v1.IslandResult
-	(*IslandError)(nil),           // 5: ssr.v1.IslandError
-	(*ListPagesRequest)(nil),      // 6: ssr.v1.ListPagesRequest
-	(*ListPagesResponse)(nil),     // 7: ssr.v1.ListPagesResponse
-	(*RenderRequest)(nil),         // 8: ssr.v1.RenderRequest
-	(*Deferred)(nil),              // 9: ssr.v1.Deferred
-	(*RenderResponse)(nil),        // 10: ssr.v1.RenderResponse
-	(*RenderStreamRequest)(nil),   // 11: ssr.v1.RenderStreamRequest
-	(*RenderStreamResponse)(nil),  // 12: ssr.v1.RenderStreamResponse
-	(*RenderStreamTrailer)(nil),   // 13: ssr.v1.RenderStreamTrailer
-	(*Header)(nil),                // 14: ssr.v1.Header
-	(*CacheHint)(nil),             // 15: ssr.v1.CacheHint
-	(*Timing)(nil),                // 16: ssr.v1.Timing
-	nil,                           // 17: ssr.v1.RenderRequest.ParamsEntry
-	nil,                           // 18: ssr.v1.RenderRequest.VariantsEntry
+	(*ChannelRequest)(nil),        // 1: ssr.v1.ChannelRequest
+	(*ChannelCancel)(nil),         // 2: ssr.v1.ChannelCancel
+	(*ChannelResponse)(nil),       // 3: ssr.v1.ChannelResponse
+	(*ChannelError)(nil),          // 4: ssr.v1.ChannelError
+	(*RenderIslandsRequest)(nil),  // 5: ssr.v1.RenderIslandsRequest
+	(*Island)(nil),                // 6: ssr.v1.Island
+	(*RenderIslandsResponse)(nil), // 7: ssr.v1.RenderIslandsResponse
+	(*IslandResult)(nil),          // 8: ssr.v1.IslandResult
+	(*IslandError)(nil),           // 9: ssr.v1.IslandError
+	(*ListPagesRequest)(nil),      // 10: ssr.v1.ListPagesRequest
+	(*ListPagesResponse)(nil),     // 11: ssr.v1.ListPagesResponse
+	(*RenderRequest)(nil),         // 12: ssr.v1.RenderRequest
+	(*Deferred)(nil),              // 13: ssr.v1.Deferred
+	(*RenderResponse)(nil),        // 14: ssr.v1.RenderResponse
+	(*RenderStreamRequest)(nil),   // 15: ssr.v1.RenderStreamRequest
+	(*RenderStreamResponse)(nil),  // 16: ssr.v1.RenderStreamResponse
+	(*RenderStreamTrailer)(nil),   // 17: ssr.v1.RenderStreamTrailer
+	(*Header)(nil),                // 18: ssr.v1.Header
+	(*CacheHint)(nil),             // 19: ssr.v1.CacheHint
+	(*Timing)(nil),                // 20: ssr.v1.Timing
+	nil,                           // 21: ssr.v1.RenderRequest.ParamsEntry
+	nil,                           // 22: ssr.v1.RenderRequest.VariantsEntry
 }
 var file_ssr_v1_render_proto_depIdxs = []int32{
-	2,  // 0: ssr.v1.RenderIslandsRequest.islands:type_name -> ssr.v1.Island
-	4,  // 1: ssr.v1.RenderIslandsResponse.islands:type_name -> ssr.v1.IslandResult
-	10, // 2: ssr.v1.IslandResult.rendered:type_name -> ssr.v1.RenderResponse
-	5,  // 3: ssr.v1.IslandResult.error:type_name -> ssr.v1.IslandError
-	0,  // 4: ssr.v1.IslandError.code:type_name -> ssr.v1.RenderErr
-	17, // 5: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
-	18, // 6: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
-	9,  // 7: ssr.v1.RenderRequest.deferred:type_name -> ssr.v1.Deferred
-	14, // 8: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
-	15, // 9: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
-	16, // 10: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
-	8,  // 11: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
-	9,  // 12: ssr.v1.RenderStreamRequest.settled:type_name -> ssr.v1.Deferred
-	10, // 13: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
-	13, // 14: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
-	16, // 15: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
-	8,  // 16: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
-	11, // 17: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
-	6,  // 18: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
-	1,  // 19: ssr.v1.RenderService.RenderIslands:input_type -> ssr.v1.RenderIslandsRequest
-	10, // 20: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
-	12, // 21: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
-	7,  // 22: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
-	3,  // 23: ssr.v1.RenderService.RenderIslands:output_type -> ssr.v1.RenderIslandsResponse
-	20, // [20:24] is the sub-list for method output_type
-	16, // [16:20] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	12, // 0: ssr.v1.ChannelRequest.render:type_name -> ssr.v1.RenderRequest
+	15, // 1: ssr.v1.ChannelRequest.stream:type_name -> ssr.v1.RenderStreamRequest
+	5,  // 2: ssr.v1.ChannelRequest.islands:type_name -> ssr.v1.RenderIslandsRequest
+	13, // 3: ssr.v1.ChannelRequest.settled:type_name -> ssr.v1.Deferred
+	2,  // 4: ssr.v1.ChannelRequest.cancel:type_name -> ssr.v1.ChannelCancel
+	14, // 5: ssr.v1.ChannelResponse.rendered:type_name -> ssr.v1.RenderResponse
+	16, // 6: ssr.v1.ChannelResponse.streamed:type_name -> ssr.v1.RenderStreamResponse
+	7,  // 7: ssr.v1.ChannelResponse.islands:type_name -> ssr.v1.RenderIslandsResponse
+	4,  // 8: ssr.v1.ChannelResponse.error:type_name -> ssr.v1.ChannelError
+	0,  // 9: ssr.v1.ChannelError.code:type_name -> ssr.v1.RenderErr
+	6,  // 10: ssr.v1.RenderIslandsRequest.islands:type_name -> ssr.v1.Island
+	8,  // 11: ssr.v1.RenderIslandsResponse.islands:type_name -> ssr.v1.IslandResult
+	14, // 12: ssr.v1.IslandResult.rendered:type_name -> ssr.v1.RenderResponse
+	9,  // 13: ssr.v1.IslandResult.error:type_name -> ssr.v1.IslandError
+	0,  // 14: ssr.v1.IslandError.code:type_name -> ssr.v1.RenderErr
+	21, // 15: ssr.v1.RenderRequest.params:type_name -> ssr.v1.RenderRequest.ParamsEntry
+	22, // 16: ssr.v1.RenderRequest.variants:type_name -> ssr.v1.RenderRequest.VariantsEntry
+	13, // 17: ssr.v1.RenderRequest.deferred:type_name -> ssr.v1.Deferred
+	18, // 18: ssr.v1.RenderResponse.headers:type_name -> ssr.v1.Header
+	19, // 19: ssr.v1.RenderResponse.cache:type_name -> ssr.v1.CacheHint
+	20, // 20: ssr.v1.RenderResponse.timing:type_name -> ssr.v1.Timing
+	12, // 21: ssr.v1.RenderStreamRequest.render:type_name -> ssr.v1.RenderRequest
+	13, // 22: ssr.v1.RenderStreamRequest.settled:type_name -> ssr.v1.Deferred
+	14, // 23: ssr.v1.RenderStreamResponse.head:type_name -> ssr.v1.RenderResponse
+	17, // 24: ssr.v1.RenderStreamResponse.trailer:type_name -> ssr.v1.RenderStreamTrailer
+	20, // 25: ssr.v1.RenderStreamTrailer.timing:type_name -> ssr.v1.Timing
+	12, // 26: ssr.v1.RenderService.Render:input_type -> ssr.v1.RenderRequest
+	15, // 27: ssr.v1.RenderService.RenderStream:input_type -> ssr.v1.RenderStreamRequest
+	10, // 28: ssr.v1.RenderService.ListPages:input_type -> ssr.v1.ListPagesRequest
+	5,  // 29: ssr.v1.RenderService.RenderIslands:input_type -> ssr.v1.RenderIslandsRequest
+	1,  // 30: ssr.v1.RenderService.Channel:input_type -> ssr.v1.ChannelRequest
+	14, // 31: ssr.v1.RenderService.Render:output_type -> ssr.v1.RenderResponse
+	16, // 32: ssr.v1.RenderService.RenderStream:output_type -> ssr.v1.RenderStreamResponse
+	11, // 33: ssr.v1.RenderService.ListPages:output_type -> ssr.v1.ListPagesResponse
+	7,  // 34: ssr.v1.RenderService.RenderIslands:output_type -> ssr.v1.RenderIslandsResponse
+	3,  // 35: ssr.v1.RenderService.Channel:output_type -> ssr.v1.ChannelResponse
+	31, // [31:36] is the sub-list for method output_type
+	26, // [26:31] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_ssr_v1_render_proto_init() }
@@ -1475,15 +1974,29 @@ func file_ssr_v1_render_proto_init() {
 	if File_ssr_v1_render_proto != nil {
 		return
 	}
-	file_ssr_v1_render_proto_msgTypes[3].OneofWrappers = []any{
+	file_ssr_v1_render_proto_msgTypes[0].OneofWrappers = []any{
+		(*ChannelRequest_Render)(nil),
+		(*ChannelRequest_Stream)(nil),
+		(*ChannelRequest_Islands)(nil),
+		(*ChannelRequest_Settled)(nil),
+		(*ChannelRequest_Cancel)(nil),
+	}
+	file_ssr_v1_render_proto_msgTypes[2].OneofWrappers = []any{
+		(*ChannelResponse_Rendered)(nil),
+		(*ChannelResponse_Streamed)(nil),
+		(*ChannelResponse_Islands)(nil),
+		(*ChannelResponse_Error)(nil),
+		(*ChannelResponse_Piece)(nil),
+	}
+	file_ssr_v1_render_proto_msgTypes[7].OneofWrappers = []any{
 		(*IslandResult_Rendered)(nil),
 		(*IslandResult_Error)(nil),
 	}
-	file_ssr_v1_render_proto_msgTypes[8].OneofWrappers = []any{
+	file_ssr_v1_render_proto_msgTypes[12].OneofWrappers = []any{
 		(*Deferred_ValueJson)(nil),
 		(*Deferred_Error)(nil),
 	}
-	file_ssr_v1_render_proto_msgTypes[11].OneofWrappers = []any{
+	file_ssr_v1_render_proto_msgTypes[15].OneofWrappers = []any{
 		(*RenderStreamResponse_Head)(nil),
 		(*RenderStreamResponse_Html)(nil),
 		(*RenderStreamResponse_Trailer)(nil),
@@ -1494,7 +2007,7 @@ func file_ssr_v1_render_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_ssr_v1_render_proto_rawDesc), len(file_ssr_v1_render_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

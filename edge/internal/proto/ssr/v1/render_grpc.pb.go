@@ -27,6 +27,7 @@ const (
 	RenderService_RenderStream_FullMethodName  = "/ssr.v1.RenderService/RenderStream"
 	RenderService_ListPages_FullMethodName     = "/ssr.v1.RenderService/ListPages"
 	RenderService_RenderIslands_FullMethodName = "/ssr.v1.RenderService/RenderIslands"
+	RenderService_Channel_FullMethodName       = "/ssr.v1.RenderService/Channel"
 )
 
 // RenderServiceClient is the client API for RenderService service.
@@ -65,6 +66,18 @@ type RenderServiceClient interface {
 	// quarantine. The call fails only as a whole (UNAVAILABLE draining, RESOURCE_EXHAUSTED
 	// over the size limit, CANCELLED), never for one island.
 	RenderIslands(ctx context.Context, in *RenderIslandsRequest, opts ...grpc.CallOption) (*RenderIslandsResponse, error)
+	// Channel carries many renders on one long-lived stream, each a message: what a call of
+	// Render, RenderStream or RenderIslands carries in its HTTP/2 stream, metadata, deadline
+	// and status, a render carries here in fields of its messages, so that a render costs a
+	// message, not a call. The caller keeps a few channels open and names each render with an
+	// id of its choosing, unique among the channel's renders in flight; every response to the
+	// render carries it. A render asked for by `render` ends with one `rendered` or `error`;
+	// by `stream`, with `streamed` messages in RenderStream's order (head, html..., trailer),
+	// or an `error` (after a head, too); by `islands`, with one `islands` or `error`. The
+	// errors are those of the matching call, as ChannelError. The channel itself fails only
+	// as a whole (the renderer went away, or shuts down once its renders have ended: it then
+	// ends the channel with OK), and so fails every render in flight on it.
+	Channel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChannelRequest, ChannelResponse], error)
 }
 
 type renderServiceClient struct {
@@ -118,6 +131,19 @@ func (c *renderServiceClient) RenderIslands(ctx context.Context, in *RenderIslan
 	return out, nil
 }
 
+func (c *renderServiceClient) Channel(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ChannelRequest, ChannelResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RenderService_ServiceDesc.Streams[1], RenderService_Channel_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ChannelRequest, ChannelResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RenderService_ChannelClient = grpc.BidiStreamingClient[ChannelRequest, ChannelResponse]
+
 // RenderServiceServer is the server API for RenderService service.
 // All implementations must embed UnimplementedRenderServiceServer
 // for forward compatibility.
@@ -154,6 +180,18 @@ type RenderServiceServer interface {
 	// quarantine. The call fails only as a whole (UNAVAILABLE draining, RESOURCE_EXHAUSTED
 	// over the size limit, CANCELLED), never for one island.
 	RenderIslands(context.Context, *RenderIslandsRequest) (*RenderIslandsResponse, error)
+	// Channel carries many renders on one long-lived stream, each a message: what a call of
+	// Render, RenderStream or RenderIslands carries in its HTTP/2 stream, metadata, deadline
+	// and status, a render carries here in fields of its messages, so that a render costs a
+	// message, not a call. The caller keeps a few channels open and names each render with an
+	// id of its choosing, unique among the channel's renders in flight; every response to the
+	// render carries it. A render asked for by `render` ends with one `rendered` or `error`;
+	// by `stream`, with `streamed` messages in RenderStream's order (head, html..., trailer),
+	// or an `error` (after a head, too); by `islands`, with one `islands` or `error`. The
+	// errors are those of the matching call, as ChannelError. The channel itself fails only
+	// as a whole (the renderer went away, or shuts down once its renders have ended: it then
+	// ends the channel with OK), and so fails every render in flight on it.
+	Channel(grpc.BidiStreamingServer[ChannelRequest, ChannelResponse]) error
 	mustEmbedUnimplementedRenderServiceServer()
 }
 
@@ -175,6 +213,9 @@ func (UnimplementedRenderServiceServer) ListPages(context.Context, *ListPagesReq
 }
 func (UnimplementedRenderServiceServer) RenderIslands(context.Context, *RenderIslandsRequest) (*RenderIslandsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RenderIslands not implemented")
+}
+func (UnimplementedRenderServiceServer) Channel(grpc.BidiStreamingServer[ChannelRequest, ChannelResponse]) error {
+	return status.Error(codes.Unimplemented, "method Channel not implemented")
 }
 func (UnimplementedRenderServiceServer) mustEmbedUnimplementedRenderServiceServer() {}
 func (UnimplementedRenderServiceServer) testEmbeddedByValue()                       {}
@@ -258,6 +299,13 @@ func _RenderService_RenderIslands_Handler(srv interface{}, ctx context.Context, 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _RenderService_Channel_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RenderServiceServer).Channel(&grpc.GenericServerStream[ChannelRequest, ChannelResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RenderService_ChannelServer = grpc.BidiStreamingServer[ChannelRequest, ChannelResponse]
+
 // RenderService_ServiceDesc is the grpc.ServiceDesc for RenderService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -282,6 +330,12 @@ var RenderService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "RenderStream",
 			Handler:       _RenderService_RenderStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "Channel",
+			Handler:       _RenderService_Channel_Handler,
 			ServerStreams: true,
 			ClientStreams: true,
 		},
