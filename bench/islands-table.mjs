@@ -6,8 +6,9 @@ import { readFileSync } from 'node:fs';
 
 const runs = {};
 for (const line of readFileSync(0, 'utf8').split('\n')) {
-  const m = /^BenchmarkIslands\/(\S+?)(?:-\d+)?\s+\d+\s+(.*)$/.exec(line);
+  const m = /^Benchmark(?:Islands|OneIsland)\/(\S+?)(?:-\d+)?\s+\d+\s+(.*)$/.exec(line);
   if (!m) continue;
+  if (line.startsWith('BenchmarkOneIsland')) m[1] = `50 clients: ${m[1]}`;
   const values = {};
   for (const [, v, unit] of m[2].matchAll(/([\d.]+) (\S+)/g)) values[unit] = Number(v);
   (runs[m[1]] ??= []).push(values);
@@ -30,3 +31,11 @@ for (const name of ['template', 'islands-cached', 'islands', 'page']) {
 console.log(`\n10 islands against the same 10 components as one page: CPU ${ratio(of('islands', 'cpu-ms/page'), of('page', 'cpu-ms/page'))} (target ≤ 1.2×), `
   + `time ${ratio(of('islands', 'ns/op'), of('page', 'ns/op'))}; every island cached against the template alone: CPU `
   + `${ratio(of('islands-cached', 'cpu-ms/page'), of('template', 'cpu-ms/page'))} (target ≤ 1.2×), ${ms(of('islands-cached', 'cpu-ms/page') - of('template', 'cpu-ms/page'))} ms more.`);
+
+const alone = of('50 clients: template', 'ns/op');
+const island = of('50 clients: one-island', 'ns/op');
+if (alone !== undefined && island !== undefined) {
+  const rps = (ns) => Math.round(1e9 / ns);
+  console.log(`\nA template with one per-visitor island under 50 clients at once (BenchmarkOneIsland, HTTP, keep-alive): `
+    + `${rps(island)} req/s against ${rps(alone)} for the template alone, ${(alone / island).toFixed(2)}× (issue 45's target ≥ 0.33×).`);
+}

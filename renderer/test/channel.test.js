@@ -1,11 +1,16 @@
 // Channel (render.proto): many renders as messages on one stream, against the real renderer
 // over its unix socket, with a grpc-js client. Each render's responses are its own (byte for
-// byte what its own call answers), a large page in pieces holds a small one behind it by one
-// piece at most, and a render is cancelled or runs out of its deadline in-band, alone.
+// byte what its own call answers), a large page in pieces holds a small one behind it by a
+// few pieces, not the page, a render is cancelled or runs out of its deadline in-band, alone,
+// and the windows the renderer receives in hold many renders.
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import net from 'node:net';
 import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from '../src/serve/grpc-server.js';
 import { PIECE_BYTES } from '../src/serve/replies.js';
 import { PROTO_PATH } from '../src/worker/wire.js';
 import { metricsText, render, sample, startRenderer, waitFor } from './helpers.js';
@@ -113,7 +118,7 @@ test('renders of every kind share one channel, each answered as its own call ans
   assert.equal(status.code, grpc.status.OK, 'the caller closed its side: the channel ends');
 });
 
-test('a large page in pieces holds a small one on the same channel by one piece, not the page', async (t) => {
+test('a large page in pieces holds a small one on the same channel by a few pieces, not the page', async (t) => {
   const { app, client } = await startRenderer(t, { max_page_mb: 16 });
   const ch = openChannel(client);
   ch.send({ id: 1, render: { page: 'huge', url: '/huge?mb=6' } });
@@ -188,4 +193,15 @@ test('at shutdown a channel ends once its renders have answered', async (t) => {
   assert.equal(answer.rendered?.status, 200, 'the render in flight answered');
   assert.equal((await ch.status).code, grpc.status.OK);
   await closed;
+});
+
+test('the renderer receives in windows that hold many renders, not HTTP/2\'s 64 KiB', async (t) => {
+  const { app } = await startRenderer(t);
+  const socket = app.grpcAddress.replace(/^unix:\/\//, '');
+  const session = http2.connect('http://renderer', { createConnection: () => net.connect(socket) });
+  t.after(() => session.destroy());
+  const [settings] = await once(session, 'remoteSettings');
+  assert.equal(settings.initialWindowSize, STREAM_WINDOW_BYTES, 'each stream');
+  // The connection's window comes as a WINDOW_UPDATE after the settings.
+  await waitFor(() => /** @type {number} */ (session.state.remoteWindowSize) >= CONNECTION_WINDOW_BYTES);
 });

@@ -206,15 +206,25 @@ const (
 // so no value can end the script element (</script>), open a comment (<!--) or break a
 // JavaScript parser that reads the JSON as a literal.
 func (s *Shell) Append(dst []byte, p Page) []byte {
-	dst, _ = s.appendDocument(dst, p, false)
+	dst, _ = s.appendDocument(dst, p, false, nil)
 	return dst
+}
+
+// AppendAround appends the document for p to dst as Append does, except for the page's HTML,
+// and returns where that goes, as an offset from the document's start: the document is
+// doc[:at], p.HTML, doc[at:], written in three parts without a copy of the page. A page whose
+// HTML carries nonce placeholders is appended whole, and at is -1.
+func (s *Shell) AppendAround(dst []byte, p Page) (doc []byte, at int) {
+	at = -1
+	dst, _ = s.appendDocument(dst, p, false, &at)
+	return dst, at
 }
 
 // AppendTemplate appends the document for p without a nonce and returns, as offsets from
 // the document's start, where each script element's nonce goes, for WithNonce.
 func (s *Shell) AppendTemplate(dst []byte, p Page) ([]byte, []int) {
 	p.Nonce = ""
-	return s.appendDocument(dst, p, true)
+	return s.appendDocument(dst, p, true, nil)
 }
 
 // WithNonce appends doc, made by AppendTemplate with slots, to dst with nonce on every
@@ -285,7 +295,9 @@ func appendNonced(dst, html []byte, placeholder, nonce string, slot func(int)) [
 	}
 }
 
-func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
+// appendDocument appends p's document; with slots, it returns where each script element's
+// nonce goes; with bodyAt, it leaves out the page's HTML when it can and sets where it goes.
+func (s *Shell) appendDocument(dst []byte, p Page, slots bool, bodyAt *int) ([]byte, []int) {
 	s.checkManifest()
 	start := len(dst)
 	var at []int
@@ -311,9 +323,12 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool) ([]byte, []int) {
 	}
 	dst = appendAssets(dst, b, script)
 	dst = append(dst, rootOpen...)
-	if p.NoncePlaceholder == "" {
+	switch {
+	case p.NoncePlaceholder == "" && bodyAt != nil:
+		*bodyAt = len(dst) - start
+	case p.NoncePlaceholder == "":
 		dst = append(dst, p.HTML...)
-	} else {
+	default:
 		dst = appendNonced(dst, p.HTML, p.NoncePlaceholder, p.Nonce, func(i int) {
 			if slots {
 				at = append(at, i-start)

@@ -83,6 +83,32 @@ func TestAppendLayout(t *testing.T) {
 	}
 }
 
+// AppendAround's document, its parts around the page's HTML, is Append's, for every kind of
+// page; one whose HTML carries nonce placeholders comes whole.
+func TestAppendAround(t *testing.T) {
+	shell := NewShell(&Manifest{Scripts: []string{"/assets/a.js"}, Styles: []string{"/assets/a.css"}})
+	for _, p := range []Page{
+		{Name: "home", URL: "/", Head: "<title>Shop</title>", HTML: []byte("<main>hi</main>"), PropsJSON: []byte(`{"a":"</script>"}`), Nonce: "n1"},
+		{Name: "csr", URL: "/x"},
+		{Name: "deferred", URL: "/d", HTML: []byte("<p>d</p>"), Deferred: []Deferred{{Name: "r", JSON: []byte(`[1]`)}}},
+		{Name: "streamed", URL: "/s", HTML: []byte(`<script nonce="PH">1</script>`), NoncePlaceholder: "PH", Nonce: "n2"},
+	} {
+		whole := string(shell.Append(nil, p))
+		doc, at := shell.AppendAround([]byte("junk"), p)
+		doc = doc[len("junk"):]
+		got := string(doc)
+		if at >= 0 {
+			got = string(doc[:at]) + string(p.HTML) + string(doc[at:])
+		}
+		if got != whole {
+			t.Errorf("%s: around its HTML at %d:\n%s\nwant:\n%s", p.Name, at, got, whole)
+		}
+		if (at < 0) != (p.NoncePlaceholder != "") {
+			t.Errorf("%s: at = %d; only a page with nonce placeholders comes whole", p.Name, at)
+		}
+	}
+}
+
 // A streamed body's inline scripts carry the renderer's placeholder: each document, live,
 // stored or served from the store, has the response's nonce there and nowhere else.
 func TestNoncePlaceholder(t *testing.T) {

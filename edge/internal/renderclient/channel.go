@@ -215,43 +215,74 @@ func (ch *channel) close() {
 // in flight, so that a slow large reply on one (held to its pieces' turns) leaves the others.
 const channelCount = 4
 
-// pick returns the channel with the fewest renders in flight, opening one in an empty slot.
-func (c *Client) pick(not *channel) (*channel, error) {
+// A slot holds one of the client's channels: nil while none is open or opening.
+type slot struct{ opening *opening }
+
+// opening is a channel being opened, or open once done is closed (ch, or the error).
+type opening struct {
+	done chan struct{}
+	ch   *channel
+	err  error
+}
+
+// pick returns the channel with the fewest renders in flight, other than not, opening one in
+// an empty slot. It waits for an opening no longer than ctx: the opening itself, which may
+// wait for the connection, goes on for the renders after.
+func (c *Client) pick(ctx context.Context, not *channel) (*channel, error) {
 	c.chMu.Lock()
-	defer c.chMu.Unlock()
-	best := -1
-	for i, ch := range c.channels {
-		if ch == nil {
-			best = i
-			break
+	var best *slot
+	var bestLoad int32
+	for i := range c.slots {
+		s := &c.slots[i]
+		var load int32
+		if o := s.opening; o != nil && o.ch != nil {
+			if o.ch == not {
+				continue
+			}
+			load = o.ch.inFlight.Load()
 		}
-		if ch == not {
-			continue
-		}
-		if best < 0 || ch.inFlight.Load() < c.channels[best].inFlight.Load() {
-			best = i
+		if best == nil || load < bestLoad {
+			best, bestLoad = s, load
 		}
 	}
-	if best < 0 {
+	if best == nil {
+		c.chMu.Unlock()
 		return nil, errChannelBroken
 	}
-	if c.channels[best] == nil {
-		ch, err := c.openChannel()
-		if err != nil {
-			return nil, err
-		}
-		c.channels[best] = ch
+	o := best.opening
+	if o == nil {
+		o = &opening{done: make(chan struct{})}
+		best.opening = o
+		go c.open(best, o)
 	}
-	return c.channels[best], nil
+	c.chMu.Unlock()
+	select {
+	case <-o.done:
+		return o.ch, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// open opens a channel for slot s; a failed opening empties the slot again.
+func (c *Client) open(s *slot, o *opening) {
+	ch, err := c.openChannel()
+	c.chMu.Lock()
+	o.ch, o.err = ch, err
+	if err != nil && s.opening == o {
+		s.opening = nil
+	}
+	c.chMu.Unlock()
+	close(o.done)
 }
 
 // dropChannel empties a broken channel's slot, for a new one.
 func (c *Client) dropChannel(ch *channel) {
 	c.chMu.Lock()
 	defer c.chMu.Unlock()
-	for i := range c.channels {
-		if c.channels[i] == ch {
-			c.channels[i] = nil
+	for i := range c.slots {
+		if o := c.slots[i].opening; o != nil && o.ch == ch {
+			c.slots[i].opening = nil
 		}
 	}
 }
@@ -284,11 +315,14 @@ func (c *Client) startExchange(ctx context.Context, req *ssrv1.ChannelRequest) (
 	ex := &exchange{client: c, req: req, wake: make(chan struct{}, 1)}
 	var not *channel
 	for try := 0; ; try++ {
-		ch, err := c.pick(not)
+		ch, err := c.pick(ctx, not)
 		if err == nil {
 			if err = ch.start(ex); err == nil {
 				return ex, nil
 			}
+		}
+		if ctx.Err() != nil {
+			return nil, &Error{Status: status.FromContextError(ctx.Err())}
 		}
 		// A channel broken between its pick and the send: try once more, on another.
 		if try == 1 || ch == nil {
@@ -347,7 +381,7 @@ func (ex *exchange) next(ctx context.Context) (inbound, error) {
 			ex.broken = nil
 			lost := ex.ch
 			ex.mu.Unlock()
-			if retry && ex.retry(lost) == nil {
+			if retry && ex.retry(ctx, lost) == nil {
 				continue
 			}
 			ex.client.circuit.Record(time.Now(), true)
@@ -364,8 +398,8 @@ func (ex *exchange) next(ctx context.Context) (inbound, error) {
 }
 
 // retry sends the render, and the deferred values settled so far, on another channel.
-func (ex *exchange) retry(not *channel) error {
-	ch, err := ex.client.pick(not)
+func (ex *exchange) retry(ctx context.Context, not *channel) error {
+	ch, err := ex.client.pick(ctx, not)
 	if err != nil {
 		return err
 	}

@@ -182,13 +182,17 @@ func TestLargePageBesideSmallOnOneChannel(t *testing.T) {
 	}})
 	// One channel carries both: the client puts a render on the one with fewest in flight,
 	// so the first channel is taken, and then held busy by the fake.
-	c.chMu.Lock()
 	ch, err := c.openChannel()
-	c.channels = [channelCount]*channel{ch, ch, ch, ch}
-	c.chMu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
+	o := &opening{done: make(chan struct{}), ch: ch}
+	close(o.done)
+	c.chMu.Lock()
+	for i := range c.slots {
+		c.slots[i].opening = o
+	}
+	c.chMu.Unlock()
 	var wg sync.WaitGroup
 	results := make([][]byte, 2)
 	for i, url := range []string{"/large", "/small"} {

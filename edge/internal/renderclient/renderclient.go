@@ -52,8 +52,8 @@ type Client struct {
 	codec        codec
 	maxPageBytes int
 
-	chMu     sync.Mutex
-	channels [channelCount]*channel // nil: not open, or broken
+	chMu  sync.Mutex
+	slots [channelCount]slot
 }
 
 // New creates a client for target, e.g. "unix:///run/ssr/renderer.sock" or "127.0.0.1:50051".
@@ -381,10 +381,14 @@ func (c *Client) failed(err error, code string) *Error {
 // Close closes the channels and the connection.
 func (c *Client) Close() error {
 	c.chMu.Lock()
-	for i, ch := range c.channels {
-		if ch != nil {
-			ch.close()
-			c.channels[i] = nil
+	for i := range c.slots {
+		if o := c.slots[i].opening; o != nil {
+			go func() {
+				if <-o.done; o.ch != nil {
+					o.ch.close()
+				}
+			}()
+			c.slots[i].opening = nil
 		}
 	}
 	c.chMu.Unlock()

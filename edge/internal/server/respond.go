@@ -75,13 +75,32 @@ func putBuffer(bp *[]byte, b []byte) {
 	buffers.Put(bp)
 }
 
-// respondDocument assembles doc in a pooled buffer and writes it, compressed in the coding
-// the client prefers among liveCodings.
+// respondDocument writes doc, compressed in the coding the client prefers among
+// liveCodings. Uncompressed, the page's HTML is written from where it is (a borrowed
+// response's receive buffer) between the document's parts before and after it; compressed,
+// the document is assembled in a pooled buffer first.
 func (p *page) respondDocument(w http.ResponseWriter, r *http.Request, status int, doc document.Page) {
 	bp := buffers.Get().(*[]byte)
-	body := p.shell.Append((*bp)[:0], doc)
-	defer putBuffer(bp, body)
-	p.respondBody(w, r, status, body)
+	around, at := p.shell.AppendAround((*bp)[:0], doc)
+	defer func() { putBuffer(bp, around) }()
+	size := len(around) + len(doc.HTML)
+	if at >= 0 && (size < minCompressBytes || negotiate(r.Header.Get("Accept-Encoding"), liveCodings) == "") {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Content-Length", strconv.Itoa(size))
+		w.WriteHeader(status)
+		if _, err := w.Write(around[:at]); err == nil {
+			if _, err := w.Write(doc.HTML); err == nil {
+				w.Write(around[at:])
+			}
+		}
+		return
+	}
+	if at >= 0 {
+		around = slices.Insert(around, at, doc.HTML...)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	writeCompressed(w, r, status, around)
 }
 
 // respondWithNonce answers from a stored document made without nonces, with this
@@ -136,12 +155,6 @@ func writeAll(w io.Writer, parts iter.Seq[[]byte]) error {
 		}
 	}
 	return nil
-}
-
-// respondBody writes body, compressed in the coding the client prefers among liveCodings.
-func (p *page) respondBody(w http.ResponseWriter, r *http.Request, status int, body []byte) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	writeCompressed(w, r, status, body)
 }
 
 func (p *page) respond(w http.ResponseWriter, status int, body []byte) {

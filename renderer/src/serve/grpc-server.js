@@ -79,6 +79,7 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
   const server = new grpc.Server({
     'grpc.max_receive_message_length': maxRequestMb * 1024 * 1024,
   });
+  widenReceiveWindows(server);
   /** @type {RenderDeps} */
   const deps = { pool, logger, defaultDeadlineMs, metrics, quarantine, tracing };
   const channels = new Channels();
@@ -121,6 +122,9 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
     });
   });
   const bound = address.startsWith('unix:') ? address : bindTo.replace(/:\d+$/, `:${port}`);
+  for (const http2Server of /** @type {any} */ (server).http2Servers.keys()) {
+    http2Server.on('session', (/** @type {import('node:http2').Http2Session} */ session) => session.setLocalWindowSize(CONNECTION_WINDOW_BYTES));
+  }
 
   return {
     address: bound,
@@ -147,6 +151,25 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
       });
     }),
   };
+}
+
+/** What the edge may send on one stream, and on the connection, before the renderer reads it. */
+export const STREAM_WINDOW_BYTES = 4 * 1024 * 1024;
+export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Raises the HTTP/2 windows the renderer receives in from HTTP/2's 64 KiB, which grpc-js
+ * gives no option for. The edge's renders share a few Channel streams, and a Go loader's
+ * props are tens of KB a render: in 64 KiB windows, grpc-go held the renders' messages
+ * behind one another until the renderer's WINDOW_UPDATEs came back (the edge's CPU and
+ * latency, bench/README.md). The stream window is a setting of the server's sessions
+ * (grpc-js's own, set here before it binds); the connection's is set on each session as it
+ * opens (startGrpcServer). renderer/test/channel.test.js reads both from a client.
+ * @param {grpc.Server} server
+ */
+function widenReceiveWindows(server) {
+  const options = /** @type {any} */ (server).commonServerOptions;
+  options.settings = { ...options.settings, initialWindowSize: STREAM_WINDOW_BYTES };
 }
 
 /**
