@@ -263,7 +263,7 @@ instructions: build $(GO_TOOLS) perf ## What tracing and leak sampling cost: ins
 	bench/instructions.sh
 
 .PHONY: edge-cost
-edge-cost: build $(GO_TOOLS) perf ## What the edge itself costs per uncached request: CPU ms (user, system), context switches, syscalls, at RATE (150) req/s; EDGES="LABEL=BINARY ..." compares builds in turns; PPROF=DIR keeps profiles (about 2 min)
+edge-cost: build $(GO_TOOLS) perf ## What the edge itself costs per uncached request: CPU ms (user, system), context switches, syscalls, at RATE (150) req/s; EDGES="LABEL=BINARY ..." compares builds in turns; PPROF=DIR keeps profiles; SHOP=1: the demo shop, loader included (about 2 min)
 	bench/edge-cost.sh $(EDGES)
 
 .PHONY: perf

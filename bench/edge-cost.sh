@@ -8,6 +8,8 @@
 # events are steadier than timings on a shared host: quote them beside the milliseconds.
 # PPROF=DIR keeps a 20 s CPU profile of each run (go tool pprof -top BINARY DIR/LABEL-N.pprof);
 # SYSCALLS=1 adds strace's count of each system call (strace slows the edge: counts only).
+# SHOP=1 measures the demo shop instead (its listing, props from its Go loader; LABEL=BINARY
+# names shop binaries, default current=bin/shop): the Go process, loader included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/stack.sh
@@ -21,7 +23,12 @@ hey_load() { # SECONDS: the uncached page at $rate req/s
 measure() {
   local label=$1 binary=$2 round=$3
   stop_all
-  THREADS=${THREADS:-3} EDGE_BIN=$binary start_stack
+  if [ -n "${SHOP:-}" ]; then
+    THREADS=${THREADS:-3} SHOP_BIN=$binary start_shop
+    edge_pid=$shop_pid
+  else
+    THREADS=${THREADS:-3} EDGE_BIN=$binary start_stack
+  fi
   bin/hey -n 1500 -c 4 -disable-compression -H "Authorization: Bearer bench" "http://$EDGE/" > /dev/null # JIT and pools warm
   hey_load 22 > "$work/hey.txt" & local hey=$!
   sleep 1
@@ -62,7 +69,9 @@ measure() {
 
 fetch_binary() { "$node" -e "fetch(process.argv[1]).then(async (r) => require('fs').writeFileSync(process.argv[2], Buffer.from(await r.arrayBuffer())))" "$1" "$2"; }
 
-variants=("${@:-current=bin/edge}")
+default=current=bin/edge
+[ -n "${SHOP:-}" ] && default=current=bin/shop
+variants=("${@:-$default}")
 for round in $(seq "${ROUNDS:-2}"); do
   for v in "${variants[@]}"; do
     measure "${v%%=*}" "${v#*=}" "$round"

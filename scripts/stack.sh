@@ -61,13 +61,13 @@ start_stack() {
   wait_for "edge ready" http_ok "http://$ADMIN/readyz"
 }
 
-# start_shop [FLAG...]: start_renderer, then the demo shop (Go loaders over SQLite at
-# $work/shop.db) on $EDGE (admin on $ADMIN), its soft deadline raised like uncached_config's,
-# with the shop's FLAGs (e.g. -reviews-delay 0); sets $shop_pid.
+# start_shop [FLAG...]: start_renderer, then the demo shop (SHOP_BIN, bin/shop by default: Go
+# loaders over SQLite at $work/shop.db) on $EDGE (admin on $ADMIN), its soft deadline raised
+# like uncached_config's, with the shop's FLAGs (e.g. -reviews-delay 0); sets $shop_pid.
 start_shop() {
   start_renderer
   bin/shop -seed -db "$work/shop.db"
-  GOMAXPROCS=$EDGE_GOMAXPROCS bin/shop -listen "$EDGE" -admin-listen "$ADMIN" -db "$work/shop.db" -renderer "unix://$work/renderer.sock" \
+  GOMAXPROCS=$EDGE_GOMAXPROCS "${SHOP_BIN:-bin/shop}" -listen "$EDGE" -admin-listen "$ADMIN" -db "$work/shop.db" -renderer "unix://$work/renderer.sock" \
     -render-timeout 2s "$@" > "$work/shop.log" 2>&1 & shop_pid=$!
   pids+=($shop_pid)
   wait_for "shop ready" http_ok "http://$ADMIN/readyz"

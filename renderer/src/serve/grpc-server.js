@@ -160,9 +160,9 @@ export const CONNECTION_WINDOW_BYTES = 16 * 1024 * 1024;
 /**
  * Raises the HTTP/2 windows the renderer receives in from HTTP/2's 64 KiB, which grpc-js
  * gives no option for. The edge's renders share a few Channel streams, and a Go loader's
- * props are tens of KB a render: in 64 KiB windows, grpc-go held the renders' messages
- * behind one another until the renderer's WINDOW_UPDATEs came back (the edge's CPU and
- * latency, bench/README.md). The stream window is a setting of the server's sessions
+ * props are tens of KB a render: in 64 KiB windows, grpc-go would hold the renders'
+ * messages behind one another until the renderer's WINDOW_UPDATEs came back (not measurable
+ * on this host: bench/README.md, issue 45). The stream window is a setting of the server's sessions
  * (grpc-js's own, set here before it binds); the connection's is set on each session as it
  * opens (startGrpcServer). renderer/test/channel.test.js reads both from a client.
  * @param {grpc.Server} server
