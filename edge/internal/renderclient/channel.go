@@ -70,12 +70,13 @@ func (ch *channel) start(ex *exchange) error {
 	}
 	ch.nextID++
 	id := ch.nextID
-	ch.renders[id] = ex
-	ch.inFlight.Add(1)
-	ch.mu.Unlock()
+	// Named before it is registered: a channel that breaks from now on finds it its own.
 	ex.mu.Lock()
 	ex.ch, ex.id = ch, id
 	ex.mu.Unlock()
+	ch.renders[id] = ex
+	ch.inFlight.Add(1)
+	ch.mu.Unlock()
 	ex.req.Id = id
 	if err := ch.send(ex.req); err != nil {
 		ch.forget(id)
