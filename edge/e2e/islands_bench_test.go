@@ -41,20 +41,7 @@ const islandsPerPage = 10
 //
 //	cd edge && go test ./e2e -run '^$' -bench Islands -benchtime 400x -count 5
 func BenchmarkIslands(b *testing.B) {
-	socket := filepath.Join(b.TempDir(), "r.sock")
-	renderer := harness.StartRenderer(b, socket, "SSR_RENDERER_BUNDLE="+fixtureBundle(), "SSR_RENDERER_THREADS=2")
-	pid := int(renderer.WaitJSON("the renderer's pid", func(f map[string]any) bool { return f["msg"] == "ready" })["pid"].(float64))
-	newServer := func() *ssr.Server {
-		srv, err := ssr.New(ssr.Options{
-			RendererAddress: "unix://" + socket, AssetsDir: assetsDir(), Logger: slog.New(slog.DiscardHandler),
-			Timeouts: ssr.Timeouts{Render: 10 * time.Second, Hard: 20 * time.Second},
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { srv.Close() })
-		return srv
-	}
+	pid, newServer := benchRenderer(b)
 	// Typed, as a Go shop's props are.
 	type product struct {
 		ID    int    `json:"id"`
@@ -129,6 +116,25 @@ func BenchmarkIslands(b *testing.B) {
 	}
 }
 
+// benchRenderer starts the real renderer (the fixture bundle, 2 threads) for a benchmark:
+// its pid, and a function making servers over it, each closed when the benchmark ends.
+func benchRenderer(b *testing.B) (int, func() *ssr.Server) {
+	socket := filepath.Join(b.TempDir(), "r.sock")
+	renderer := harness.StartRenderer(b, socket, "SSR_RENDERER_BUNDLE="+fixtureBundle(), "SSR_RENDERER_THREADS=2")
+	pid := int(renderer.WaitJSON("the renderer's pid", func(f map[string]any) bool { return f["msg"] == "ready" })["pid"].(float64))
+	return pid, func() *ssr.Server {
+		srv, err := ssr.New(ssr.Options{
+			RendererAddress: "unix://" + socket, AssetsDir: assetsDir(), Logger: slog.New(slog.DiscardHandler),
+			Timeouts: ssr.Timeouts{Render: 10 * time.Second, Hard: 20 * time.Second},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { srv.Close() })
+		return srv
+	}
+}
+
 // processCPU is the CPU time, user and system, of process pid so far; 0 is this process.
 func processCPU(b *testing.B, pid int) time.Duration {
 	if pid == 0 {
@@ -158,17 +164,8 @@ const clockTicks = 100
 //
 //	cd edge && go test ./e2e -run '^$' -bench OneIsland -benchtime 4000x -count 3
 func BenchmarkOneIsland(b *testing.B) {
-	socket := filepath.Join(b.TempDir(), "r.sock")
-	harness.StartRenderer(b, socket, "SSR_RENDERER_BUNDLE="+fixtureBundle(), "SSR_RENDERER_THREADS=2").
-		WaitJSON("the renderer ready", func(f map[string]any) bool { return f["msg"] == "ready" })
-	srv, err := ssr.New(ssr.Options{
-		RendererAddress: "unix://" + socket, AssetsDir: assetsDir(), Logger: slog.New(slog.DiscardHandler),
-		Timeouts: ssr.Timeouts{Render: 10 * time.Second, Hard: 20 * time.Second},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { srv.Close() })
+	_, newServer := benchRenderer(b)
+	srv := newServer()
 	const layout = `<!doctype html><html><head><title>Shop</title></head><body><h1>Books</h1>%s<ul>{{ range .Books }}<li>{{ . }}</li>{{ end }}</ul></body></html>`
 	withIsland := template.Must(template.New("island").Funcs(ssr.IslandFuncs()).Parse(fmt.Sprintf(layout, `{{ island "Greeting" .Visitor }}`)))
 	alone := template.Must(template.New("alone").Parse(fmt.Sprintf(layout, `<p>Hello, {{ .Visitor.Name }}!</p>`)))

@@ -81,26 +81,27 @@ func putBuffer(bp *[]byte, b []byte) {
 // the document is assembled in a pooled buffer first.
 func (p *page) respondDocument(w http.ResponseWriter, r *http.Request, status int, doc document.Page) {
 	bp := buffers.Get().(*[]byte)
-	around, at := p.shell.AppendAround((*bp)[:0], doc)
-	defer func() { putBuffer(bp, around) }()
-	size := len(around) + len(doc.HTML)
-	if at >= 0 && (size < minCompressBytes || negotiate(r.Header.Get("Accept-Encoding"), liveCodings) == "") {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Content-Length", strconv.Itoa(size))
-		w.WriteHeader(status)
-		if _, err := w.Write(around[:at]); err == nil {
-			if _, err := w.Write(doc.HTML); err == nil {
-				w.Write(around[at:])
+	var body []byte
+	defer func() { putBuffer(bp, body) }()
+	if negotiate(r.Header.Get("Accept-Encoding"), liveCodings) == "" {
+		var at int
+		if body, at = p.shell.AppendAround((*bp)[:0], doc); at >= 0 {
+			h := w.Header()
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Content-Length", strconv.Itoa(len(body)+len(doc.HTML)))
+			w.WriteHeader(status)
+			if _, err := w.Write(body[:at]); err == nil {
+				if _, err := w.Write(doc.HTML); err == nil {
+					w.Write(body[at:])
+				}
 			}
+			return
 		}
-		return
-	}
-	if at >= 0 {
-		around = slices.Insert(around, at, doc.HTML...)
+	} else {
+		body = p.shell.Append((*bp)[:0], doc)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	writeCompressed(w, r, status, around)
+	writeCompressed(w, r, status, body)
 }
 
 // respondWithNonce answers from a stored document made without nonces, with this
