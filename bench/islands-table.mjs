@@ -37,5 +37,11 @@ const island = of('50 clients: one-island', 'ns/op');
 if (alone !== undefined && island !== undefined) {
   const rps = (ns) => Math.round(1e9 / ns);
   console.log(`\nA template with one per-visitor island under 50 clients at once (BenchmarkOneIsland, HTTP, keep-alive): `
-    + `${rps(island)} req/s against ${rps(alone)} for the template alone, ${(alone / island).toFixed(2)}× (issue 45's target ≥ 0.33×).`);
+    + `${rps(island)} req/s against ${rps(alone)} for the template alone, ${(alone / island).toFixed(2)}× (issue 45's target ≥ 0.33×).\n`);
+  console.log('| 50 clients | req/s | CPU ms per request (Go: clients and server, renderer) |');
+  console.log('| --- | --- | --- |');
+  for (const name of ['template', 'one-island', 'ten-islands'].map((c) => `50 clients: ${c}`)) {
+    if (!runs[name]) continue;
+    console.log(`| ${name.slice('50 clients: '.length)} | ${rps(of(name, 'ns/op'))} | ${ms(of(name, 'go-cpu-ms/req'))}, ${ms(of(name, 'renderer-cpu-ms/req'))} |`);
+  }
 }
