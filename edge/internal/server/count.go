@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -61,10 +63,14 @@ func (m *Metrics) countUnanswered(h http.Handler) http.Handler {
 	})
 }
 
-// statusRecorder remembers the status code written.
+// statusRecorder remembers the status code written, and whether a flush came through it.
+// It flushes and hijacks through to what it wraps, whichever way it is asked: routers assert
+// http.Flusher and http.Hijacker on the writer they wrap (Gin's Flush does nothing
+// otherwise), http.ResponseController asks FlushError first, then Unwrap.
 type statusRecorder struct {
 	http.ResponseWriter
-	code int
+	code    int
+	flushed bool
 }
 
 func (s *statusRecorder) WriteHeader(code int) {
@@ -84,3 +90,17 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the underlying writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+func (s *statusRecorder) FlushError() error {
+	if s.code == 0 {
+		s.code = http.StatusOK
+	}
+	s.flushed = true
+	return http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+func (s *statusRecorder) Flush() { s.FlushError() }
+
+func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(s.ResponseWriter).Hijack()
+}

@@ -24,6 +24,7 @@ type Metrics struct {
 	evictions       prometheus.Counter
 	dialFailures    prometheus.Counter
 	streamPartial   *prometheus.CounterVec
+	streamUnflushed *prometheus.CounterVec
 	deferred        *prometheus.CounterVec
 	islands         *prometheus.CounterVec
 }
@@ -83,6 +84,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_stream_partial_total",
 			Help: "Streamed responses closed before their render completed, its pending Suspense boundaries left to the browser, by route and why: timeout (the route's stream_timeout) or error (the render failed after its shell).",
 		}, []string{"route", "reason"}),
+		streamUnflushed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "edge_stream_unflushed_total",
+			Help: "Streamed responses whose first flush did not reach the connection, so that the client gets the page only at its end, by route and why: not-supported (no writer on the way can flush) or swallowed (a writer between the page and Wrap's took the flush and did not pass it on: a router's or middleware's that flushes only an http.Flusher).",
+		}, []string{"route", "reason"}),
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_deferred_total",
 			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard timeout, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
@@ -92,7 +97,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Islands of Go templates' pages (Template), by island and outcome: hit (its HTML from the cache), rendered, or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
 		}, []string{"island", "outcome"}),
 	}
-	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.streamUnflushed, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 

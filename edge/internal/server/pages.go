@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -98,6 +99,9 @@ type page struct {
 	// React's inline scripts for the edge to replace with each response's nonce (document
 	// Page.NoncePlaceholder). Random, so that no page content can carry it; "" otherwise.
 	noncePlaceholder string
+	// unflushedSaid: a streamed response's lost flush has been logged (checkFlushed); shared
+	// by the copies RespondWith makes.
+	unflushedSaid *atomic.Bool
 	deps
 }
 
@@ -111,6 +115,7 @@ func newPage(r Route, o *Options, d deps) *page {
 		keys: newKeyRule(r, o.IgnoreQuery), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
 		notFoundPage: o.NotFoundPage, maxPropsBytes: o.MaxPropsBytes, stream: r.Stream,
+		unflushedSaid: new(atomic.Bool),
 	}
 	p.params = wildcards(r.Pattern)
 	d.metrics.exposeDeferred(r.Pattern)

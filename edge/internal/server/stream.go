@@ -142,6 +142,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	defer deadline.Stop()
 	next := 0
 	var nonced []byte // a chunk with this response's nonce
+	flushChecked := false
 	for {
 		chunks, ended, err, more := t.From(next)
 		for _, c := range chunks {
@@ -164,8 +165,11 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 			w.Header().Set(http.TrailerPrefix+"Server-Timing", fmt.Sprintf("stream;dur=%.2f", float64(time.Since(arrived))/1e6))
 			return true
 		}
-		if !out.Flush() {
+		if err := out.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 			return true // the client has gone
+		} else if !flushChecked {
+			flushChecked = true
+			p.checkFlushed(r, err)
 		}
 		select {
 		case <-more:
@@ -221,14 +225,37 @@ func (s *streamWriter) Write(b []byte) {
 	s.w.Write(b)
 }
 
-// Flush pushes what was written to the client; false when the connection is gone.
-func (s *streamWriter) Flush() bool {
+// Flush pushes what was written to the client: an error when the connection is gone, or
+// http.ErrNotSupported when no writer on the way can flush (the response is then written
+// on, and reaches the client as net/http's buffer fills and at its end).
+func (s *streamWriter) Flush() error {
 	if s.enc != nil {
-		if s.enc.Flush() != nil {
-			return false
+		if err := s.enc.Flush(); err != nil {
+			return err
 		}
 	}
-	return s.rc.Flush() == nil
+	return s.rc.Flush()
+}
+
+// checkFlushed counts and logs, once a page, a streamed response whose first flush (err
+// its result) did not reach the connection: nothing streams then, and nothing else would
+// tell. Behind Wrap, a flush that never came through Wrap's writer was taken by a writer
+// in between that did not pass it on.
+func (p *page) checkFlushed(r *http.Request, err error) {
+	reason := ""
+	if errors.Is(err, http.ErrNotSupported) {
+		reason = "not-supported"
+	} else if outer, ok := r.Context().Value(answeredKey{}).(*unanswered); ok && !outer.flushed {
+		reason = "swallowed"
+	}
+	if reason == "" {
+		return
+	}
+	p.metrics.streamUnflushed.WithLabelValues(p.route, reason).Inc()
+	if p.unflushedSaid.CompareAndSwap(false, true) {
+		p.log.Warn("a streamed page's flush did not reach the connection: its client gets the page only at its end (logged once a page; edge_stream_unflushed_total counts them). A router or middleware between Wrap and the page must pass Flush on to the writer it wraps",
+			"page", p.name, "route", p.route, "reason", reason, "request_id", middleware.RequestID(r.Context()))
+	}
 }
 
 // Close ends the compressed stream (its last block and checksum).
