@@ -82,7 +82,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	}
 	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
 	// loopback: the admin listener is on loopback by default.
-	return pages.ListenAndServe(ctx, &http.Server{Addr: *listen, Handler: handler}, ssr.ServeOptions{
+	// The shop's own timeouts: it has no long response (no server-sent events, no download),
+	// so every request is bounded, not only the pages.
+	public := &http.Server{Addr: *listen, Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
+	return pages.ListenAndServe(ctx, public, ssr.ServeOptions{
 		AdminAddr: *adminListen, Admin: ssr.AdminOptions{Gatherer: registry, TrustLoopback: true},
 	})
 }

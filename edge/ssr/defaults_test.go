@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/config"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
@@ -45,9 +46,18 @@ func TestDefaultsAreTheBinarys(t *testing.T) {
 	zeroServe := ssr.ServeWithDefaults(ssr.ServeOptions{}, zeroPublic)
 	differs["Admin"] = "admin_trust_loopback is on locally, where the admin listener is on loopback; the pod's config turns it off"
 	compare("ServeOptions", serve, zeroServe)
-	for _, f := range []string{"Addr", "ReadHeaderTimeout", "ReadTimeout", "WriteTimeout", "IdleTimeout", "MaxHeaderBytes"} {
+	for _, f := range []string{"Addr", "ReadHeaderTimeout", "IdleTimeout", "MaxHeaderBytes"} {
 		if a, b := reflect.ValueOf(public).Elem().FieldByName(f).Interface(), reflect.ValueOf(zeroPublic).Elem().FieldByName(f).Interface(); a != b {
 			t.Errorf("http.Server.%s: the binary's default is %v, the package's %v", f, a, b)
 		}
+	}
+	// The binary's server serves only the package's pages and assets, and bounds them all; the
+	// package leaves the shop's server its own, and bounds its pages' writing alone, by the
+	// binary's write_timeout.
+	if zeroPublic.ReadTimeout != 0 || zeroPublic.WriteTimeout != 0 {
+		t.Errorf("ListenAndServe set the shop's ReadTimeout %s and WriteTimeout %s: both cut long requests and responses", zeroPublic.ReadTimeout, zeroPublic.WriteTimeout)
+	}
+	if public.WriteTimeout != server.PageWriteTimeout {
+		t.Errorf("the binary's write_timeout is %s, the package's pages' bound %s", public.WriteTimeout, server.PageWriteTimeout)
 	}
 }

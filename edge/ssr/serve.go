@@ -41,8 +41,6 @@ const (
 	defaultMaxConnections    = 1024
 	defaultShutdownTimeout   = 10 * time.Second
 	defaultReadHeaderTimeout = 5 * time.Second
-	defaultReadTimeout       = 10 * time.Second
-	defaultWriteTimeout      = 30 * time.Second
 	defaultIdleTimeout       = 120 * time.Second
 	defaultMaxHeaderBytes    = 64 << 10
 )
@@ -50,10 +48,13 @@ const (
 // ListenAndServe serves public, the shop's server, on public.Addr and the Admin handler on
 // o.AdminAddr until ctx is done (SIGTERM, typically), then drains: readiness turns false
 // (Drain), both keep serving for o.ShutdownDelay while load balancers notice, and requests
-// in flight get o.ShutdownTimeout to finish. The fields of public left zero get the edge
-// binary's values: Addr ":8080", ReadHeaderTimeout 5s, ReadTimeout 10s, WriteTimeout 30s,
-// IdleTimeout 120s, MaxHeaderBytes 64 KiB, ErrorLog the Server's Logger at WARN (a negative
-// timeout means none, as in net/http). An address that cannot be listened on is an
+// in flight get o.ShutdownTimeout to finish. Of public's fields, only these are set, and
+// only when zero: Addr ":8080", ReadHeaderTimeout 5s, IdleTimeout 120s, MaxHeaderBytes 64
+// KiB, ErrorLog the Server's Logger at WARN. None of them cuts a long request or response:
+// ReadTimeout and WriteTimeout stay as given, so a server-sent-events or download handler
+// on the same server keeps net/http's zero (no timeout) unless the caller sets one. The
+// package's own pages bound their writing at 30s on a server without a WriteTimeout (a
+// negative one means none, as in net/http). An address that cannot be listened on is an
 // *OptionError naming its field, which unwraps to the cause (errors.Is(err,
 // syscall.EADDRINUSE)). When either server stops with an error, the other is closed, and
 // the error wraps the cause.
@@ -133,8 +134,6 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 func (o ServeOptions) withDefaults(public *http.Server) ServeOptions {
 	orDefault(&public.Addr, defaultAddr)
 	orDefault(&public.ReadHeaderTimeout, defaultReadHeaderTimeout)
-	orDefault(&public.ReadTimeout, defaultReadTimeout)
-	orDefault(&public.WriteTimeout, defaultWriteTimeout)
 	orDefault(&public.IdleTimeout, defaultIdleTimeout)
 	orDefault(&public.MaxHeaderBytes, defaultMaxHeaderBytes)
 	orDefault(&o.AdminAddr, defaultAdminAddr)

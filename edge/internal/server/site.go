@@ -247,11 +247,16 @@ func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, 
 }
 
 // wrap gives a page handler what every response needs on any router: a request id, a logged
-// 500 instead of a dropped connection on a bug, a span when tracing is on, and a count in
-// edge_requests_total.
+// 500 instead of a dropped connection on a bug, a bound on its writing when the server has
+// none, a span when tracing is on, and a count in edge_requests_total.
 func (s *Site) wrap(route string, h http.Handler) http.Handler {
-	return middleware.Recover(s.d.log)(middleware.WithRequestID(middleware.Trace(s.d.tracer, route)(s.d.metrics.count(route, s.d.tracer != nil, h))))
+	return middleware.Recover(s.d.log)(middleware.WithRequestID(middleware.WriteDeadline(PageWriteTimeout)(
+		middleware.Trace(s.d.tracer, route)(s.d.metrics.count(route, s.d.tracer != nil, h)))))
 }
+
+// PageWriteTimeout bounds writing a page's response on a server without a WriteTimeout:
+// the edge binary's default write_timeout, which a test holds equal.
+const PageWriteTimeout = 30 * time.Second
 
 // Wrap wraps the shop's handler of pages: request ids, recovered panics, and the requests
 // no page answers counted.
