@@ -17,8 +17,9 @@ import (
 //
 // names the island Cart of the app's bundle (its `islands` export) and gives it its props,
 // marshalled to JSON (an object; a json.RawMessage passes as it is; nil is {}). Executed by
-// Server.Template, the island is rendered there; executed any other way, the mark is an
-// HTML comment.
+// Server.Template, or written in any HTML response through Server.Wrap (Gin's c.HTML with
+// engine.SetFuncMap(ssr.IslandFuncs())), the island is rendered there; written any other
+// way, the mark is an HTML comment holding its props.
 func IslandFuncs() template.FuncMap {
 	return template.FuncMap{"island": server.IslandMarker}
 }

@@ -227,11 +227,14 @@ func (s *Server) NotFound() http.Handler { return s.site.NotFound() }
 // headers. Mount it at "GET /assets/".
 func (s *Server) Assets() http.Handler { return s.site.Assets() }
 
-// Wrap is middleware for the shop's whole handler (a ServeMux, a chi router, any
-// http.Handler): request ids, a logged 500 instead of a dropped connection when a handler
-// panics, and the requests that no page answers (the router's own 404s, 405s and
-// redirects, the shop's other handlers) counted in edge_requests_total. Pages count their
-// own.
+// Wrap is middleware for the shop's whole handler (a ServeMux, a chi router, a Gin engine,
+// any http.Handler): request ids, a logged 500 instead of a dropped connection when a
+// handler panics, the requests that no page answers (the router's own 404s, 405s and
+// redirects, the shop's other handlers) counted in edge_requests_total, and the islands
+// (IslandFuncs) of the HTML the shop writes itself rendered however it is written (Gin's
+// c.HTML, Echo's c.Render, a template executed into the writer), as Template renders
+// them. Pages count their own. Its writer flushes and hijacks through to the connection,
+// so a router that asserts http.Flusher on it streams.
 func (s *Server) Wrap(h http.Handler) http.Handler { return s.site.Wrap(h) }
 
 // PurgePath removes the stored documents of path, every variant (header and cookie

@@ -175,18 +175,7 @@ func (s *Site) Template(w http.ResponseWriter, r *http.Request, status int, t *t
 	if s.o.Nonce != nil {
 		nonce = s.o.Nonce(r)
 	}
-	at := 0
-	for i, m := range marked {
-		if at <= assetsAt && assetsAt <= m.start {
-			doc = append(doc, page[at:assetsAt]...)
-			doc = s.d.shell.AppendAssets(doc, nonce)
-			at = assetsAt
-		}
-		doc = append(doc, page[at:m.start]...)
-		doc = document.AppendIsland(doc, m.name, htmls[i], m.props)
-		at = m.end
-	}
-	doc = append(doc, page[at:]...)
+	doc = s.appendIslands(doc, page, marked, htmls, nonce, assetsAt)
 
 	h := w.Header()
 	if len(marked) > 0 {
@@ -200,6 +189,24 @@ func (s *Site) Template(w http.ResponseWriter, r *http.Request, status int, t *t
 	h.Add("Vary", "Accept-Encoding")
 	writeCompressed(w, r, cmp.Or(status, http.StatusOK), doc)
 	return nil
+}
+
+// appendIslands appends page to doc with each island it marks in place (htmls[i]; nil: left
+// to the browser, its root empty and its props in place), and the client build's assets,
+// with nonce, at page[linkAt], at or before the first island; linkAt < 0: not linked here.
+func (s *Site) appendIslands(doc, page []byte, marked []markedIsland, htmls [][]byte, nonce string, linkAt int) []byte {
+	at := 0
+	for i, m := range marked {
+		if 0 <= linkAt && at <= linkAt && linkAt <= m.start {
+			doc = append(doc, page[at:linkAt]...)
+			doc = s.d.shell.AppendAssets(doc, nonce)
+			at = linkAt
+		}
+		doc = append(doc, page[at:m.start]...)
+		doc = document.AppendIsland(doc, m.name, htmls[i], m.props)
+		at = m.end
+	}
+	return append(doc, page[at:]...)
 }
 
 // islandCounts say where a page's islands came from.

@@ -258,8 +258,8 @@ func (s *Site) wrap(route string, h http.Handler) http.Handler {
 // the edge binary's default write_timeout, which a test holds equal.
 const PageWriteTimeout = 30 * time.Second
 
-// Wrap wraps the shop's handler of pages: request ids, recovered panics, and the requests
-// no page answers counted.
+// Wrap wraps the shop's handler of pages: request ids, recovered panics, the requests no
+// page answers counted, and the islands its own HTML responses mark rendered.
 func (s *Site) Wrap(h http.Handler) http.Handler {
-	return middleware.Recover(s.d.log)(middleware.WithRequestID(s.d.metrics.countUnanswered(h)))
+	return middleware.Recover(s.d.log)(middleware.WithRequestID(s.d.metrics.countUnanswered(s.islandsIn(h))))
 }

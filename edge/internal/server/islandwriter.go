@@ -1,0 +1,208 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"net"
+	"net/http"
+	"strings"
+)
+
+// Islands in the HTML the shop writes itself, by whatever renders it: Gin's c.HTML, Echo's
+// c.Render, a template executed into the writer. Behind Wrap, a response that marks islands
+// (IslandFuncs) has them rendered as Template renders them; a marker never reaches the
+// client with its props.
+
+// islandsIn renders the islands that the HTML responses of h mark, for Wrap.
+func (s *Site) islandsIn(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		iw := &islandWriter{ResponseWriter: w, site: s, r: r}
+		h.ServeHTTP(iw, r)
+		iw.end()
+	})
+}
+
+// islandWriter passes a response on as it is written until a write holds an island's
+// marker; from there it holds the response until the handler flushes or returns, then
+// writes what it held with the islands marked in it rendered (one renderer call), the
+// client build linked before the first. A response that is not HTML, is already encoded,
+// or is a page's passes through unread.
+type islandWriter struct {
+	http.ResponseWriter
+	site *Site
+	r    *http.Request
+
+	decided, scanning bool
+	// held is the response from the first marker on, once one was written (marked), or else
+	// the end of the last write that could begin one.
+	held   []byte
+	marked bool
+	linked bool // the client build is in the response
+}
+
+// decide is whether the response's writes are read for markers, fixed by its headers once
+// they are written.
+func (w *islandWriter) decide() bool {
+	if !w.decided {
+		w.decided = true
+		h := w.ResponseWriter.Header()
+		ct := h.Get("Content-Type")
+		w.scanning = (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
+		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && outer.answered {
+			w.scanning = false // a page: its document marks no island
+		}
+		if w.scanning {
+			h.Del("Content-Length") // rendered islands change it
+		}
+	}
+	return w.scanning
+}
+
+func (w *islandWriter) WriteHeader(code int) {
+	if code >= 200 {
+		w.decide()
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *islandWriter) Write(b []byte) (int, error) {
+	if !w.decide() {
+		return w.ResponseWriter.Write(b)
+	}
+	if w.marked {
+		w.held = append(w.held, b...)
+		return len(b), nil
+	}
+	data, carried := b, len(w.held) > 0
+	if carried {
+		w.held = append(w.held, b...)
+		data = w.held
+	}
+	pass := len(data)
+	if i := bytes.Index(data, islandMark); i >= 0 {
+		pass, w.marked = i, true
+	} else {
+		pass -= markPrefixAtEnd(data)
+	}
+	if _, err := w.ResponseWriter.Write(data[:pass]); err != nil {
+		return 0, err
+	}
+	if carried {
+		w.held = w.held[:copy(w.held, data[pass:])]
+	} else {
+		w.held = append(w.held[:0], data[pass:]...)
+	}
+	return len(b), nil
+}
+
+// markPrefixAtEnd is how many bytes at the end of b could begin a marker.
+func markPrefixAtEnd(b []byte) int {
+	for n := min(len(b), len(islandMark)-1); n > 0; n-- {
+		if bytes.HasPrefix(islandMark, b[len(b)-n:]) {
+			return n
+		}
+	}
+	return 0
+}
+
+// release writes what is held, its islands rendered. A marker cut off (the response ended,
+// or was flushed, inside it) is dropped at the end, and kept for the next write otherwise.
+func (w *islandWriter) release(final bool) {
+	if !w.marked {
+		if len(w.held) > 0 {
+			w.ResponseWriter.Write(w.held)
+			w.held = w.held[:0]
+		}
+		return
+	}
+	page := w.held
+	marked := findIslands(page)
+	upTo := len(page)
+	from := 0
+	if len(marked) > 0 {
+		from = marked[len(marked)-1].end
+	}
+	if cut := bytes.Index(page[from:], islandMark); cut >= 0 {
+		upTo = from + cut
+		if final {
+			w.site.d.log.Warn("an island marker cut off at the end of a response was dropped: its props are not sent",
+				"url", w.r.URL.RequestURI())
+		}
+	}
+	htmls, _ := w.site.renderIslands(w.r, marked)
+	linkAt := -1
+	if !w.linked && len(marked) > 0 {
+		linkAt, w.linked = marked[0].start, true
+	}
+	bp := buffers.Get().(*[]byte)
+	doc := w.site.appendIslands((*bp)[:0], page[:upTo], marked, htmls, w.nonce(), linkAt)
+	w.ResponseWriter.Write(doc)
+	putBuffer(bp, doc)
+	rest := len(page) - upTo
+	if final {
+		rest = 0
+	}
+	copy(w.held, page[upTo:upTo+rest])
+	w.held, w.marked = w.held[:rest], rest > 0
+}
+
+// end writes what is held once the handler has returned.
+func (w *islandWriter) end() {
+	if w.scanning {
+		w.release(true)
+	}
+}
+
+// nonce is the response's script nonce: Options.Nonce's for the request, or, when the shop
+// sets it in a middleware behind Wrap (a router's), the one its Content-Security-Policy
+// header allows scripts by.
+func (w *islandWriter) nonce() string {
+	if w.site.o.Nonce != nil {
+		if n := w.site.o.Nonce(w.r); n != "" {
+			return n
+		}
+	}
+	return scriptNonce(w.ResponseWriter.Header().Get("Content-Security-Policy"))
+}
+
+// scriptNonce is the nonce a Content-Security-Policy allows scripts by: its script-src's
+// (script-src-elem's), else default-src's, or "".
+func scriptNonce(policy string) string {
+	found := map[string]string{}
+	for directive := range strings.SplitSeq(policy, ";") {
+		fields := strings.Fields(directive)
+		if len(fields) == 0 {
+			continue
+		}
+		for _, v := range fields[1:] {
+			if n, ok := strings.CutPrefix(v, "'nonce-"); ok && strings.HasSuffix(n, "'") {
+				found[strings.ToLower(fields[0])] = strings.TrimSuffix(n, "'")
+				break
+			}
+		}
+	}
+	for _, d := range []string{"script-src-elem", "script-src", "default-src"} {
+		if n := found[d]; n != "" {
+			return n
+		}
+	}
+	return ""
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *islandWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// FlushError writes what is held, its islands rendered, and flushes: a handler that
+// flushes wants what it wrote sent.
+func (w *islandWriter) FlushError() error {
+	if w.decide() {
+		w.release(false)
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *islandWriter) Flush() { w.FlushError() }
+
+func (w *islandWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"bytes"
+	"html/template"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestIslandsInTheShopsOwnHTML: behind Wrap, the islands an HTML response marks are rendered
+// however the shop writes it (a template executed into the writer, as Gin's c.HTML does; in
+// small pieces, a marker across two writes; flushed between islands), the client build
+// linked once before the first, with the response's status and headers; no marker reaches
+// the client with its props. A response that is not HTML passes through as written.
+func TestIslandsInTheShopsOwnHTML(t *testing.T) {
+	page := template.Must(template.New("shop").Funcs(template.FuncMap{"island": IslandMarker}).Parse(
+		`<!doctype html><html><head><title>Books</title></head><body><h1>Books</h1>` +
+			`{{ island "Cart" .Cart }}<p>{{ .Note }}</p>{{ island "Featured" .Featured }}</body></html>`))
+	data := map[string]any{"Cart": map[string]any{"count": 2}, "Note": "between", "Featured": map[string]any{"ids": []int{1}}}
+	executed := func(t *testing.T) []byte {
+		var b bytes.Buffer
+		if err := page.Execute(&b, data); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes()
+	}
+	tests := []struct {
+		name  string
+		write func(t *testing.T, w http.ResponseWriter)
+		calls int
+	}{
+		{"a template executed into the writer (Gin's c.HTML)", func(t *testing.T, w http.ResponseWriter) {
+			if err := page.Execute(w, data); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+		{"in 7-byte pieces", func(t *testing.T, w http.ResponseWriter) {
+			for b := executed(t); len(b) > 0; b = b[min(7, len(b)):] {
+				w.Write(b[:min(7, len(b))])
+			}
+		}, 1},
+		{"flushed between its islands", func(t *testing.T, w http.ResponseWriter) {
+			b := executed(t)
+			at := bytes.Index(b, []byte("<p>"))
+			w.Write(b[:at])
+			http.NewResponseController(w).Flush()
+			w.Write(b[at:])
+		}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &islandRenderer{}
+			site, _, _ := islandSite(t, r)
+			ts := httptest.NewServer(site.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Header().Set("X-Shop", "mine")
+				w.Header().Set("Content-Length", "999") // the shop's guess, before the islands
+				w.WriteHeader(http.StatusTeapot)
+				tt.write(t, w)
+			})))
+			defer ts.Close()
+			resp, doc := get(t, ts.URL)
+			if resp.StatusCode != http.StatusTeapot || resp.Header.Get("X-Shop") != "mine" {
+				t.Errorf("status %d, X-Shop %q: want the handler's", resp.StatusCode, resp.Header.Get("X-Shop"))
+			}
+			if r.callCount() != tt.calls {
+				t.Errorf("%d renderer calls %v, want %d", r.callCount(), r.calls, tt.calls)
+			}
+			for _, want := range []string{
+				`<h1>Books</h1><link rel="stylesheet" href="/assets/client-1.css">` + "\n" +
+					`<script nonce="n0nce" type="module" src="/assets/client-1.js"></script>` + "\n" +
+					`<div data-ssr-island="Cart"><b>Cart {"count":2}</b></div><script type="application/json" data-ssr-island-props>{"count":2}</script>`,
+				`<p>between</p><div data-ssr-island="Featured"><b>Featured {"ids":[1]}</b></div>`,
+			} {
+				if !strings.Contains(doc, want) {
+					t.Errorf("the page lacks\n%s\nin\n%s", want, doc)
+				}
+			}
+			if strings.Count(doc, "client-1.js") != 1 || strings.Contains(doc, "ssr-island:") {
+				t.Errorf("the client build not linked once, or a marker left:\n%s", doc)
+			}
+		})
+	}
+
+	t.Run("not HTML", func(t *testing.T) {
+		r := &islandRenderer{}
+		site, _, _ := islandSite(t, r)
+		marker, _ := IslandMarker("Cart", nil)
+		ts := httptest.NewServer(site.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"a":"` + string(marker) + `"}`))
+		})))
+		defer ts.Close()
+		if _, body := get(t, ts.URL); body != `{"a":"`+string(marker)+`"}` || r.callCount() != 0 {
+			t.Errorf("got %s with %d calls: want the JSON as written, no call", body, r.callCount())
+		}
+	})
+	t.Run("a marker cut off at the end", func(t *testing.T) {
+		r := &islandRenderer{}
+		site, _, _ := islandSite(t, r)
+		marker, _ := IslandMarker("Cart", map[string]int{"secret": 1})
+		ts := httptest.NewServer(site.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Write([]byte(`<p>before</p>` + strings.TrimSuffix(string(marker), "-->")))
+		})))
+		defer ts.Close()
+		if _, body := get(t, ts.URL); body != `<p>before</p>` {
+			t.Errorf("got %q: want the page without the cut marker and its props", body)
+		}
+	})
+}
+
+// TestScriptNonce: the nonce a policy allows scripts by, from the directive a browser uses.
+func TestScriptNonce(t *testing.T) {
+	for policy, want := range map[string]string{
+		"default-src 'self'; script-src 'nonce-abc' 'strict-dynamic'; style-src 'nonce-zzz'": "abc",
+		"default-src 'nonce-def'":                                   "def",
+		"script-src-elem 'nonce-elem'; script-src 'nonce-src'":      "elem",
+		"SCRIPT-SRC 'self' 'nonce-up'; default-src 'nonce-default'": "up",
+		"default-src 'self'":                                        "",
+		"":                                                          "",
+	} {
+		if got := scriptNonce(policy); got != want {
+			t.Errorf("scriptNonce(%q) = %q, want %q", policy, got, want)
+		}
+	}
+}
