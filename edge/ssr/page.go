@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"time"
 
@@ -68,6 +69,12 @@ type Result struct {
 	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
 	// that carries one, on every replica with a shared cache.
 	Tags []string
+	// Head is trusted markup for this response's head (a <title>, meta tags from the
+	// shop's data), after Options.Head and before the tags of the page's own head(). It is
+	// in the client-side-render fallback too, where head() has not run: a page whose title
+	// comes from Go data gives it here, not in head(), so that the first <title> is the
+	// one meant in every case. Stored with the page, as the page's own head is.
+	Head template.HTML
 	// Deferred are the page's slow data, by name (letters, digits, '_' and '-'): each
 	// function runs on its own goroutine while the page renders, and the page's component
 	// reads its value from its `deferred` prop inside a Suspense boundary. A page that
@@ -196,7 +203,7 @@ func (res Result) loaded() (*server.Loaded, error) {
 	return &server.Loaded{
 		Props: props, Status: status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: redirectStatus,
 		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), Tags: res.Tags,
-		Deferred: deferredJSON(res.Deferred),
+		Deferred: deferredJSON(res.Deferred), Head: string(res.Head),
 	}, nil
 }
 

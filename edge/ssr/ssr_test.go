@@ -394,6 +394,26 @@ func TestRendererDownKeepsThePageAnswering(t *testing.T) {
 	}
 }
 
+// TestResultHeadInEveryDocument: the head a loader gives is in the rendered page's document,
+// before the page's own head, and in the fallback's, where the page's head() did not run.
+func TestResultHeadInEveryDocument(t *testing.T) {
+	f := newFixture(t, Options{Head: `<link rel="icon" href="/favicon.ico">`})
+	page := f.srv.Page("home", PageOptions{Load: func(*http.Request) (Result, error) {
+		return Result{Props: map[string]int{"n": 1}, Head: `<title>Books &amp; more</title>`}, nil
+	}})
+	want := `<link rel="icon" href="/favicon.ico">` + "\n" + `<title>Books &amp; more</title>` + "\n"
+	for _, down := range []bool{false, true} {
+		f.renderer.down.Store(down)
+		rec := serve(page, "/")
+		if fallback := rec.Header().Get("X-SSR-Fallback") != ""; fallback != down {
+			t.Fatalf("renderer down %v: X-SSR-Fallback %q", down, rec.Header().Get("X-SSR-Fallback"))
+		}
+		if body := rec.Body.String(); !strings.Contains(body, want) {
+			t.Errorf("renderer down %v: the head lacks\n%s\nin\n%s", down, want, body)
+		}
+	}
+}
+
 func TestPurge(t *testing.T) {
 	f := newFixture(t, Options{})
 	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})

@@ -164,7 +164,7 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 	h.Set("Cache-Status", withDetail(cacheStatus, reason))
 	h.Add("Vary", p.vary)
 	doc.Nonce = p.nonceFor(r)
-	p.respondDocument(w, r, status, p.dress(doc))
+	p.respondDocument(w, r, status, p.dress(doc, decision))
 }
 
 // withDetail sets the detail parameter of a Cache-Status member (RFC 9211 allows one: a

@@ -37,6 +37,9 @@ type Loaded struct {
 	NoStore       bool
 	// Tags are the page's surrogate keys, for purges by tag.
 	Tags []string
+	// Head is trusted markup for the document's head, after the server's (Options.Head) and
+	// before the page's own: kept in a fallback, where the page's head() has not run.
+	Head string
 	// Deferred are values computed while the page renders (deferred.go), by name; a redirect
 	// or the not-found page calls none.
 	Deferred map[string]DeferredFunc

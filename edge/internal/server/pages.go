@@ -438,16 +438,27 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	if len(props) == 0 {
 		props = []byte("{}")
 	}
+	var decided *Loaded
+	if fl != nil {
+		decided = fl.Decided.Load()
+	}
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
 		Deferred: deferredOf(fl).forDocument(),
-	})
+	}, decided)
 }
 
-// dress adds what the Go server sets on every document of the page: its lang and head.
-func (p *page) dress(doc document.Page) document.Page {
+// dress adds what the Go server sets on the page's document: its lang, the server's head and
+// the one its loader decided for this render (decided: nil when none ran).
+func (p *page) dress(doc document.Page, decided *Loaded) document.Page {
 	doc.Lang, doc.ExtraHead = p.lang, p.head
+	if decided != nil && decided.Head != "" {
+		if doc.ExtraHead != "" {
+			doc.ExtraHead += "\n"
+		}
+		doc.ExtraHead += decided.Head
+	}
 	return doc
 }
 
