@@ -237,6 +237,14 @@ func (s *Server) Assets() http.Handler { return s.site.Assets() }
 // so a router that asserts http.Flusher on it streams.
 func (s *Server) Wrap(h http.Handler) http.Handler { return s.site.Wrap(h) }
 
+// NameRoute names the route r was routed by in the metrics of a request behind Wrap that no
+// page answers (edge_requests_total{route}): a pattern, never a path, which would give
+// every URL a series of its own. Wrap reads net/http's ServeMux pattern by itself; other
+// routers say it from a middleware: Gin's c.FullPath() (an unmatched request's is ""),
+// chi's chi.RouteContext(r.Context()).RoutePattern() once the handler has run. Unnamed
+// requests are counted under "(none)".
+func NameRoute(r *http.Request, route string) { server.NameRoute(r, route) }
+
 // PurgePath removes the stored documents of path, every variant (header and cookie
 // Variants), and keeps renders of it already running from being stored. path is a path
 // and query as the page's cache key holds it: "/products/7" is the page without a query

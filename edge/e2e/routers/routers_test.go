@@ -48,6 +48,13 @@ func TestBehindEachRouter(t *testing.T) {
 		}},
 		{"chi", func(t *testing.T, _ *ssr.Server, deferred http.Handler, books func(http.ResponseWriter, *http.Request, any)) http.Handler {
 			r := chi.NewRouter()
+			// The route's pattern for the metrics of what no page answers (docs/go.md).
+			r.Use(func(next http.Handler) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					next.ServeHTTP(w, req)
+					ssr.NameRoute(req, chi.RouteContext(req.Context()).RoutePattern())
+				})
+			})
 			r.Method("GET", "/deferred/{n}", deferred)
 			r.Get("/books", func(w http.ResponseWriter, r *http.Request) { books(w, r, nil) })
 			return r
@@ -62,6 +69,8 @@ func TestBehindEachRouter(t *testing.T) {
 		}{"Gin, " + mode + " mode", func(t *testing.T, _ *ssr.Server, deferred http.Handler, _ func(http.ResponseWriter, *http.Request, any)) http.Handler {
 			gin.SetMode(mode)
 			engine := gin.New()
+			// The route's pattern for the metrics of what no page answers (docs/go.md).
+			engine.Use(func(c *gin.Context) { ssr.NameRoute(c.Request, c.FullPath()) })
 			engine.SetFuncMap(ssr.IslandFuncs())
 			dir := t.TempDir()
 			if err := os.WriteFile(filepath.Join(dir, "books.html"), []byte(booksTemplate), 0o644); err != nil {
@@ -135,6 +144,21 @@ func TestBehindEachRouter(t *testing.T) {
 				}
 			})
 
+			t.Run("the template page counted under its route", func(t *testing.T) {
+				if _, err := http.Get(ts.URL + "/books?v=carl"); err != nil {
+					t.Fatal(err)
+				}
+				rec := httptest.NewRecorder()
+				srv.Admin(ssr.AdminOptions{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+				want := `route="/books"` // chi and Gin: named by a middleware
+				if rt.name == "ServeMux" {
+					want = `route="GET /books"`
+				}
+				if !strings.Contains(rec.Body.String(), `edge_requests_total{code="200",outcome="ssr",`+want+`}`) {
+					t.Errorf("no edge_requests_total{%s}:\n%s", want, grepLines(rec.Body.String(), "edge_requests_total{"))
+				}
+			})
+
 			t.Run("the template's islands rendered", func(t *testing.T) {
 				for _, visitor := range []string{"ann", "bob"} {
 					resp, err := http.Get(ts.URL + "/books?v=" + visitor)
@@ -185,4 +209,15 @@ func readUntil(t *testing.T, body io.Reader, want string) string {
 		}
 	}
 	return got.String()
+}
+
+// grepLines are the lines of s that hold sub.
+func grepLines(s, sub string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, sub) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "")
 }

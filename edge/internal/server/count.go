@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"net"
 	"net/http"
@@ -43,24 +44,36 @@ func (m *Metrics) count(route string, traced bool, h http.Handler) http.Handler 
 // page that answers it (count) says so there.
 type answeredKey struct{}
 
-// unanswered is countUnanswered's record of a request: its status, and whether a page
-// answered it. One allocation holds both.
+// unanswered is countUnanswered's record of a request: its status, whether a page answered
+// it, and the route the shop's router named (NameRoute). One allocation holds them.
 type unanswered struct {
 	statusRecorder
 	answered bool
+	route    string
 }
 
-// countUnanswered counts the requests no page of the site answers, under route "(none)":
-// the router's own (a 404, a 405, a redirect to a cleaned path) and the shop's other
-// handlers. Pages count their own.
+// countUnanswered counts the requests no page of the site answers: the router's own (a
+// 404, a 405, a redirect to a cleaned path) and the shop's other handlers, under the route
+// the router named (NameRoute), else the ServeMux pattern that matched, else "(none)".
+// Pages count their own.
 func (m *Metrics) countUnanswered(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &unanswered{statusRecorder: statusRecorder{ResponseWriter: w}}
-		h.ServeHTTP(&rec.statusRecorder, r.WithContext(context.WithValue(r.Context(), answeredKey{}, rec)))
+		inner := r.WithContext(context.WithValue(r.Context(), answeredKey{}, rec))
+		h.ServeHTTP(&rec.statusRecorder, inner)
 		if !rec.answered {
-			m.requests.WithLabelValues("(none)", strconv.Itoa(rec.code), "ssr").Inc()
+			route := cmp.Or(rec.route, inner.Pattern, "(none)")
+			m.requests.WithLabelValues(route, strconv.Itoa(rec.code), "ssr").Inc()
 		}
 	})
+}
+
+// NameRoute names the route r was routed by, for a request behind Wrap that no page
+// answers; "" leaves it unnamed.
+func NameRoute(r *http.Request, route string) {
+	if rec, ok := r.Context().Value(answeredKey{}).(*unanswered); ok {
+		rec.route = route
+	}
 }
 
 // statusRecorder remembers the status code written, and whether a flush came through it.

@@ -44,26 +44,48 @@ func TestCount(t *testing.T) {
 }
 
 // TestCountUnanswered: what no page answers (the router's own 405, a handler of the shop's
-// own) is counted under route "(none)"; what a page answers is left to the page's count, on
-// any router.
+// own) is counted under the route its router named (NameRoute), else the ServeMux pattern
+// that matched, else "(none)"; what a page answers is left to the page's count, on any
+// router.
 func TestCountUnanswered(t *testing.T) {
-	m := NewMetrics(prometheus.NewRegistry())
-	mux := http.NewServeMux()
 	ok := func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }
-	mux.Handle("GET /p", m.count("GET /p", false, http.HandlerFunc(ok)))
-	mux.HandleFunc("GET /shop", ok)
-	// Another router's way: no pattern recorded on the request.
-	var router http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mux.ServeHTTP(w, r.Clone(r.Context())) })
-	h := m.countUnanswered(router)
-	for _, req := range []*http.Request{httptest.NewRequest("POST", "/p", nil), httptest.NewRequest("GET", "/p", nil), httptest.NewRequest("GET", "/shop", nil)} {
-		h.ServeHTTP(httptest.NewRecorder(), req)
+	tests := []struct {
+		name     string
+		router   func(mux *http.ServeMux) http.Handler
+		wantShop string // the route /shop is counted under
+	}{
+		{"ServeMux", func(mux *http.ServeMux) http.Handler { return mux }, "GET /shop"},
+		{"a router that records no pattern", func(mux *http.ServeMux) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { mux.ServeHTTP(w, r.Clone(r.Context())) })
+		}, "(none)"},
+		{"a router naming its route", func(mux *http.ServeMux) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				in := r.Clone(r.Context())
+				mux.ServeHTTP(w, in)
+				if in.Pattern != "" {
+					NameRoute(r, "/shop (named)")
+				}
+			})
+		}, "/shop (named)"},
 	}
-	for _, c := range []struct{ route, code string }{{"(none)", "405"}, {"(none)", "200"}, {"GET /p", "200"}} {
-		if n := testutil.ToFloat64(m.requests.WithLabelValues(c.route, c.code, "ssr")); n != 1 {
-			t.Errorf("route %s, status %s: counted %v times, want 1", c.route, c.code, n)
-		}
-	}
-	if n := testutil.CollectAndCount(m.requests); n != 3 {
-		t.Errorf("%d edge_requests_total series, want 3 (the page's request counted once)", n)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewMetrics(prometheus.NewRegistry())
+			mux := http.NewServeMux()
+			mux.Handle("GET /p", m.count("GET /p", false, http.HandlerFunc(ok)))
+			mux.HandleFunc("GET /shop", ok)
+			h := m.countUnanswered(tt.router(mux))
+			for _, req := range []*http.Request{httptest.NewRequest("POST", "/p", nil), httptest.NewRequest("GET", "/p", nil), httptest.NewRequest("GET", "/shop", nil)} {
+				h.ServeHTTP(httptest.NewRecorder(), req)
+			}
+			for _, c := range []struct{ route, code string }{{"(none)", "405"}, {tt.wantShop, "200"}, {"GET /p", "200"}} {
+				if n := testutil.ToFloat64(m.requests.WithLabelValues(c.route, c.code, "ssr")); n != 1 {
+					t.Errorf("route %s, status %s: counted %v times, want 1", c.route, c.code, n)
+				}
+			}
+			if n := testutil.CollectAndCount(m.requests); n != 3 {
+				t.Errorf("%d edge_requests_total series, want 3 (the page's request counted once)", n)
+			}
+		})
 	}
 }
