@@ -130,6 +130,14 @@ func (s *Site) Island(name string, policy IslandPolicy) {
 // islandPage is an island's name where pages are named: metrics, the renderer's bundle check.
 func islandPage(name string) string { return "island:" + name }
 
+// islandsPage names a call's islands in its span: the one island's page, or "islands".
+func islandsPage(islands []*ssrv1.Island) string {
+	if len(islands) == 1 {
+		return islandPage(islands[0].GetName())
+	}
+	return "islands"
+}
+
 func (s *Site) islandPolicy(name string) (IslandPolicy, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -258,9 +266,15 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 	for j, i := range missed {
 		req.Islands[j] = &ssrv1.Island{Name: marked[i].name, PropsJson: marked[i].props}
 	}
+	// As a page's render call: the request's id and trace context to the renderer, a span,
+	// the in-flight gauge.
 	ctx, cancel := context.WithTimeout(flightContext(r.Context()), s.o.Timeouts.Render)
 	defer cancel()
-	resp, err := ir.RenderIslands(ctx, req)
+	s.d.metrics.rendersInFlight.Inc()
+	ctx, span := s.d.callSpan(ctx, islandsSpan, islandsPage(req.Islands))
+	resp, err := ir.RenderIslands(s.d.outgoing(ctx), req)
+	s.d.metrics.rendersInFlight.Dec()
+	endRender(span, err)
 	if err == nil && len(resp.GetIslands()) != len(missed) {
 		err = fmt.Errorf("renderer: %d islands answered for %d asked", len(resp.GetIslands()), len(missed))
 	}

@@ -17,7 +17,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -32,15 +35,20 @@ type islandRenderer struct {
 	mu    sync.Mutex
 	calls [][]string // the island names of each call
 	down  bool
+	// during, if set, is called with each call's context
+	during func(ctx context.Context)
 }
 
 func (*islandRenderer) Render(context.Context, *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
 	return nil, errors.New("pages are not rendered here")
 }
 
-func (f *islandRenderer) RenderIslands(_ context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
+func (f *islandRenderer) RenderIslands(ctx context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.during != nil {
+		f.during(ctx)
+	}
 	var names []string
 	resp := &ssrv1.RenderIslandsResponse{}
 	for _, i := range req.GetIslands() {
@@ -68,7 +76,7 @@ func (f *islandRenderer) callCount() int {
 
 // islandSite serves /order, a Go template with islands Featured (declared, cached, tagged
 // "catalog"), Cart (undeclared: uncached) and Throws, under a CSP nonce.
-func islandSite(t *testing.T, r Renderer) (*Site, *Metrics, string) {
+func islandSite(t *testing.T, r Renderer, opts ...func(*Options)) (*Site, *Metrics, string) {
 	t.Helper()
 	e := defaultSite().Options
 	e.AssetsDir = t.TempDir()
@@ -81,6 +89,9 @@ func islandSite(t *testing.T, r Renderer) (*Site, *Metrics, string) {
 	e.Metrics, e.Log = NewMetrics(prometheus.NewRegistry()), slog.New(slog.DiscardHandler)
 	e.Nonce = func(*http.Request) string { return "n0nce" }
 	e.Timeouts.Render = 10 * time.Second
+	for _, o := range opts {
+		o(&e)
+	}
 	site, err := NewSite(e)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +195,53 @@ func TestIslandsWithoutARenderer(t *testing.T) {
 		if got := testutil.ToFloat64(metrics.islands.WithLabelValues(name, ReasonUnavailable)); got != 1 {
 			t.Errorf("edge_islands_total{island=%s,outcome=renderer-unavailable} = %v, want 1", name, got)
 		}
+	}
+}
+
+// TestIslandsCallAsARenderDoes: an islands call carries the request's id and, with tracing
+// on, the trace context of a span of its own, a child of the request's; it counts in the
+// renders in flight while it runs.
+func TestIslandsCallAsARenderDoes(t *testing.T) {
+	exporter := tracetest.NewInMemoryExporter()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	var sent metadata.MD
+	var inFlight float64
+	r := &islandRenderer{}
+	site, metrics, _ := islandSite(t, r, func(o *Options) { o.Tracer = provider.Tracer("test") })
+	r.during = func(ctx context.Context) {
+		sent, _ = metadata.FromOutgoingContext(ctx)
+		inFlight = testutil.ToFloat64(metrics.rendersInFlight)
+	}
+	page := template.Must(template.New("p").Funcs(template.FuncMap{"island": IslandMarker}).Parse(`<p>{{ island "Cart" . }}</p>`))
+	ts := httptest.NewServer(site.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := provider.Tracer("shop").Start(r.Context(), "GET /cart")
+		defer span.End()
+		site.Template(w, r.WithContext(ctx), 0, page, map[string]int{"n": 1})
+	})))
+	defer ts.Close()
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("X-Request-Id", "req-9")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := sent.Get(requestIDMetadata); len(got) != 1 || got[0] != "req-9" {
+		t.Errorf("the call carried request id %q, want req-9", got)
+	}
+	if inFlight != 1 || testutil.ToFloat64(metrics.rendersInFlight) != 0 {
+		t.Errorf("edge_renders_in_flight %v during the call, %v after: want 1, 0", inFlight, testutil.ToFloat64(metrics.rendersInFlight))
+	}
+	spans := map[string]tracetest.SpanStub{}
+	for _, span := range exporter.GetSpans() {
+		spans[span.Name] = span
+	}
+	call, shop := spans[islandsSpan], spans["GET /cart"]
+	if call.Parent.SpanID() != shop.SpanContext.SpanID() || call.SpanContext.TraceID() != shop.SpanContext.TraceID() {
+		t.Errorf("the islands call's span %+v is not a child of the request's %+v", call.Parent, shop.SpanContext)
+	}
+	if tp := sent.Get("traceparent"); len(tp) != 1 || !strings.Contains(tp[0], call.SpanContext.SpanID().String()) {
+		t.Errorf("traceparent %q, want the call span's %s", tp, call.SpanContext.SpanID())
 	}
 }
 

@@ -29,7 +29,7 @@ type flight = flights.Flight[Loaded]
 func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRequest, s *slot) (*ssrv1.RenderResponse, error) {
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
-	ctx, span := p.callSpan(ctx, req.Page)
+	ctx, span := p.callSpan(ctx, renderSpan, req.Page)
 	began := time.Now()
 	var resp *ssrv1.RenderResponse
 	var err error

@@ -14,9 +14,12 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 )
 
-// renderSpan names the render call on both sides: the edge's client span, the renderer's
-// server span.
-const renderSpan = "ssr.v1.RenderService/Render"
+// renderSpan and islandsSpan name the render calls on both sides: the edge's client span,
+// the renderer's server span.
+const (
+	renderSpan  = "ssr.v1.RenderService/Render"
+	islandsSpan = "ssr.v1.RenderService/RenderIslands"
+)
 
 // requestIDMetadata carries the request's id to the renderer, for its logs and spans.
 const requestIDMetadata = "x-request-id"
@@ -32,13 +35,13 @@ func (d *deps) span(ctx context.Context, name string, opts ...trace.SpanStartOpt
 	return d.tracer.Start(ctx, name, opts...)
 }
 
-// callSpan starts the span of a render call, or does nothing when tracing is off (its
-// options cost allocations even then).
-func (d *deps) callSpan(ctx context.Context, page string) (context.Context, trace.Span) {
+// callSpan starts the span of a render call (name: renderSpan, islandsSpan), or does nothing
+// when tracing is off (its options cost allocations even then).
+func (d *deps) callSpan(ctx context.Context, name, page string) (context.Context, trace.Span) {
 	if d.tracer == nil {
 		return ctx, noop.Span{}
 	}
-	return d.tracer.Start(ctx, renderSpan, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+	return d.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("rpc.system", "grpc"), attribute.String("ssr.page", page)))
 }
 
