@@ -49,7 +49,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "result"}),
 		rendersInFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "edge_renders_in_flight",
-			Help: "Render calls waiting for the renderer, including those past their render timeout.",
+			Help: "Render calls waiting for the renderer, a Go template's islands calls included, and those past their render timeout.",
 		}),
 		cacheRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_cache_requests_total",
