@@ -11,8 +11,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -21,7 +19,6 @@ import (
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
@@ -130,14 +127,6 @@ func (s *Site) Island(name string, policy IslandPolicy) {
 // islandPage is an island's name where pages are named: metrics, the renderer's bundle check.
 func islandPage(name string) string { return "island:" + name }
 
-// islandsPage names a call's islands in its span: the one island's page, or "islands".
-func islandsPage(islands []*ssrv1.Island) string {
-	if len(islands) == 1 {
-		return islandPage(islands[0].GetName())
-	}
-	return "islands"
-}
-
 func (s *Site) islandPolicy(name string) (IslandPolicy, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -215,134 +204,4 @@ func (s *Site) appendIslands(doc, page []byte, marked []markedIsland, htmls [][]
 		at = m.end
 	}
 	return append(doc, page[at:]...)
-}
-
-// islandCounts say where a page's islands came from.
-type islandCounts struct{ rendered, cached, browser int }
-
-// renderIslands returns each marked island's HTML, nil for those left to the browser: from
-// the cache, else from one renderer call within the render timeout.
-func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, islandCounts) {
-	htmls := make([][]byte, len(marked))
-	var counts islandCounts
-	var missed []int
-	keys := make([]string, len(marked))
-	policies := make([]IslandPolicy, len(marked))
-	gen, build := s.d.cache.Generation(), s.d.shell.BuildID()
-	for i, m := range marked {
-		policy, declared := s.islandPolicy(m.name)
-		if !declared {
-			s.d.names.use(islandPage(m.name), "a template", false)
-		}
-		policies[i] = policy
-		if policy.TTL > 0 {
-			keys[i] = islandKey(build, m.name, m.props)
-			if e, state := s.d.cache.Get(keys[i]); state == htmlcache.Fresh && s.d.build.matches(e) {
-				htmls[i] = e.Bodies[""]
-				counts.cached++
-				s.d.metrics.island(m.name, "hit")
-				continue
-			}
-		}
-		missed = append(missed, i)
-	}
-	if len(missed) == 0 {
-		return htmls, counts
-	}
-	fail := func(i int, reason string) {
-		counts.browser++
-		s.d.metrics.island(marked[i].name, reason)
-	}
-	ir, ok := s.d.renderer.(IslandRenderer)
-	sl := &slot{slots: s.d.slots}
-	if !ok || !sl.take() {
-		for _, i := range missed {
-			fail(i, ReasonOverloaded)
-		}
-		return htmls, counts
-	}
-	defer sl.release()
-	req := &ssrv1.RenderIslandsRequest{Url: r.URL.RequestURI(), Islands: make([]*ssrv1.Island, len(missed))}
-	for j, i := range missed {
-		req.Islands[j] = &ssrv1.Island{Name: marked[i].name, PropsJson: marked[i].props}
-	}
-	// As a page's render call: the request's id and trace context to the renderer, a span,
-	// the in-flight gauge.
-	ctx, cancel := context.WithTimeout(flightContext(r.Context()), s.o.Timeouts.Render)
-	defer cancel()
-	s.d.metrics.rendersInFlight.Inc()
-	ctx, span := s.d.callSpan(ctx, islandsSpan, islandsPage(req.Islands))
-	resp, err := ir.RenderIslands(s.d.outgoing(ctx), req)
-	s.d.metrics.rendersInFlight.Dec()
-	endRender(span, err)
-	if err == nil && len(resp.GetIslands()) != len(missed) {
-		err = fmt.Errorf("renderer: %d islands answered for %d asked", len(resp.GetIslands()), len(missed))
-	}
-	if err != nil {
-		reason := reasonFor(err)
-		if reason == ReasonDeadline { // the call's deadline is the render timeout
-			reason = ReasonTimeout
-		}
-		s.d.log.Warn("islands left to the browser", "url", req.Url, "islands", len(missed), "reason", reason, "err", err)
-		for _, i := range missed {
-			fail(i, reason)
-		}
-		return htmls, counts
-	}
-	for j, res := range resp.GetIslands() {
-		i := missed[j]
-		rendered := res.GetRendered()
-		if rendered == nil {
-			e := res.GetError()
-			reason := islandReason(e.GetCode())
-			s.d.log.Warn("island left to the browser", "url", req.Url, "island", marked[i].name, "reason", reason,
-				"code", e.GetCode().String(), "err", e.GetMessage())
-			fail(i, reason)
-			continue
-		}
-		s.d.build.rendered(rendered.GetBundleId())
-		htmls[i] = rendered.GetHtml()
-		counts.rendered++
-		s.d.metrics.island(marked[i].name, "rendered")
-		if keys[i] != "" && s.d.cache.Fits(len(htmls[i])) {
-			e := &htmlcache.Entry{
-				Key: keys[i], Path: islandPage(marked[i].name), Tags: policies[i].Tags, Status: http.StatusOK,
-				Stored: s.d.cache.Now(), TTL: policies[i].TTL, Bodies: map[string][]byte{"": htmls[i]},
-			}
-			s.d.build.stamp(e, rendered.GetBundleId())
-			s.d.cache.Set(e, gen)
-		}
-	}
-	return htmls, counts
-}
-
-// islandKey is the cache key of an island's HTML: the client build (as pages'), its name
-// and a hash of its props.
-func islandKey(build, name string, props []byte) string {
-	sum := sha256.Sum256(props)
-	return "island\x00" + build + "\x00" + name + "\x00" + hex.EncodeToString(sum[:])
-}
-
-// islandReason names an island's own failure with the words a page's fallback uses.
-func islandReason(code ssrv1.RenderErr) string {
-	switch code {
-	case ssrv1.RenderErr_RENDER_ERR_DEADLINE:
-		return ReasonTimeout
-	case ssrv1.RenderErr_RENDER_ERR_QUEUE_FULL, ssrv1.RenderErr_RENDER_ERR_WOULD_MISS_DEADLINE:
-		return ReasonOverloaded
-	case ssrv1.RenderErr_RENDER_ERR_DRAINING, ssrv1.RenderErr_RENDER_ERR_CANCELLED:
-		return ReasonUnavailable
-	case ssrv1.RenderErr_RENDER_ERR_QUARANTINED:
-		return ReasonQuarantined
-	case ssrv1.RenderErr_RENDER_ERR_PAGE_TOO_LARGE:
-		return ReasonTooLarge
-	case ssrv1.RenderErr_RENDER_ERR_WORKER_LOST:
-		return ReasonWorkerLost
-	case ssrv1.RenderErr_RENDER_ERR_PAGE_NOT_FOUND:
-		return ReasonUnknownPage
-	case ssrv1.RenderErr_RENDER_ERR_INVALID_PROPS:
-		return ReasonBadRequest
-	default:
-		return ReasonRenderError
-	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 )
@@ -194,6 +195,52 @@ func TestIslandsWithoutARenderer(t *testing.T) {
 		}
 		if got := testutil.ToFloat64(metrics.islands.WithLabelValues(name, ReasonUnavailable)); got != 1 {
 			t.Errorf("edge_islands_total{island=%s,outcome=renderer-unavailable} = %v, want 1", name, got)
+		}
+	}
+}
+
+// TestIslandsMissedTogetherRenderOnce: a page that misses an island another page's call is
+// rendering (the same name, props and code) waits for that call's HTML instead of rendering
+// it again; islands with props of its own go in its own call.
+func TestIslandsMissedTogetherRenderOnce(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	r := &islandRenderer{}
+	r.during = func(context.Context) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+	}
+	site, metrics, url := islandSite(t, r)
+	first := getAsync(t, url+"?user=ann")
+	<-entered // ann's call holds Featured, Cart and Throws
+	second := getAsync(t, url+"?user=bob")
+	waiting := func(key string) int {
+		site.islandFlights.mu.Lock()
+		defer site.islandFlights.mu.Unlock()
+		if fl := site.islandFlights.m[key]; fl != nil {
+			return fl.waiting
+		}
+		return 0
+	}
+	featured := islandKey(site.d.shell.BuildID(), "Featured", []byte(`{"ids":[1,2]}`))
+	poll.Until(t, "bob's page to join ann's render of Featured", func() bool { return waiting(featured) == 1 })
+	close(release)
+	for _, a := range []answer{<-first, <-second} {
+		if !strings.Contains(a.body, `<div data-ssr-island="Featured"><b>Featured {"ids":[1,2]}</b></div>`) {
+			t.Errorf("a page lacks Featured's HTML:\n%s", a.body)
+		}
+	}
+	if len(r.calls) != 2 || strings.Join(r.calls[1], ",") != "Cart" {
+		t.Errorf("calls %v: want ann's three islands, then bob's Cart alone", r.calls)
+	}
+	for _, c := range []struct {
+		island, outcome string
+		want            float64
+	}{{"Featured", "rendered", 1}, {"Featured", "coalesced", 1}, {"Cart", "rendered", 2}, {"Throws", ReasonRenderError, 2}} {
+		if got := testutil.ToFloat64(metrics.islands.WithLabelValues(c.island, c.outcome)); got != c.want {
+			t.Errorf("edge_islands_total{island=%s,outcome=%s} = %v, want %v", c.island, c.outcome, got, c.want)
 		}
 	}
 }

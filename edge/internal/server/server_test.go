@@ -453,7 +453,7 @@ edge_requests_total{code="404",outcome="ssr",route="GET /"} 1
 	if n := testutil.CollectAndCount(s.registry, "edge_render_duration_seconds"); n != 4 {
 		t.Errorf("got %d render duration series, want 4 (three routes OK, one Internal)", n)
 	}
-	idle := "# HELP edge_renders_in_flight Render calls waiting for the renderer, including those past their render timeout.\n" +
+	idle := "# HELP edge_renders_in_flight Render calls waiting for the renderer, a Go template's islands calls included, and those past their render timeout.\n" +
 		"# TYPE edge_renders_in_flight gauge\nedge_renders_in_flight 0\n"
 	if err := testutil.GatherAndCompare(s.registry, strings.NewReader(idle), "edge_renders_in_flight"); err != nil {
 		t.Errorf("in-flight renders after every answer: %v", err)

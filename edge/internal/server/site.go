@@ -90,6 +90,8 @@ type Site struct {
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
 	// islands are the islands declared (Island), with their policies; guarded by mu.
 	islands map[string]IslandPolicy
+	// islandFlights are the islands being rendered, which other pages join.
+	islandFlights islandFlights
 
 	// stop ends the subscription to other replicas' purges.
 	stop context.CancelFunc
