@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -75,5 +78,65 @@ func TestDefer(t *testing.T) {
 func TestDeferNil(t *testing.T) {
 	if Defer[int](nil) != nil {
 		t.Error("got a function, want nil")
+	}
+}
+
+// TestFallbackCarriesDeferredValues: with the renderer down, the client-side-render
+// document of a page with a deferred value sends its head and empty root at once, and its
+// end, with the value Go computed, once the value is in: the browser renders the page with
+// it, not the boundary's error UI. A value that fails is carried as its error.
+func TestFallbackCarriesDeferredValues(t *testing.T) {
+	f := newFixture(t, Options{})
+	f.renderer.down.Store(true)
+	gate := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.Handle("GET /books/{id}", f.srv.Page("book", PageOptions{Stream: true, Load: func(*http.Request) (Result, error) {
+		return Result{Props: map[string]int{"id": 1}, Head: "<title>The Book</title>", Deferred: map[string]Deferred{
+			"reviews": func(ctx context.Context) (any, error) {
+				select {
+				case <-gate:
+					return []string{"great"}, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			},
+			"stock": func(context.Context) (any, error) { return nil, errors.New("the stock service is down") },
+		}}, nil
+	}}))
+	ts := httptest.NewServer(f.srv.Wrap(mux))
+	defer ts.Close()
+	resp, err := http.Get(ts.URL + "/books/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Header.Get("X-Ssr-Fallback") == "" {
+		t.Fatalf("X-SSR-Fallback empty: want the client-side-render document")
+	}
+	// The value's function waits for the gate, opened only once the head has been read.
+	var head strings.Builder
+	buf := make([]byte, 4096)
+	for !strings.Contains(head.String(), `<div id="root">`) {
+		n, err := resp.Body.Read(buf)
+		head.Write(buf[:n])
+		if err != nil && !strings.Contains(head.String(), `<div id="root">`) {
+			t.Fatalf("the body ended (%v) before its root:\n%s", err, head.String())
+		}
+	}
+	if !strings.Contains(head.String(), "<title>The Book</title>") {
+		t.Errorf("the fallback's head lacks the loader's title:\n%s", head.String())
+	}
+	close(gate)
+	rest, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<script type="application/json" data-ssr-deferred="reviews">{"value":["great"]}</script>`,
+		`<script type="application/json" data-ssr-deferred="stock">{"error":"deferred value \"stock\" failed"}</script>`,
+	} {
+		if !strings.Contains(string(rest), want) {
+			t.Errorf("the document's end lacks %s:\n%s", want, rest)
+		}
 	}
 }

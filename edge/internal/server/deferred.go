@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
@@ -65,12 +66,27 @@ type deferredRun struct {
 
 	mu       sync.Mutex
 	outcomes map[string]*ssrv1.Deferred // guarded by mu
+
+	// stop ends the functions still running once a render no longer needs them; stopped
+	// says that it was called (they settle as cancelled, not late).
+	stop    func()
+	stopped atomic.Bool
 }
 
-// startDeferred calls every function of l on its own goroutine, with ctx shortened by the
-// margin; nil when l has none. A value not settled by then settles as late, whether or not
-// its function heeds ctx; one not settled when ctx ends first (the render is over) as
-// cancelled.
+// end is called once the render is done with the values: one that completed read what it
+// needed, and the rest are cancelled; after a failed one they run on to their deadline, for
+// the fallback to carry them (carryDeferred).
+func (r *deferredRun) end(err error) {
+	if r != nil && err == nil {
+		r.stopped.Store(true)
+		r.stop()
+	}
+}
+
+// startDeferred calls every function of l on its own goroutine, with ctx's values and its
+// deadline shortened by the margin, not its end; nil when l has none. A value not settled by
+// then settles as late, whether or not its function heeds ctx; one not settled when the
+// render is done with them (end) as cancelled.
 func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *Loaded) *deferredRun {
 	if len(l.Deferred) == 0 {
 		return nil
@@ -86,7 +102,8 @@ func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *L
 	}
 	// Every name before any goroutine starts: settle counts them.
 	run.names = slices.Sorted(maps.Keys(l.Deferred))
-	dctx, cancel := context.WithDeadline(ctx, deadline.Add(-deferredMargin(p.timeouts.Hard)))
+	dctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(-deferredMargin(p.timeouts.Hard)))
+	run.stop = cancel
 	var wg sync.WaitGroup
 	for name, f := range l.Deferred {
 		wg.Go(func() {
@@ -109,9 +126,9 @@ func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *L
 	}
 	go func() {
 		<-dctx.Done()
-		if ctx.Err() != nil {
-			// The render ended first (it failed, or its page read none of the rest): nothing
-			// waits for them, and nothing was late.
+		if run.stopped.Load() {
+			// The render ended first, its page reading none of the rest: nothing waits for
+			// them, and nothing was late.
 			for _, name := range run.names {
 				run.settle(failed(name, "was not needed: the render ended without it"), p.metrics, p.route, "cancelled")
 			}
@@ -181,6 +198,19 @@ func (r *deferredRun) all() []*ssrv1.Deferred {
 		list[i] = r.outcomes[name]
 	}
 	return list
+}
+
+// pendingAny reports whether a value has yet to settle.
+func (r *deferredRun) pendingAny() bool {
+	if r == nil {
+		return false
+	}
+	select {
+	case <-r.done:
+		return false
+	default:
+		return true
+	}
 }
 
 // forDocument is what the browser gets of every value so far; one still pending (a response

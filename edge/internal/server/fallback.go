@@ -164,7 +164,39 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 	h.Set("Cache-Status", withDetail(cacheStatus, reason))
 	h.Add("Vary", p.vary)
 	doc.Nonce = p.nonceFor(r)
+	if decision != nil && decision.deferred.pendingAny() {
+		p.respondCarrying(w, r, status, p.dress(doc, decision), decision.deferred)
+		return
+	}
 	p.respondDocument(w, r, status, p.dress(doc, decision))
+}
+
+// respondCarrying answers with doc, a client-side-render document, whose deferred values
+// are not all in: its head and empty root at once, the browser fetching the client build
+// meanwhile, and its end once every value has settled (their deadline bounds the wait),
+// with them all. The client build's module scripts run once the document is complete, so
+// the browser renders the page with the values Go computed, not its error UI.
+func (p *page) respondCarrying(w http.ResponseWriter, r *http.Request, status int, doc document.Page, run *deferredRun) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Accel-Buffering", "no")
+	out := newStreamWriter(w, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
+	defer out.release()
+	w.WriteHeader(status)
+	open, _ := p.shell.Split(doc)
+	out.Write(open)
+	if err := out.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		return // the client has gone
+	}
+	select {
+	case <-run.done:
+	case <-r.Context().Done():
+		return
+	}
+	doc.Deferred = run.forDocument()
+	_, closing := p.shell.Split(doc)
+	out.Write(closing)
+	out.Close()
 }
 
 // withDetail sets the detail parameter of a Cache-Status member (RFC 9211 allows one: a

@@ -90,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "reason"}),
 		deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_deferred_total",
-			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard timeout, less a margin for the render to end) or cancelled (the render ended first: it failed, or its page did not read the value).",
+			Help: "Deferred values a Go loader's functions computed, by route and outcome: ok, error (the function failed or panicked), late (not done within the render's hard timeout, less a margin for the render to end) or cancelled (the render completed without reading the value; after a failed render the functions run on, for the fallback document).",
 		}, []string{"route", "outcome"}),
 		islands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_islands_total",

@@ -314,6 +314,7 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 		}
 	}
 	resp, err := p.callRenderer(ctx, fl, withProps, s)
+	loaded.deferred.end(err)
 	if err != nil {
 		return nil, err
 	}
