@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
@@ -173,9 +174,10 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 
 // respondCarrying answers with doc, a client-side-render document, whose deferred values
 // are not all in: its head and empty root at once, the browser fetching the client build
-// meanwhile, and its end once every value has settled (their deadline bounds the wait),
-// with them all. The client build's module scripts run once the document is complete, so
-// the browser renders the page with the values Go computed, not its error UI.
+// meanwhile, and its end once every value has settled, with them all, or at the route's
+// stream timeout, as a streamed page's live response ends, with those in by then. The
+// client build's module scripts run once the document is complete: the browser renders
+// the page with the values Go computed, not its error UI, and not later than the timeout.
 func (p *page) respondCarrying(w http.ResponseWriter, r *http.Request, status int, doc document.Page, run *deferredRun) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -188,8 +190,11 @@ func (p *page) respondCarrying(w http.ResponseWriter, r *http.Request, status in
 	if err := out.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return // the client has gone
 	}
+	wait := time.NewTimer(p.timeouts.Stream)
+	defer wait.Stop()
 	select {
 	case <-run.done:
+	case <-wait.C:
 	case <-r.Context().Done():
 		return
 	}
