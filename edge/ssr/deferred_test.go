@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDeferredValuesAsJSON(t *testing.T) {
@@ -86,7 +87,8 @@ func TestDeferNil(t *testing.T) {
 // end, with the value Go computed, once the value is in: the browser renders the page with
 // it, not the boundary's error UI. A value that fails is carried as its error.
 func TestFallbackCarriesDeferredValues(t *testing.T) {
-	f := newFixture(t, Options{})
+	// Far beyond a loaded runner's: the test is about order.
+	f := newFixture(t, Options{Timeouts: Timeouts{Render: 10 * time.Second, Stream: 15 * time.Second, Hard: 20 * time.Second}})
 	f.renderer.down.Store(true)
 	gate := make(chan struct{})
 	mux := http.NewServeMux()
