@@ -52,6 +52,12 @@ type Options struct {
 	// middleware that records the first status it sees, take the 103 for the final status.
 	// The edge binary turns it on (its early_hints key).
 	EarlyHints bool
+	// CompressHTML compresses the HTML the shop's own handlers write behind Wrap (Gin's
+	// c.HTML, a template executed into the writer) as the package's pages are compressed:
+	// zstd, br or gzip as the request accepts, Vary: Accept-Encoding. A response that sets
+	// Content-Encoding itself, a HEAD request, a status without a body, and responses that
+	// are not HTML are left as they are. Off by default: it is the shop's response.
+	CompressHTML bool
 	// CrawlerUserAgent is a regular expression: requests whose User-Agent matches it get a
 	// streaming page's complete document, never a stream with boundaries left to the
 	// browser. If empty, "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview";

@@ -113,7 +113,7 @@ func New(o Options) (*Server, error) {
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
 		NotFoundTTL: c.NotFoundTTL, PassTTL: c.PassTTL, TTLJitter: c.TTLJitter, IgnoreQuery: c.IgnoreQuery,
-		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints,
+		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
 		Crawler: regexp.MustCompile(o.CrawlerUserAgent), // Validate compiled it
 	}
 	if s.site, err = server.NewSite(so); err != nil {

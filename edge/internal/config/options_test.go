@@ -42,6 +42,7 @@ var notFromFile = map[string]string{
 	"Options.ErrorPage":           "for a Go Loader's failure: the binary's pages have no Go loader",
 	"Options.Nonce":               "a Go function (the shop's CSP middleware)",
 	"Options.BuildID":             "identifies the code of Go loaders: the binary has none",
+	"Options.CompressHTML":        "the HTML of the shop's own handlers: the binary has none",
 	"Options.TracerProvider":      "made by the binary from otlp_endpoint and trace_sample_ratio",
 	"Options.Registerer":          "the binary's registry, which its admin listener serves",
 	"Options.Logger":              "made by the binary at log_level",

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -17,22 +18,29 @@ import (
 func (s *Site) islandsIn(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		iw := &islandWriter{ResponseWriter: w, site: s, r: r}
+		defer iw.end() // a handler's panic too: its encoder goes back
 		h.ServeHTTP(iw, r)
-		iw.end()
 	})
 }
 
 // islandWriter passes a response on as it is written until a write holds an island's
 // marker; from there it holds the response until the handler flushes or returns, then
 // writes what it held with the islands marked in it rendered (one renderer call), the
-// client build linked before the first. A response that is not HTML, is already encoded,
-// or is a page's passes through unread.
+// client build linked before the first. With Options.CompressHTML it compresses what it
+// writes. A response that is not HTML, is already encoded, or is a page's passes through
+// unread.
 type islandWriter struct {
 	http.ResponseWriter
 	site *Site
 	r    *http.Request
 
 	decided, scanning bool
+	// out is where the response's body goes: the ResponseWriter, or with CompressHTML its
+	// encoder behind a buffer (brotli compresses each write on its own).
+	out     io.Writer
+	in      *bufio.Writer // nil: not compressed
+	enc     streamEncoder
+	encDone func() // gives enc back
 	// held is the response from the first marker on, once one was written (marked), or else
 	// the end of the last write that could begin one.
 	held   []byte
@@ -40,11 +48,12 @@ type islandWriter struct {
 	linked bool // the client build is in the response
 }
 
-// decide is whether the response's writes are read for markers, fixed by its headers once
-// they are written.
-func (w *islandWriter) decide() bool {
+// decide is whether the response's writes are read for markers, fixed by its headers and
+// status once they are written.
+func (w *islandWriter) decide(code int) bool {
 	if !w.decided {
 		w.decided = true
+		w.out = w.ResponseWriter
 		h := w.ResponseWriter.Header()
 		ct := h.Get("Content-Type")
 		w.scanning = (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
@@ -53,20 +62,44 @@ func (w *islandWriter) decide() bool {
 		}
 		if w.scanning {
 			h.Del("Content-Length") // rendered islands change it
+			w.compress(code)
 		}
 	}
 	return w.scanning
 }
 
+// compress puts an encoder in front of the response, with CompressHTML, when the request
+// accepts one of the codings and the response has a body.
+func (w *islandWriter) compress(code int) {
+	if !w.site.o.CompressHTML || w.r.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified {
+		return
+	}
+	h := w.ResponseWriter.Header()
+	h.Add("Vary", "Accept-Encoding")
+	coding := negotiate(w.r.Header.Get("Accept-Encoding"), liveCodings)
+	if coding == "" {
+		return
+	}
+	enc, release, ok := newStreamEncoder(w.ResponseWriter, coding)
+	if !ok {
+		return // past the live encoders' bound: uncompressed
+	}
+	h.Set("Content-Encoding", coding)
+	w.enc, w.encDone = enc, release
+	w.in = encoderInputs.Get().(*bufio.Writer)
+	w.in.Reset(enc)
+	w.out = w.in
+}
+
 func (w *islandWriter) WriteHeader(code int) {
 	if code >= 200 {
-		w.decide()
+		w.decide(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *islandWriter) Write(b []byte) (int, error) {
-	if !w.decide() {
+	if !w.decide(http.StatusOK) {
 		return w.ResponseWriter.Write(b)
 	}
 	if w.marked {
@@ -84,7 +117,7 @@ func (w *islandWriter) Write(b []byte) (int, error) {
 	} else {
 		pass -= markPrefixAtEnd(data)
 	}
-	if _, err := w.ResponseWriter.Write(data[:pass]); err != nil {
+	if _, err := w.out.Write(data[:pass]); err != nil {
 		return 0, err
 	}
 	if carried {
@@ -110,7 +143,7 @@ func markPrefixAtEnd(b []byte) int {
 func (w *islandWriter) release(final bool) {
 	if !w.marked {
 		if len(w.held) > 0 {
-			w.ResponseWriter.Write(w.held)
+			w.out.Write(w.held)
 			w.held = w.held[:0]
 		}
 		return
@@ -136,7 +169,7 @@ func (w *islandWriter) release(final bool) {
 	}
 	bp := buffers.Get().(*[]byte)
 	doc := w.site.appendIslands((*bp)[:0], page[:upTo], marked, htmls, w.nonce(), linkAt)
-	w.ResponseWriter.Write(doc)
+	w.out.Write(doc)
 	putBuffer(bp, doc)
 	rest := len(page) - upTo
 	if final {
@@ -146,10 +179,18 @@ func (w *islandWriter) release(final bool) {
 	w.held, w.marked = w.held[:rest], rest > 0
 }
 
-// end writes what is held once the handler has returned.
+// end writes what is held once the handler has returned, and ends its compression.
 func (w *islandWriter) end() {
-	if w.scanning {
-		w.release(true)
+	if !w.scanning {
+		return
+	}
+	w.release(true)
+	if w.enc != nil {
+		if w.in.Flush() == nil {
+			w.enc.Close()
+		}
+		encoderInputs.Put(w.in)
+		w.encDone()
 	}
 }
 
@@ -195,8 +236,16 @@ func (w *islandWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // FlushError writes what is held, its islands rendered, and flushes: a handler that
 // flushes wants what it wrote sent.
 func (w *islandWriter) FlushError() error {
-	if w.decide() {
+	if w.decide(http.StatusOK) {
 		w.release(false)
+		if w.enc != nil {
+			if err := w.in.Flush(); err != nil {
+				return err
+			}
+			if err := w.enc.Flush(); err != nil {
+				return err
+			}
+		}
 	}
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }

@@ -111,6 +111,69 @@ func TestIslandsInTheShopsOwnHTML(t *testing.T) {
 	})
 }
 
+// TestCompressHTML: with CompressHTML, the shop's own HTML behind Wrap is compressed in the
+// coding the request accepts, its islands rendered; without it, or for a response that is
+// not HTML, a HEAD or a 304, it goes as written.
+func TestCompressHTML(t *testing.T) {
+	page := template.Must(template.New("shop").Funcs(template.FuncMap{"island": IslandMarker}).Parse(
+		`<!doctype html><html><head><title>Books</title></head><body>{{ range . }}<p>a book of the shop</p>{{ end }}{{ island "Cart" nil }}</body></html>`))
+	books := make([]int, 200)
+	tests := []struct {
+		name, method, accept string
+		option               bool
+		status               int
+		json                 bool
+		want                 string // Content-Encoding
+	}{
+		{"brotli", "GET", "gzip, deflate, br", true, 200, false, "br"},
+		{"gzip", "GET", "gzip", true, 200, false, "gzip"},
+		{"none accepted", "GET", "", true, 200, false, ""},
+		{"option off", "GET", "gzip, br", false, 200, false, ""},
+		{"not HTML", "GET", "gzip, br", true, 200, true, ""},
+		{"HEAD", "HEAD", "gzip, br", true, 200, false, ""},
+		{"304", "GET", "gzip, br", true, http.StatusNotModified, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			site, _, _ := islandSite(t, &islandRenderer{}, func(o *Options) { o.CompressHTML = tt.option })
+			h := site.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				if tt.json {
+					w.Header().Set("Content-Type", "application/json")
+					w.Write([]byte(strings.Repeat(`{"a":1}`, 500)))
+					return
+				}
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.WriteHeader(tt.status)
+				if tt.status == http.StatusOK {
+					page.Execute(w, books)
+				}
+			}))
+			r := httptest.NewRequest(tt.method, "/", nil)
+			if tt.accept != "" {
+				r.Header.Set("Accept-Encoding", tt.accept)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, r)
+			if got := rec.Header().Get("Content-Encoding"); got != tt.want {
+				t.Fatalf("Content-Encoding %q, want %q", got, tt.want)
+			}
+			if tt.want == "" {
+				return
+			}
+			body := decode(t, tt.want, rec.Body.String())
+			if !strings.Contains(body, `<div data-ssr-island="Cart"><b>Cart {}</b></div>`) || !strings.HasSuffix(body, "</body></html>") {
+				t.Errorf("decompressed, the page is not whole with its island:\n%.500s", body)
+			}
+			if rec.Body.Len() >= len(body)/4 {
+				t.Errorf("%d bytes compressed from %d", rec.Body.Len(), len(body))
+			}
+			if !strings.Contains(rec.Header().Get("Vary"), "Accept-Encoding") {
+				t.Errorf("Vary %q", rec.Header().Get("Vary"))
+			}
+		})
+	}
+}
+
 // TestScriptNonce: the nonce a policy allows scripts by, from the directive a browser uses.
 func TestScriptNonce(t *testing.T) {
 	for policy, want := range map[string]string{

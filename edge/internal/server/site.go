@@ -71,6 +71,9 @@ type Options struct {
 	MaxRendersInFlight int
 	// EarlyHints: a 103 with the build's Link header before waiting for a render.
 	EarlyHints bool
+	// CompressHTML: the HTML the shop's own handlers write behind Wrap is compressed
+	// (islandwriter.go).
+	CompressHTML bool
 	// Crawler matches the User-Agent of crawlers, which get a streaming page's complete
 	// document; nil: none.
 	Crawler *regexp.Regexp
