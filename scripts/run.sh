@@ -15,6 +15,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# bash cannot trap a signal that was ignored when it started (nohup, a supervisor that
+# ignores SIGHUP): this script starts again with SIGHUP's default disposition, so that a
+# reload reaches the renderer. Once only: if it is still ignored, it says so.
+hup_ignored() { (( 0x$(awk '/^SigIgn:/ {print $2}' "/proc/$$/status" 2>/dev/null || echo 0) & 1 )); }
+if hup_ignored; then
+  if [[ -z ${RUN_SH_HUP_RESET:-} ]]; then
+    RUN_SH_HUP_RESET=1 exec env --default-signal=HUP "$0" "$@"
+  fi
+  echo "run.sh: SIGHUP is ignored in this process and cannot be reset here: reload the renderer with kill -HUP on its pid (its log's \"pid\")" >&2
+fi
+
 node=renderer/node_modules/.bin/node
 read -ra node_flags <<< "$("$node" -p "require('./renderer/node-flags.json').join(' ')")"
 dev=false

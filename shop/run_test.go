@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,7 +34,9 @@ func TestRunScript(t *testing.T) {
 	}
 	oldScript := manifest.Scripts[0]
 	copyFile(t, filepath.Join(built, oldScript), filepath.Join(assets, oldScript))
-	run, shop := runScript(t, repoRoot, []string{"SSR_RENDERER_BUNDLE=" + bundle}, "-assets", assets)
+	// Started as under nohup, SIGHUP ignored: bash cannot trap it then, and run.sh starts
+	// again with its default disposition so that the reload below reaches the renderer.
+	run, shop := runScriptWith(t, repoRoot, []string{"SSR_RENDERER_BUNDLE=" + bundle}, []string{"nohup"}, "-assets", assets)
 	if p := get(t, shop+"/products/1"); p.status != 200 || !p.hasHTML || p.header.Get("X-SSR-Fallback") != "" {
 		t.Fatalf("GET /products/1: %d, fallback %q, server markup %v", p.status, p.header.Get("X-SSR-Fallback"), p.hasHTML)
 	}
@@ -147,6 +150,13 @@ func TestRunScriptDev(t *testing.T) {
 // It returns run.sh's output and the shop's URL.
 func runScript(t *testing.T, root string, env []string, args ...string) (*harness.Process, string) {
 	t.Helper()
+	return runScriptWith(t, root, env, nil, args...)
+}
+
+// runScriptWith is runScript started through launcher (a command and its arguments, run.sh
+// and its arguments after them), e.g. nohup.
+func runScriptWith(t *testing.T, root string, env, launcher []string, args ...string) (*harness.Process, string) {
+	t.Helper()
 	if err := harness.Check(filepath.Join(root, "bin", "shop")); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +164,8 @@ func runScript(t *testing.T, root string, env []string, args ...string) (*harnes
 	args = append(args, "-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0", "-db", filepath.Join(dir, "shop.db"),
 		// A slow runner must not turn these tests of processes into tests of deadlines.
 		"-render-timeout", "2s")
-	cmd := exec.Command(filepath.Join(root, "scripts", "run.sh"), args...)
+	argv := append(append(slices.Clone(launcher), filepath.Join(root, "scripts", "run.sh")), args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "SSR_RENDERER_GRPC_ADDRESS=unix://"+filepath.Join(dir, "renderer.sock"),
 		fmt.Sprintf("SSR_RENDERER_HTTP_LISTEN=127.0.0.1:%d", harness.FreePort(t)), "SSR_RENDERER_THREADS=2", "SSR_RENDERER_WARMUP_ROUNDS=1"), env...)
 	// Its own process group, as a terminal gives it: Ctrl-C signals the group.
