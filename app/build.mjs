@@ -32,7 +32,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
-import { clientFiles, clientOptions, emit, serverOptions } from '../renderer/build/index.js';
+import { clientFiles, clientOptions, emit, serverOptions, withClientBuild } from '../renderer/build/index.js';
 
 const appDir = path.dirname(fileURLToPath(import.meta.url));
 const repoDir = path.resolve(appDir, '..');
@@ -44,11 +44,14 @@ function source(entry) {
   return { entryPoints: [entry], absWorkingDir: appDir, reactDir: appDir };
 }
 
-async function buildServer() {
+/** @param {string} clientBuildId the client build the bundle goes with (withClientBuild) */
+async function buildServer(clientBuildId) {
   const outDir = path.join(distDir, 'server');
+  const outfile = path.join(outDir, 'server.js');
   await rm(outDir, { recursive: true, force: true });
-  await esbuild.build(serverOptions({ ...source(path.join(appDir, 'src', 'server.js')), outfile: path.join(outDir, 'server.js') }));
-  return path.join(outDir, 'server.js');
+  const result = await esbuild.build({ ...serverOptions({ ...source(path.join(appDir, 'src', 'server.js')), outfile }), write: false });
+  await emit(withClientBuild(result.outputFiles, outfile, clientBuildId));
+  return outfile;
 }
 
 /**
@@ -124,8 +127,8 @@ async function watch({ dev, notify, rel }) {
       let written;
       try {
         const [serverResult, clientResult] = await Promise.all([server.rebuild(), client.rebuild()]);
-        const { assets, manifestFile } = clientFiles(clientResult, clientDir, appDir);
-        written = await emit([...assets, ...serverResult.outputFiles, manifestFile]);
+        const { manifest, assets, manifestFile } = clientFiles(clientResult, clientDir, appDir);
+        written = await emit([...assets, ...withClientBuild(serverResult.outputFiles, serverFile, manifest.buildId), manifestFile]);
       } catch {
         console.error('app build failed (esbuild printed why above): dist/ is as it was, and the running version goes on serving');
         continue;
@@ -206,10 +209,9 @@ async function main(args) {
     throw new Error(`--client-outdir ${opts['client-outdir']}: refusing to empty ${clientDir}`);
   }
   if (!clientOnly) await mkdir(distDir, { recursive: true });
-  const [server, client] = await Promise.all([
-    clientOnly ? null : buildServer(),
-    buildClient({ dev, outDir: clientDir }),
-  ]);
+  // The client first: the server bundle names the client build it goes with.
+  const client = await buildClient({ dev, outDir: clientDir });
+  const server = clientOnly ? null : await buildServer(client.manifest.buildId);
   if (server) console.log(`server bundle: ${rel(server)}`);
   console.log(`client build (${dev ? 'development' : 'production'}): ${client.outputs.map((f) => rel(path.resolve(appDir, f))).join(', ')}`);
   console.log(`manifest: ${JSON.stringify(client.manifest)}`);

@@ -113,6 +113,26 @@ export function clientOptions({ entryPoints, plugins = [], absWorkingDir, reactD
  */
 
 /**
+ * The server bundle's files with the client build they go with named in the bundle, as its
+ * export `clientBuildId`: the renderer sends it with every page, and the edge links that
+ * build, so that no page mixes a client build with another bundle's HTML.
+ * @param {OutputFile[]} outputs the server build's (write: false)
+ * @param {string} serverFile the bundle's path among them
+ * @param {string} buildId the client build's (its manifest's)
+ * @returns {Array<OutputFile | FileToWrite>}
+ */
+export function withClientBuild(outputs, serverFile, buildId) {
+  const footer = new TextEncoder().encode(`\nexport const clientBuildId = ${JSON.stringify(buildId)};\n`);
+  return outputs.map((file) => {
+    if (path.resolve(file.path) !== path.resolve(serverFile)) return file;
+    const contents = new Uint8Array(file.contents.length + footer.length);
+    contents.set(file.contents);
+    contents.set(footer, file.contents.length);
+    return { path: file.path, contents };
+  });
+}
+
+/**
  * The files of a client build: its hashed assets, and the manifest that names them (to be
  * written last, once the files it names are there).
  * @param {BuildResult<{metafile: true, write: false}>} result of a build with clientOptions
@@ -234,7 +254,7 @@ export async function build({ pages, client, outdir = 'dist', dev = false, cwd: 
   ]);
   const { manifest, assets, manifestFile } = clientFiles(clientResult, clientDir, cwd);
   const written = await emit([
-    ...serverResult.outputFiles,
+    ...withClientBuild(serverResult.outputFiles, serverFile, manifest.buildId),
     // The bundle is ESM: in an app whose package.json says "type": "commonjs" (npm init's
     // default), Node would load a .js file as CommonJS and fail on its first import.
     { path: path.join(outDir, 'server', 'package.json'), contents: '{ "type": "module" }\n' },

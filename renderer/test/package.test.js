@@ -134,6 +134,7 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     const bundle = await import(pathToFileURL(join(app, 'dist', 'server', 'server.js')).href);
     assert.equal(bundle.renderToString(bundle.createElement(bundle.pages.hello.component, { name: 'x' })), '<h1>Hello, <!-- -->x</h1>');
     assert.equal(typeof bundle.renderToPipeableStream, 'function', 'the server bundle can stream a page');
+    assert.equal(bundle.clientBuildId, manifest.buildId, 'the server bundle names the client build it goes with');
     const clientCode = readFileSync(join(app, 'dist', 'client', manifest.scripts[0]), 'utf8');
     assert.doesNotMatch(clientCode, /renderToPipeableStream/, 'react-dom/server stays out of the browser\'s bundle');
   });
@@ -153,6 +154,9 @@ test('npm pack, installed into an app of its own', { timeout: 120_000 }, async (
     client.close();
     assert.equal(error, undefined);
     assert.equal(response?.html.toString('utf8'), '<h1>Hello, <!-- -->from the tarball</h1>');
+    // Every page names the client build its bundle goes with, for the edge to link.
+    const { buildId } = JSON.parse(readFileSync(join(app, 'dist', 'client', 'manifest.json'), 'utf8'));
+    assert.equal(response?.clientBuildId, buildId);
 
     renderer.child.kill('SIGTERM');
     const exit = await renderer.exited;

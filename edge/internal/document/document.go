@@ -58,9 +58,15 @@ const manifestCheckInterval = time.Second
 // build's files within about manifestCheckInterval. It is safe for concurrent use.
 type Shell struct {
 	build atomic.Pointer[build]
+	// recent are the builds the manifest has named, the current one among them, by id: a
+	// page names the client build its server bundle was built with, which may be the one
+	// before (a renderer not yet reloaded) or, briefly, one the file has not been read for.
+	recent sync.Map // id → *build
+	order  []string // guarded by mu: recent's ids, oldest first
 
-	path      string       // the manifest's file; empty: the build never changes
-	nextCheck atomic.Int64 // UnixNano before which the file is not read again
+	path             string       // the manifest's file; empty: the build never changes
+	nextCheck        atomic.Int64 // UnixNano before which the file is not read again
+	nextUnknownCheck atomic.Int64 // the same, for a page naming a build not known (buildFor)
 
 	mu   sync.Mutex // held while the file is read
 	last []byte     // guarded by mu: the file as it was when assets was last set from it
@@ -110,7 +116,54 @@ func (s *Shell) setBuild(m *Manifest) {
 	for i, src := range m.Scripts {
 		scripts[i] = html.EscapeString(src)
 	}
-	s.build.Store(&build{id: m.BuildID, styles: styles.String(), scripts: scripts, preload: strings.Join(links, ", ")})
+	b := &build{id: m.BuildID, styles: styles.String(), scripts: scripts, preload: strings.Join(links, ", ")}
+	s.build.Store(b)
+	if _, known := s.recent.Swap(b.id, b); !known {
+		s.order = append(s.order, b.id)
+		if len(s.order) > recentBuilds {
+			s.recent.Delete(s.order[0])
+			s.order = s.order[1:]
+		}
+	}
+}
+
+// recentBuilds is how many client builds a Shell links by id: a build's files stay in
+// assets_dir (sidecar-ssr-build leaves the older ones), and a renderer reloads within
+// seconds of its build.
+const recentBuilds = 8
+
+// buildFor is the client build id names, when the Shell knows it (id empty: the current
+// one); ok false when it does not, even once the manifest's file is read again now: the
+// current one then.
+func (s *Shell) buildFor(id string) (b *build, ok bool) {
+	cur := s.build.Load()
+	if id == "" || id == cur.id {
+		return cur, true
+	}
+	if known, found := s.recent.Load(id); found {
+		return known.(*build), true
+	}
+	// A renderer already on a build whose manifest has not been read yet: read now, at
+	// most once in unknownCheckInterval (an id no manifest names would read it for every
+	// page).
+	now := time.Now().UnixNano()
+	if next := s.nextUnknownCheck.Load(); now >= next && s.nextUnknownCheck.CompareAndSwap(next, now+int64(unknownCheckInterval)) {
+		s.rereadManifest()
+		if known, found := s.recent.Load(id); found {
+			return known.(*build), true
+		}
+	}
+	return s.build.Load(), false
+}
+
+// unknownCheckInterval spaces the reads of the manifest for client builds it did not name.
+const unknownCheckInterval = 100 * time.Millisecond
+
+// Links reports whether a page naming client build id links that build (an id the Shell
+// does not know links the current build instead).
+func (s *Shell) Links(id string) bool {
+	_, ok := s.buildFor(id)
+	return ok
 }
 
 // checkManifest has the manifest's file read in the background when a check is due: the
@@ -155,6 +208,10 @@ type Page struct {
 	Lang string
 	// ExtraHead is trusted markup the Go server adds to the head, before the page's own.
 	ExtraHead string
+	// ClientBuild is the client build the page's server bundle was built with (its
+	// render's client_build_id): the document links it when the Shell knows it. Empty: the
+	// current build.
+	ClientBuild string
 	// Head is trusted markup from the app's head(); HTML the rendered root.
 	Head string
 	HTML []byte
@@ -311,7 +368,7 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool, bodyAt *int) ([]b
 		}
 		return dst
 	}
-	b := s.build.Load()
+	b, _ := s.buildFor(p.ClientBuild)
 	dst = append(dst, "<!doctype html>\n<html lang=\""...)
 	dst = append(dst, html.EscapeString(cmp.Or(p.Lang, "en"))...)
 	dst = append(dst, headOpen...)
@@ -428,12 +485,14 @@ func nonNil(m map[string]string) map[string]string {
 	return m
 }
 
-// AppendAssets appends the build's stylesheet links and module scripts, each script with
-// nonce (if any): what a page the Go server writes itself (islands in its own template)
-// puts in its head for the client entry that brings its islands to life.
-func (s *Shell) AppendAssets(dst []byte, nonce string) []byte {
+// AppendAssets appends the stylesheet links and module scripts of client build id (empty,
+// or one the Shell does not know: the current one), each script with nonce (if any): what a
+// page the Go server writes itself (islands in its own template) puts in its head for the
+// client entry that brings its islands to life.
+func (s *Shell) AppendAssets(dst []byte, nonce, id string) []byte {
 	s.checkManifest()
-	return appendAssets(dst, s.build.Load(), func(dst []byte) []byte {
+	b, _ := s.buildFor(id)
+	return appendAssets(dst, b, func(dst []byte) []byte {
 		dst = append(dst, "<script"...)
 		if nonce != "" {
 			dst = append(dst, nonceAttr(nonce)...)

@@ -229,6 +229,51 @@ func TestShellFollowsItsManifest(t *testing.T) {
 	}
 }
 
+// TestShellLinksTheBuildAPageNames: a page links the client build its server bundle was
+// built with: the one before the manifest's current build (a renderer not reloaded yet),
+// or one the manifest names but the Shell has not read yet (a renderer reloaded first);
+// a build no manifest has named links the current one, and Links says so.
+func TestShellLinksTheBuildAPageNames(t *testing.T) {
+	dir := t.TempDir()
+	write := func(id string) {
+		manifest := `{"buildId":"` + id + `","scripts":["/assets/` + id + `.js"],"styles":[]}`
+		if err := os.WriteFile(filepath.Join(dir, "manifest.json.tmp"), []byte(manifest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(dir, "manifest.json.tmp"), filepath.Join(dir, "manifest.json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("b1")
+	m, err := LoadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shell := NewShell(m)
+	write("b2")
+	shell.rereadManifest()
+	links := func(clientBuild string) string {
+		doc := string(shell.Append(nil, Page{Name: "home", URL: "/", ClientBuild: clientBuild}))
+		if strings.Count(doc, `<script type="module"`) != 1 {
+			t.Fatalf("not one client script:\n%s", doc)
+		}
+		_, src, _ := strings.Cut(doc, `<script type="module" src="/assets/`)
+		return strings.TrimSuffix(src[:strings.Index(src, `"`)], ".js")
+	}
+	write("b3") // not read yet: no check is due
+	for _, c := range []struct{ page, links string }{{"b2", "b2"}, {"b1", "b1"}, {"b3", "b3"}, {"b9", "b3"}} {
+		if got := links(c.page); got != c.links {
+			t.Errorf("a page naming build %q links %s, want %s", c.page, got, c.links)
+		}
+	}
+	if !shell.Links("b1") || shell.Links("b9") {
+		t.Errorf("Links(b1) %v, Links(b9) %v: want true, false", shell.Links("b1"), shell.Links("b9"))
+	}
+	if got := string(shell.AppendAssets(nil, "", "b1")); !strings.Contains(got, "/assets/b1.js") {
+		t.Errorf("AppendAssets for b1: %s", got)
+	}
+}
+
 func BenchmarkAppend(b *testing.B) {
 	shell := NewShell(&Manifest{Scripts: []string{"/assets/a.js"}})
 	html := []byte(strings.Repeat("<div class=\"card\">product</div>", 7000))

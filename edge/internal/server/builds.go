@@ -56,3 +56,19 @@ func (b *builds) matches(e *htmlcache.Entry) bool {
 	server, bundle := b.current()
 	return e.ServerBuild == server && (e.Bundle == "" || bundle == "" || e.Bundle == bundle)
 }
+
+// clientBuild is id, the client build a render's bundle was built with, noted when the
+// document cannot link it (the edge's assets_dir has no manifest naming it): counted, and
+// logged once an id, for that page then links the current build, which its HTML may not
+// hydrate with.
+func (d *deps) clientBuild(id string) string {
+	if id == "" || d.shell.Links(id) {
+		return id
+	}
+	d.metrics.clientBuildUnknown.Inc()
+	if _, said := d.unknownBuilds.LoadOrStore(id, true); !said {
+		d.log.Warn("a render names a client build that assets_dir's manifest has not named: its page links the current build instead, which may not hydrate it (deploy the client build with its server bundle)",
+			"client_build", id, "current", d.shell.BuildID())
+	}
+	return id
+}

@@ -5,6 +5,7 @@ package server
 // moment, and what is stored of them.
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -17,14 +18,19 @@ import (
 )
 
 // islandCounts say where a page's islands came from: rendered counts those another page's
-// call rendered for it too.
-type islandCounts struct{ rendered, cached, browser int }
+// call rendered for it too. clientBuild is the client build a rendered one's bundle was
+// built with, for the page to link (empty: the current one).
+type islandCounts struct {
+	rendered, cached, browser int
+	clientBuild               string
+}
 
-// islandResult is an island's HTML from a call, or why it has none (a fallback's reason).
+// islandResult is an island's HTML from a call, or why it has none (a fallback's reason);
+// clientBuild is the client build its bundle was built with.
 type islandResult struct {
-	html     []byte
-	bundleID string
-	reason   string
+	html                  []byte
+	bundleID, clientBuild string
+	reason                string
 }
 
 // renderIslands returns each marked island's HTML, nil for those left to the browser: from
@@ -72,6 +78,7 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 			return
 		}
 		counts.rendered++
+		counts.clientBuild = cmp.Or(counts.clientBuild, res.clientBuild)
 		s.d.metrics.island(marked[i].name, how)
 	}
 	results := s.callIslands(ctx, r, marked, led)
@@ -151,7 +158,7 @@ func (s *Site) callIslands(ctx context.Context, r *http.Request, marked []marked
 			continue
 		}
 		s.d.build.rendered(rendered.GetBundleId())
-		results[j] = islandResult{html: rendered.GetHtml(), bundleID: rendered.GetBundleId()}
+		results[j] = islandResult{html: rendered.GetHtml(), bundleID: rendered.GetBundleId(), clientBuild: s.d.clientBuild(rendered.GetClientBuildId())}
 	}
 	return results
 }

@@ -172,7 +172,7 @@ func (s *Site) Template(w http.ResponseWriter, r *http.Request, status int, t *t
 	if s.o.Nonce != nil {
 		nonce = s.o.Nonce(r)
 	}
-	doc = s.appendIslands(doc, page, marked, htmls, nonce, assetsAt)
+	doc = s.appendIslands(doc, page, marked, htmls, nonce, counts.clientBuild, assetsAt)
 
 	h := w.Header()
 	if len(marked) > 0 {
@@ -189,14 +189,15 @@ func (s *Site) Template(w http.ResponseWriter, r *http.Request, status int, t *t
 }
 
 // appendIslands appends page to doc with each island it marks in place (htmls[i]; nil: left
-// to the browser, its root empty and its props in place), and the client build's assets,
-// with nonce, at page[linkAt], at or before the first island; linkAt < 0: not linked here.
-func (s *Site) appendIslands(doc, page []byte, marked []markedIsland, htmls [][]byte, nonce string, linkAt int) []byte {
+// to the browser, its root empty and its props in place), and the assets of client build
+// clientBuild (empty: the current one), with nonce, at page[linkAt], at or before the first
+// island; linkAt < 0: not linked here.
+func (s *Site) appendIslands(doc, page []byte, marked []markedIsland, htmls [][]byte, nonce, clientBuild string, linkAt int) []byte {
 	at := 0
 	for i, m := range marked {
 		if 0 <= linkAt && at <= linkAt && linkAt <= m.start {
 			doc = append(doc, page[at:linkAt]...)
-			doc = s.d.shell.AppendAssets(doc, nonce)
+			doc = s.d.shell.AppendAssets(doc, nonce, clientBuild)
 			at = linkAt
 		}
 		doc = append(doc, page[at:m.start]...)

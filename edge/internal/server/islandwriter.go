@@ -162,13 +162,13 @@ func (w *islandWriter) release(final bool) {
 				"url", w.r.URL.RequestURI())
 		}
 	}
-	htmls, _ := w.site.renderIslands(w.r, marked)
+	htmls, counts := w.site.renderIslands(w.r, marked)
 	linkAt := -1
 	if !w.linked && len(marked) > 0 {
 		linkAt, w.linked = marked[0].start, true
 	}
 	bp := buffers.Get().(*[]byte)
-	doc := w.site.appendIslands((*bp)[:0], page[:upTo], marked, htmls, w.nonce(), linkAt)
+	doc := w.site.appendIslands((*bp)[:0], page[:upTo], marked, htmls, w.nonce(), counts.clientBuild, linkAt)
 	w.out.Write(doc)
 	putBuffer(bp, doc)
 	rest := len(page) - upTo

@@ -11,22 +11,23 @@ import (
 
 // Metrics are the edge's Prometheus metrics, registered on a registry the caller owns.
 type Metrics struct {
-	reg             prometheus.Registerer
-	requests        *prometheus.CounterVec
-	requestDuration *prometheus.HistogramVec
-	renderDuration  *prometheus.HistogramVec
-	rendersInFlight prometheus.Gauge
-	cacheRequests   *prometheus.CounterVec
-	collapsed       *prometheus.CounterVec
-	refreshes       *prometheus.CounterVec
-	privateRenders  *prometheus.CounterVec
-	sharedCalls     *prometheus.HistogramVec
-	evictions       prometheus.Counter
-	dialFailures    prometheus.Counter
-	streamPartial   *prometheus.CounterVec
-	streamUnflushed *prometheus.CounterVec
-	deferred        *prometheus.CounterVec
-	islands         *prometheus.CounterVec
+	reg                prometheus.Registerer
+	requests           *prometheus.CounterVec
+	requestDuration    *prometheus.HistogramVec
+	renderDuration     *prometheus.HistogramVec
+	rendersInFlight    prometheus.Gauge
+	cacheRequests      *prometheus.CounterVec
+	collapsed          *prometheus.CounterVec
+	refreshes          *prometheus.CounterVec
+	privateRenders     *prometheus.CounterVec
+	sharedCalls        *prometheus.HistogramVec
+	evictions          prometheus.Counter
+	dialFailures       prometheus.Counter
+	streamPartial      *prometheus.CounterVec
+	streamUnflushed    *prometheus.CounterVec
+	clientBuildUnknown prometheus.Counter
+	deferred           *prometheus.CounterVec
+	islands            *prometheus.CounterVec
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -84,6 +85,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "edge_stream_partial_total",
 			Help: "Streamed responses closed before their render completed, its pending Suspense boundaries left to the browser, by route and why: timeout (the route's stream_timeout) or error (the render failed after its shell).",
 		}, []string{"route", "reason"}),
+		clientBuildUnknown: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "edge_client_build_unknown_total",
+			Help: clientBuildUnknownHelp,
+		}),
 		streamUnflushed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_stream_unflushed_total",
 			Help: "Streamed responses whose first flush did not reach the connection, so that the client gets the page only at its end, by route and why: not-supported (no writer on the way can flush) or swallowed (a writer between the page and Wrap's took the flush and did not pass it on: a router's or middleware's that flushes only an http.Flusher).",
@@ -97,7 +102,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Islands of Go templates' pages (Template), by island and outcome: hit (its HTML from the cache), rendered, coalesced (rendered by the call of another page that missed it at the same moment), or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
 		}, []string{"island", "outcome"}),
 	}
-	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.streamUnflushed, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.streamUnflushed, m.clientBuildUnknown, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 
@@ -130,3 +135,5 @@ func (m *Metrics) observeRender(route string, began time.Time, err error) {
 	}
 	m.renderDuration.WithLabelValues(route, result).Observe(time.Since(began).Seconds())
 }
+
+const clientBuildUnknownHelp = "Rendered pages and islands whose server bundle was built with a client build no manifest in assets_dir has named since the edge started: each links the current client build instead, which may not hydrate it. The log names the build once."

@@ -69,6 +69,9 @@ type deps struct {
 	// crawler matches the User-Agent of crawlers, which get a streaming page's complete
 	// document; nil: none.
 	crawler *regexp.Regexp
+	// unknownBuilds are the client builds renders named that the document could not link,
+	// each logged once (clientBuild).
+	unknownBuilds *sync.Map
 }
 
 // page serves one route.
@@ -445,7 +448,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
 		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
-		Deferred: deferredOf(fl).forDocument(),
+		Deferred: deferredOf(fl).forDocument(), ClientBuild: p.clientBuild(resp.GetClientBuildId()),
 	}, decided)
 }
 

@@ -104,7 +104,7 @@ type Site struct {
 func NewSite(o Options) (*Site, error) {
 	build := &builds{server: o.ServerBuild}
 	d := deps{
-		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints,
+		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
 		cache: o.Cache, flights: flights.NewTable[Loaded](o.Cache, build.matches), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,

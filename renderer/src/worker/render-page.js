@@ -19,6 +19,8 @@ import { RenderAborted } from './renders.js';
  * @property {Record<string, any>} [islands] components by name, each rendered with its props
  *   alone (RenderIslands)
  * @property {string} [notFoundPage]
+ * @property {string} [clientBuildId] the client build it was built with (sidecar-ssr-build
+ *   exports it): the edge links that build with the page
  * @property {(type: any, props?: any) => unknown} createElement
  * @property {(element: any) => string} renderToString
  * @property {(element: any) => string} renderToStaticMarkup

@@ -48,6 +48,7 @@ const LENGTH_DELIMITED = 2;
  * @property {{maxAgeSeconds: number, noStore: boolean, tags: string[]}} cache
  * @property {string} page
  * @property {string} bundleId
+ * @property {string} [clientBuildId] the client build the bundle goes with; empty or absent: none named
  * @property {{queueUs: number, loadUs: number, renderUs: number, workerUs: number, workerId: number,
  *   heapUsedBytes: number, heapLimitBytes: number, externalBytes: number}} timing
  */

@@ -144,6 +144,9 @@ new PerformanceObserver((list) => {
 // Hashed before it is imported: a file replaced meanwhile is reloaded again (the watch).
 const bundleId = fileHash(options.bundle);
 const bundle = await loadBundle(options.bundle);
+// The client build the bundle was built with (sidecar-ssr-build exports it): every response
+// names it, and the edge links that build with the page.
+const clientBuildId = typeof bundle.clientBuildId === 'string' ? bundle.clientBuildId : '';
 // Only a development build of the app declares its pages' props (props-check.js): for a
 // production bundle the check is not even loaded.
 const { propsSchema } = /** @type {{propsSchema?: unknown}} */ (bundle);
@@ -313,7 +316,7 @@ async function renderStream(task, port, held) {
     prepared = await preparing;
     const { page, status, headers, cache, loadUs } = prepared;
     rendered = await streamPage(bundle, prepared, port, (head) => ({
-      head, status, headers, cache, page, bundleId,
+      head, status, headers, cache, page, bundleId, clientBuildId,
       timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
     }), { maxBytes: options.maxPageBytes, nonce: task.nonce, held });
     // React ends an aborted stream as a page whose pending boundaries the browser
@@ -376,6 +379,7 @@ function responseOf(result, startedAt, arrivedAt, heap, until) {
     cache: result.cache,
     page: result.page,
     bundleId,
+    clientBuildId,
     // (protobufjs encodes the fields the message declares: startedAt stays out)
     timing: { ...timing, queueUs: Math.max(0, Math.round((startedAt - arrivedAt) * 1000)) },
   };

@@ -1191,7 +1191,12 @@ type RenderResponse struct {
 	// The bundle_id (ListPagesResponse) of the server bundle that rendered it: during a
 	// reload old and new files render side by side, and the edge stores each page with the
 	// code that made it.
-	BundleId      string `protobuf:"bytes,9,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
+	BundleId string `protobuf:"bytes,9,opt,name=bundle_id,json=bundleId,proto3" json:"bundle_id,omitempty"`
+	// The client build (its manifest's buildId) the server bundle was built with, when its
+	// build named one (sidecar-ssr-build exports it as clientBuildId); empty otherwise. The
+	// edge links that client build with the page, so that no document mixes a client build
+	// with another bundle's HTML while a rebuild and a reload are under way.
+	ClientBuildId string `protobuf:"bytes,10,opt,name=client_build_id,json=clientBuildId,proto3" json:"client_build_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1285,6 +1290,13 @@ func (x *RenderResponse) GetPage() string {
 func (x *RenderResponse) GetBundleId() string {
 	if x != nil {
 		return x.BundleId
+	}
+	return ""
+}
+
+func (x *RenderResponse) GetClientBuildId() string {
+	if x != nil {
+		return x.ClientBuildId
 	}
 	return ""
 }
@@ -1821,7 +1833,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\n" +
 	"value_json\x18\x02 \x01(\fH\x00R\tvalueJson\x12\x16\n" +
 	"\x05error\x18\x03 \x01(\tH\x00R\x05errorB\t\n" +
-	"\aoutcome\"\x9b\x02\n" +
+	"\aoutcome\"\xc3\x02\n" +
 	"\x0eRenderResponse\x12\x12\n" +
 	"\x04html\x18\x01 \x01(\fR\x04html\x12\x12\n" +
 	"\x04head\x18\x02 \x01(\tR\x04head\x12\x16\n" +
@@ -1832,7 +1844,9 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"props_json\x18\x06 \x01(\fR\tpropsJson\x12&\n" +
 	"\x06timing\x18\a \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x12\n" +
 	"\x04page\x18\b \x01(\tR\x04page\x12\x1b\n" +
-	"\tbundle_id\x18\t \x01(\tR\bbundleId\"\x86\x01\n" +
+	"\tbundle_id\x18\t \x01(\tR\bbundleId\x12&\n" +
+	"\x0fclient_build_id\x18\n" +
+	" \x01(\tR\rclientBuildId\"\x86\x01\n" +
 	"\x13RenderStreamRequest\x12-\n" +
 	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\tR\x05nonce\x12*\n" +
