@@ -27,7 +27,10 @@ func TestRunScript(t *testing.T) {
 	copyFile(t, filepath.Join(repoRoot, "app", "dist", "server", "server.js"), bundle)
 	assets := filepath.Join(dir, "client")
 	built := filepath.Join(repoRoot, "app", "dist", "client")
-	var manifest struct{ Scripts []string }
+	var manifest struct {
+		BuildID string `json:"buildId"`
+		Scripts []string
+	}
 	copyFile(t, filepath.Join(built, "manifest.json"), filepath.Join(assets, "manifest.json"))
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(assets, "manifest.json"))), &manifest); err != nil || len(manifest.Scripts) == 0 {
 		t.Fatalf("the client build's manifest: %v", err)
@@ -58,7 +61,14 @@ func TestRunScript(t *testing.T) {
 	rendered, _ := freshProducts(t, shop)
 	harness.WaitUntil(t, "server rendering after the restart", func() bool { return rendered("Add to cart") })
 
-	publish(t, bundle, strings.Replace(readFile(t, bundle), `children: "Add to cart"`, `children: "Add to basket"`, 1))
+	// A rebuild: the new bundle names the new client build it goes with, as
+	// sidecar-ssr-build's does, and the pages link it once the renderer runs it.
+	rebuilt := strings.Replace(readFile(t, bundle), `children: "Add to cart"`, `children: "Add to basket"`, 1)
+	stamp := `export const clientBuildId = "` + manifest.BuildID + `";`
+	if !strings.Contains(rebuilt, stamp) {
+		t.Fatalf("the bundle does not name its client build (%s)", stamp)
+	}
+	publish(t, bundle, strings.Replace(rebuilt, stamp, `export const clientBuildId = "newbuild";`, 1))
 	newScript := "/assets/client-NEWBUILD.js"
 	copyFile(t, filepath.Join(built, oldScript), filepath.Join(assets, newScript))
 	publish(t, filepath.Join(assets, "manifest.json"), `{"buildId":"newbuild","scripts":["`+newScript+`"],"styles":[]}`)
