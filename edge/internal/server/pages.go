@@ -122,6 +122,9 @@ func newPage(r Route, o *Options, d deps) *page {
 	}
 	p.params = wildcards(r.Pattern)
 	d.metrics.exposeDeferred(r.Pattern)
+	if r.Stream {
+		d.metrics.exposeUnflushed(r.Pattern)
+	}
 	if p.stream && d.nonce != nil {
 		p.noncePlaceholder = rand.Text()
 	}

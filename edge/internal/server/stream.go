@@ -237,6 +237,17 @@ func (s *streamWriter) Flush() error {
 	return s.rc.Flush()
 }
 
+// exposeUnflushed makes a streamed route's edge_stream_unflushed_total series before any
+// lost flush: zero is a count worth seeing. m is nil in tests that need no metrics.
+func (m *Metrics) exposeUnflushed(route string) {
+	if m == nil {
+		return
+	}
+	for _, reason := range []string{"not-supported", "swallowed"} {
+		m.streamUnflushed.WithLabelValues(route, reason)
+	}
+}
+
 // checkFlushed counts and logs, once a page, a streamed response whose first flush (err
 // its result) did not reach the connection: nothing streams then, and nothing else would
 // tell. Behind Wrap, a flush that never came through Wrap's writer was taken by a writer
