@@ -27,8 +27,9 @@ type aboutPage struct {
 }
 
 func newAboutPage(pages *ssr.Server, db *catalog.Store, failIsland bool) *aboutPage {
-	pages.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Minute, Tags: []string{"catalog"}})
-	pages.Island("CartSummary", ssr.IslandOptions{})
+	// Typed: ssr-types writes their props into app/src/props.gen.d.ts (IslandProps).
+	ssr.TypedIsland[featuredProps](pages, "FeaturedProducts", ssr.IslandOptions{TTL: time.Minute, Tags: []string{"catalog"}})
+	ssr.TypedIsland[cartProps](pages, "CartSummary", ssr.IslandOptions{})
 	pages.Island("Flaky", ssr.IslandOptions{})
 	page := template.Must(template.New("about.html").Funcs(ssr.IslandFuncs()).ParseFS(templates, "templates/about.html"))
 	return &aboutPage{pages: pages, db: db, failIsland: failIsland, page: page}
@@ -40,6 +41,17 @@ type featured struct {
 	Name  string `json:"name"`
 	Price string `json:"price"`
 }
+
+// featuredProps are the FeaturedProducts island's props; cartProps the CartSummary's.
+type (
+	featuredProps struct {
+		Products []featured `json:"products"`
+	}
+	cartProps struct {
+		User  string `json:"user"`
+		Items int    `json:"items"`
+	}
+)
 
 func (a *aboutPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	products, err := a.db.Listing(r.Context(), 1)
@@ -54,8 +66,8 @@ func (a *aboutPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	user, items := session(r)
 	data := map[string]any{
 		"Shop":     "The Demo Shop",
-		"Featured": map[string]any{"products": top},
-		"Cart":     map[string]any{"user": user, "items": items},
+		"Featured": featuredProps{Products: top},
+		"Cart":     cartProps{User: user, Items: items},
 		"Flaky":    map[string]any{"fail": a.failIsland, "note": "Hand-made in small batches."},
 	}
 	// A page that shows a visitor's cart is theirs: no shared cache may keep it.

@@ -48,6 +48,15 @@ func (s *Server) Island(name string, o IslandOptions) {
 	s.site.Island(name, server.IslandPolicy{TTL: o.TTL, Tags: o.Tags})
 }
 
+// TypedIsland declares island name as Server.Island does, with props of the Go type P:
+// ssr-types (edge/cmd/ssr-types) finds each TypedIsland[P](s, name, o) call and writes P as
+// the island's TypeScript type (IslandProps), which the app's islands are checked against,
+// and as the JSON Schema the renderer checks its props against in development. A template
+// should mark it with a value of P ({{ island "Cart" .Cart }} where .Cart is a P): the marker
+// takes any value, and only the renderer's check in development sees another shape. P
+// should be a struct (or a map with string keys): its JSON must be an object.
+func TypedIsland[P any](s *Server, name string, o IslandOptions) { s.Island(name, o) }
+
 // Template answers r with t executed on data, a page the shop writes itself, with status
 // (zero: 200) and the headers already set on w (Content-Type, if unset, is HTML). Every
 // island t marks (IslandFuncs) is rendered in one call to the renderer, those whose HTML

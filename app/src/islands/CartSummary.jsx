@@ -1,9 +1,11 @@
 import { useState } from 'react';
 
+/** @import { IslandProps } from '../props.gen.js' */
+
 /**
  * The visitor's own cart. Its button counts in the browser alone, so a click that changes
  * the count shows that the island hydrated.
- * @param {{user: string, items: number}} props
+ * @param {IslandProps['CartSummary']} props the Go server's (shop/about.go, ssr.TypedIsland)
  */
 export function CartSummary({ user, items }) {
   const [count, setCount] = useState(items);

@@ -1,7 +1,9 @@
+/** @import { IslandProps } from '../props.gen.js' */
+
 /**
  * A few products, the same for every visitor: the Go server keeps its HTML in its cache.
- * @param {{products: Array<{id: number, name: string, price: string}>}} props `price` as
- *   the server formats it ("19.99 USD")
+ * @param {IslandProps['FeaturedProducts']} props the Go server's (shop/about.go,
+ *   ssr.TypedIsland); `price` as it formats it ("19.99 USD")
  */
 export function FeaturedProducts({ products }) {
   return (

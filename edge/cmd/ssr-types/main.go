@@ -4,7 +4,9 @@
 // type P. A value the loader defers as ssr.Defer(func(ctx) (T, error) {...}), in a
 // map[string]ssr.Deferred literal with constant names inside that Typed call, gets the type
 // T in the TypeScript (PageDeferred, and PageComponentProps, what the page's component
-// receives); the JSON Schema is the props' only. Pin it as a tool of the module that
+// receives); the JSON Schema is the props' only. An island declared with
+// ssr.TypedIsland[P](server, name, options) gets P in IslandProps, and in the schema under
+// "island:name". Pin it as a tool of the module that
 // registers the pages and run it from a go:generate line there:
 //
 //	go get -tool github.com/sidecar-ssr/sidecar-ssr/edge/cmd/ssr-types
@@ -56,7 +58,7 @@ func run(args []string) error {
 		return err
 	}
 	if len(pages) == 0 {
-		return fmt.Errorf("%v registers no page with ssr.Typed", patterns)
+		return fmt.Errorf("%v registers no page with ssr.Typed and no island with ssr.TypedIsland", patterns)
 	}
 	contract, err := propstypes.Convert(pages)
 	if err != nil {

@@ -6,6 +6,7 @@ package propstypes
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -26,10 +27,12 @@ import (
 
 const ssrPackage = "github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 
-// A Page is a page registered with ssr.Typed: Page(Name, PageOptions{Load: Typed(...)}).
+// A Page is a page registered with ssr.Typed: Page(Name, PageOptions{Load: Typed(...)}); or,
+// Island set, an island declared with ssr.TypedIsland[Props](server, Name, ...).
 type Page struct {
-	Name  string
-	Props types.Type
+	Name   string
+	Island bool
+	Props  types.Type
 	// Deferred are the values its loader defers, by name.
 	Deferred []Deferred
 	At       token.Position
@@ -70,24 +73,37 @@ func Find(dir string, patterns ...string) ([]Page, error) {
 			return nil, err
 		}
 		for _, page := range pages {
+			key, what := page.Name, "page"
+			if page.Island {
+				key, what = "island:"+page.Name, "island"
+			}
 			// By name, not types.Identical: a package given both as a pattern and as an
 			// import of another is two *types.Package, one from source, one from export data.
-			if seen, ok := found[page.Name]; ok && types.TypeString(seen.Props, nil) != types.TypeString(page.Props, nil) {
-				return nil, fmt.Errorf("%s: page %q has props %s here and %s at %s: one page, one props type",
-					page.At, page.Name, page.Props, seen.Props, seen.At)
+			if seen, ok := found[key]; ok && types.TypeString(seen.Props, nil) != types.TypeString(page.Props, nil) {
+				return nil, fmt.Errorf("%s: %s %q has props %s here and %s at %s: one %s, one props type",
+					page.At, what, page.Name, page.Props, seen.Props, seen.At, what)
 			} else if ok && deferredString(seen.Deferred) != deferredString(page.Deferred) {
 				return nil, fmt.Errorf("%s: page %q defers %s here and %s at %s: one page, one set of deferred values",
 					page.At, page.Name, deferredString(page.Deferred), deferredString(seen.Deferred), seen.At)
 			}
-			found[page.Name] = page
+			found[key] = page
 		}
 	}
 	pages := make([]Page, 0, len(found))
 	for _, page := range found {
 		pages = append(pages, page)
 	}
-	slices.SortFunc(pages, func(a, b Page) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(pages, func(a, b Page) int {
+		return cmp.Or(cmp.Compare(btoi(a.Island), btoi(b.Island)), strings.Compare(a.Name, b.Name))
+	})
 	return pages, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // checked is a package type-checked from source.
@@ -188,7 +204,7 @@ func check(fset *token.FileSet, p listed, gc types.Importer) (checked, error) {
 // error rather than a page left untyped without a word.
 func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]Page, error) {
 	typed := map[*ast.CallExpr]types.Type{}
-	var pageCalls []*ast.CallExpr
+	var pageCalls, islandCalls []*ast.CallExpr
 	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			call, ok := n.(*ast.CallExpr)
@@ -197,6 +213,8 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 			}
 			if props := ssrTypeArg(call, "Typed", info); props != nil {
 				typed[call] = props
+			} else if props := ssrTypeArg(call, "TypedIsland", info); props != nil {
+				islandCalls = append(islandCalls, call)
 			} else if isPageMethod(call, info) {
 				pageCalls = append(pageCalls, call)
 			}
@@ -221,6 +239,14 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 			return nil, err
 		}
 		pages = append(pages, Page{Name: constant.StringVal(name), Props: props, Deferred: deferred, At: fset.Position(load.Pos())})
+	}
+	for _, call := range islandCalls {
+		name := info.Types[call.Args[1]].Value
+		if name == nil || name.Kind() != constant.String {
+			return nil, fmt.Errorf("%s: this ssr.TypedIsland has no constant name, for ssr-types to name its props",
+				fset.Position(call.Pos()))
+		}
+		pages = append(pages, Page{Name: constant.StringVal(name), Island: true, Props: ssrTypeArg(call, "TypedIsland", info), At: fset.Position(call.Pos())})
 	}
 	if len(typed) > 0 {
 		first := slices.MinFunc(slices.Collect(maps.Keys(typed)), func(a, b *ast.CallExpr) int { return int(a.Pos() - b.Pos()) })

@@ -33,6 +33,11 @@ func TestFind(t *testing.T) {
 		{dir: "dynamicdeferred", wantErr: "dynamicdeferred.go:17:5: a deferred value whose name is not constant: ssr-types cannot name it"},
 		{dir: "deferredtypes", wantErr: `deferredtypes.go:22:5: deferred value "reviews" is []string here and int at`},
 		{dir: "deferredsets", wantErr: `page "product" defers {"reviews": int} here and {} at`},
+		{dir: "islands", want: map[string]string{
+			"island:Cart":     "github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/islands.CartProps",
+			"island:Featured": "github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/islands.featured",
+		}},
+		{dir: "dynamicisland", wantErr: "dynamicisland.go:11:2: this ssr.TypedIsland has no constant name"},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			pages, err := Find(".", "./testdata/"+tc.dir)
@@ -48,8 +53,12 @@ func TestFind(t *testing.T) {
 			got := map[string]string{}
 			gotDeferred := map[string]string{}
 			for _, p := range pages {
-				got[p.Name] = p.Props.String()
-				gotDeferred[p.Name] = deferredString(p.Deferred)
+				name := p.Name
+				if p.Island {
+					name = "island:" + name
+				}
+				got[name] = p.Props.String()
+				gotDeferred[name] = deferredString(p.Deferred)
 			}
 			if len(got) != len(tc.want) || len(pages) != len(tc.want) {
 				t.Fatalf("got pages %v, want %v", got, tc.want)

@@ -12,7 +12,11 @@ import (
 func (c *Contract) JSONSchema() []byte {
 	pages := object{}
 	for _, p := range c.Pages {
-		pages = append(pages, member{p.Name, schema(p.Props)})
+		name := p.Name
+		if p.Island {
+			name = "island:" + name // as the renderer names an island's render
+		}
+		pages = append(pages, member{name, schema(p.Props)})
 	}
 	inProps := c.propsDefs()
 	defs := object{}

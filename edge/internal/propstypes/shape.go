@@ -57,9 +57,10 @@ type Contract struct {
 	Defs  []*Def // by Name
 }
 
-// A PageShape is one page's props and deferred values.
+// A PageShape is one page's props and deferred values, or an island's props (Island).
 type PageShape struct {
 	Name     string
+	Island   bool
 	Props    *Shape
 	Deferred []DeferredShape // by Name
 }
@@ -83,7 +84,7 @@ func Convert(pages []Page) (*Contract, error) {
 		if !objectLike(shape) {
 			return nil, fmt.Errorf("page %q: props %s: its JSON is not an object (use a struct)", page.Name, page.Props)
 		}
-		ps := PageShape{Name: page.Name, Props: shape}
+		ps := PageShape{Name: page.Name, Island: page.Island, Props: shape}
 		for _, d := range page.Deferred {
 			c.path = []string{types.TypeString(d.Type, shortName)}
 			value, err := c.shape(d.Type)

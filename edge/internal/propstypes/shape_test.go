@@ -45,7 +45,10 @@ const tsHead = "// " + Header + `
 export interface PageProps {
   page: Props;
 }
-` + pageDeferredDoc + "export interface PageDeferred {}\n" + pageComponentProps
+` + noIslands + pageDeferredDoc + "export interface PageDeferred {}\n" + pageComponentProps
+
+// noIslands is IslandProps when no island is typed.
+const noIslands = "\n/** The props of each island, by the name the Go server declares it under (ssr.TypedIsland). */\nexport interface IslandProps {\n}\n"
 
 func TestTypeScript(t *testing.T) {
 	for _, tc := range []struct {
@@ -309,7 +312,7 @@ export interface PageProps {
   home: Listing;
   "product-reviews": ProductProps;
 }
-
+` + noIslands + `
 /**
  * The values each page's loader defers (Result.Deferred), by page and by name: what the
  * promises of its component's ` + "`deferred`" + ` prop resolve to. A value not given with ssr.Defer
