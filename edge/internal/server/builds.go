@@ -1,7 +1,9 @@
 package server
 
 import (
+	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 )
@@ -17,6 +19,9 @@ type builds struct {
 	// bundle is the id of the renderer's bundle: the one its latest answer (a render or
 	// ListPages) named; nil until it answered.
 	bundle atomic.Pointer[string]
+	// client is the client build its latest render named (its bundle's clientBuildId); nil
+	// until one named one.
+	client atomic.Pointer[string]
 }
 
 func (b *builds) current() (server, bundle string) {
@@ -60,15 +65,44 @@ func (b *builds) matches(e *htmlcache.Entry) bool {
 // clientBuild is id, the client build a render's bundle was built with, noted when the
 // document cannot link it (the edge's assets_dir has no manifest naming it): counted, and
 // logged once an id, for that page then links the current build, which its HTML may not
-// hydrate with.
+// hydrate with. It is the renderer's latest, for readiness (unlinked).
 func (d *deps) clientBuild(id string) string {
-	if id == "" || d.shell.Links(id) {
+	if id == "" {
+		return id
+	}
+	if d.build != nil {
+		d.build.client.Store(&id)
+	}
+	if d.shell.Links(id) {
 		return id
 	}
 	d.metrics.clientBuildUnknown.Inc()
-	if _, said := d.unknownBuilds.LoadOrStore(id, true); !said {
+	if _, said := d.unknownBuilds.LoadOrStore(id, time.Now()); !said {
 		d.log.Warn("a render names a client build that assets_dir's manifest has not named: its page links the current build instead, which may not hydrate it (deploy the client build with its server bundle)",
 			"client_build", id, "current", d.shell.BuildID())
 	}
 	return id
+}
+
+// unlinkedFor is how long the renderer's latest client build may go unlinked before
+// readiness turns false: longer than a rebuild's files take to land (the manifest last).
+const unlinkedFor = 30 * time.Second
+
+// unlinked is the readiness error while the client build the renderer's latest answer
+// named has been one the document cannot link for unlinkedFor: pages then mix a client
+// build with another bundle's HTML, and this replica should take no traffic until its
+// assets_dir has the build.
+func (d *deps) unlinked() error {
+	if d.build == nil {
+		return nil
+	}
+	p := d.build.client.Load()
+	if p == nil || d.shell.Links(*p) {
+		return nil
+	}
+	if since, ok := d.unknownBuilds.Load(*p); ok && time.Since(since.(time.Time)) >= unlinkedFor {
+		return fmt.Errorf("the renderer's bundle was built with client build %q, which no manifest in assets_dir has named for %s: its pages link build %q instead",
+			*p, time.Since(since.(time.Time)).Round(time.Second), d.shell.BuildID())
+	}
+	return nil
 }

@@ -4,10 +4,14 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/logtest"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
@@ -36,5 +40,25 @@ func TestPageLinksItsBundlesClientBuild(t *testing.T) {
 	}
 	if n := strings.Count(logs.String(), "client_build=zz"); n != 1 {
 		t.Errorf("the unknown build logged %d times, want once:\n%s", n, logs)
+	}
+}
+
+// TestUnlinkedClientBuildTurnsReadinessFalse: readiness turns false once the client build
+// the renderer's latest page named has gone unlinked for unlinkedFor, and true again once
+// its pages name one the document links.
+func TestUnlinkedClientBuildTurnsReadinessFalse(t *testing.T) {
+	d := deps{
+		shell: document.NewShell(&document.Manifest{BuildID: "b1"}), build: &builds{}, unknownBuilds: &sync.Map{},
+		metrics: NewMetrics(prometheus.NewRegistry()), log: slog.New(slog.DiscardHandler),
+	}
+	if d.clientBuild("zz"); d.unlinked() != nil {
+		t.Fatalf("unlinked at once: %v", d.unlinked())
+	}
+	d.unknownBuilds.Store("zz", time.Now().Add(-unlinkedFor)) // as if named that long ago
+	if err := d.unlinked(); err == nil || !strings.Contains(err.Error(), `client build "zz"`) {
+		t.Fatalf("after %s: %v, want an error naming zz", unlinkedFor, err)
+	}
+	if d.clientBuild("b1"); d.unlinked() != nil {
+		t.Errorf("once pages name b1: %v", d.unlinked())
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -178,8 +179,10 @@ func (s *Site) Check(ctx context.Context) error {
 	return s.d.names.missing()
 }
 
-// Missing returns Check's error as far as known (nil before the renderer answered).
-func (s *Site) Missing() error { return s.d.names.missing() }
+// Missing returns Check's error as far as known (nil before the renderer answered), and
+// the error of a client build the renderer's pages name that the document has long been
+// unable to link.
+func (s *Site) Missing() error { return errors.Join(s.d.names.missing(), s.d.unlinked()) }
 
 // PageOptions are what a page adds to its route.
 type PageOptions struct {
