@@ -14,6 +14,7 @@ import (
 	"math/bits"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,11 @@ func NewShell(m *Manifest) *Shell {
 // build is what a Shell takes from one manifest.
 type build struct {
 	id string
+	// files are its scripts' and styles' paths under the assets directory, to see that they
+	// are still there (present); empty: not known (no manifest file).
+	files   []string
+	checked atomic.Int64 // UnixNano of present's last look
+	there   atomic.Bool
 	// styles are the stylesheet tags; scripts the scripts' src values, escaped.
 	styles  string
 	scripts []string
@@ -117,6 +123,11 @@ func (s *Shell) setBuild(m *Manifest) {
 		scripts[i] = html.EscapeString(src)
 	}
 	b := &build{id: m.BuildID, styles: styles.String(), scripts: scripts, preload: strings.Join(links, ", ")}
+	if s.path != "" {
+		for _, url := range append(slices.Clone(m.Scripts), m.Styles...) {
+			b.files = append(b.files, filepath.Join(filepath.Dir(s.path), filepath.FromSlash(strings.TrimPrefix(url, "/"))))
+		}
+	}
 	s.build.Store(b)
 	if _, known := s.recent.Swap(b.id, b); !known {
 		s.order = append(s.order, b.id)
@@ -141,7 +152,11 @@ func (s *Shell) buildFor(id string) (b *build, ok bool) {
 		return cur, true
 	}
 	if known, found := s.recent.Load(id); found {
-		return known.(*build), true
+		// An older build whose files a rebuild removed cannot be linked: the current one is.
+		if b := known.(*build); b == s.build.Load() || b.present() {
+			return b, true
+		}
+		return s.build.Load(), false
 	}
 	// A renderer already on a build whose manifest has not been read yet: read now, at
 	// most once in unknownCheckInterval (an id no manifest names would read it for every
@@ -154,6 +169,23 @@ func (s *Shell) buildFor(id string) (b *build, ok bool) {
 		}
 	}
 	return s.build.Load(), false
+}
+
+// present reports whether b's files are still in the assets directory, looked at once in
+// manifestCheckInterval at most.
+func (b *build) present() bool {
+	now := time.Now().UnixNano()
+	if last := b.checked.Load(); now-last >= int64(manifestCheckInterval) && b.checked.CompareAndSwap(last, now) {
+		there := true
+		for _, f := range b.files {
+			if _, err := os.Stat(f); err != nil {
+				there = false
+				break
+			}
+		}
+		b.there.Store(there)
+	}
+	return b.there.Load()
 }
 
 // unknownCheckInterval spaces the reads of the manifest for client builds it did not name.

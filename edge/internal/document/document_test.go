@@ -232,10 +232,17 @@ func TestShellFollowsItsManifest(t *testing.T) {
 // TestShellLinksTheBuildAPageNames: a page links the client build its server bundle was
 // built with: the one before the manifest's current build (a renderer not reloaded yet),
 // or one the manifest names but the Shell has not read yet (a renderer reloaded first);
-// a build no manifest has named links the current one, and Links says so.
+// a build no manifest has named, or whose files are gone, links the current one, and Links
+// says so.
 func TestShellLinksTheBuildAPageNames(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "assets"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	write := func(id string) {
+		if err := os.WriteFile(filepath.Join(dir, "assets", id+".js"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
 		manifest := `{"buildId":"` + id + `","scripts":["/assets/` + id + `.js"],"styles":[]}`
 		if err := os.WriteFile(filepath.Join(dir, "manifest.json.tmp"), []byte(manifest), 0o644); err != nil {
 			t.Fatal(err)
@@ -271,6 +278,17 @@ func TestShellLinksTheBuildAPageNames(t *testing.T) {
 	}
 	if got := string(shell.AppendAssets(nil, "", "b1")); !strings.Contains(got, "/assets/b1.js") {
 		t.Errorf("AppendAssets for b1: %s", got)
+	}
+	// A rebuild that removed an older build's files: its pages link the current build.
+	write("b4")
+	shell.rereadManifest()
+	write("b5")
+	shell.rereadManifest()
+	if err := os.Remove(filepath.Join(dir, "assets", "b4.js")); err != nil {
+		t.Fatal(err)
+	}
+	if got := links("b4"); got != "b5" || shell.Links("b4") {
+		t.Errorf("a page naming b4, whose files are gone, links %s (Links %v), want b5", got, shell.Links("b4"))
 	}
 }
 

@@ -63,7 +63,7 @@ func (b *builds) matches(e *htmlcache.Entry) bool {
 }
 
 // clientBuild is id, the client build a render's bundle was built with, noted when the
-// document cannot link it (the edge's assets_dir has no manifest naming it): counted, and
+// document cannot link it (no manifest in assets_dir named it, or its files are gone): counted, and
 // logged once an id, for that page then links the current build, which its HTML may not
 // hydrate with. It is the renderer's latest, for readiness (unlinked).
 func (d *deps) clientBuild(id string) string {
@@ -78,7 +78,7 @@ func (d *deps) clientBuild(id string) string {
 	}
 	d.metrics.clientBuildUnknown.Inc()
 	if _, said := d.unknownBuilds.LoadOrStore(id, time.Now()); !said {
-		d.log.Warn("a render names a client build that assets_dir's manifest has not named: its page links the current build instead, which may not hydrate it (deploy the client build with its server bundle)",
+		d.log.Warn("a render names a client build that assets_dir does not hold (no manifest named it, or its files are gone): its page links the current build instead, which may not hydrate it (deploy the client build with its server bundle)",
 			"client_build", id, "current", d.shell.BuildID())
 	}
 	return id
@@ -101,7 +101,7 @@ func (d *deps) unlinked() error {
 		return nil
 	}
 	if since, ok := d.unknownBuilds.Load(*p); ok && time.Since(since.(time.Time)) >= unlinkedFor {
-		return fmt.Errorf("the renderer's bundle was built with client build %q, which no manifest in assets_dir has named for %s: its pages link build %q instead",
+		return fmt.Errorf("the renderer's bundle was built with client build %q, which assets_dir has not held for %s: its pages link build %q instead",
 			*p, time.Since(since.(time.Time)).Round(time.Second), d.shell.BuildID())
 	}
 	return nil

@@ -136,4 +136,4 @@ func (m *Metrics) observeRender(route string, began time.Time, err error) {
 	m.renderDuration.WithLabelValues(route, result).Observe(time.Since(began).Seconds())
 }
 
-const clientBuildUnknownHelp = "Rendered pages and islands whose server bundle was built with a client build no manifest in assets_dir has named since the edge started: each links the current client build instead, which may not hydrate it. The log names the build once."
+const clientBuildUnknownHelp = "Rendered pages and islands whose server bundle was built with a client build assets_dir does not hold (no manifest named it since the edge started, or its files are gone): each links the current client build instead, which may not hydrate it. The log names the build once."
