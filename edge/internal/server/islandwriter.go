@@ -56,7 +56,10 @@ func (w *islandWriter) decide(code int) bool {
 		w.out = w.ResponseWriter
 		h := w.ResponseWriter.Header()
 		ct := h.Get("Content-Type")
-		w.scanning = (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
+		// A HEAD, a partial or empty body (http.ServeFile's Range and 304 answers) has no
+		// whole document to render islands in.
+		whole := w.r.Method != http.MethodHead && code != http.StatusNoContent && code != http.StatusPartialContent && code != http.StatusNotModified
+		w.scanning = whole && (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
 		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && outer.answered {
 			w.scanning = false // a page: its document marks no island
 		}
@@ -71,7 +74,7 @@ func (w *islandWriter) decide(code int) bool {
 // compress puts an encoder in front of the response, with CompressHTML, when the request
 // accepts one of the codings and the response has a body.
 func (w *islandWriter) compress(code int) {
-	if !w.site.o.CompressHTML || w.r.Method == http.MethodHead || code == http.StatusNoContent || code == http.StatusNotModified {
+	if !w.site.o.CompressHTML {
 		return
 	}
 	h := w.ResponseWriter.Header()

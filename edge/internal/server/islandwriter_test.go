@@ -3,8 +3,11 @@ package server
 import (
 	"bytes"
 	"html/template"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -95,6 +98,32 @@ func TestIslandsInTheShopsOwnHTML(t *testing.T) {
 		defer ts.Close()
 		if _, body := get(t, ts.URL); body != `{"a":"`+string(marker)+`"}` || r.callCount() != 0 {
 			t.Errorf("got %s with %d calls: want the JSON as written, no call", body, r.callCount())
+		}
+	})
+	t.Run("a file served with its length, and a range of it", func(t *testing.T) {
+		r := &islandRenderer{}
+		site, _, _ := islandSite(t, r)
+		dir := t.TempDir()
+		marker, _ := IslandMarker("Cart", nil)
+		page := `<!doctype html><p>a static page</p>` + string(marker)
+		if err := os.WriteFile(filepath.Join(dir, "static.html"), []byte(page), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(site.Wrap(http.FileServer(http.Dir(dir))))
+		defer ts.Close()
+		req, _ := http.NewRequest("GET", ts.URL+"/static.html", nil)
+		req.Header.Set("Range", "bytes=0-9")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusPartialContent || string(body) != page[:10] || resp.Header.Get("Content-Length") != "10" {
+			t.Errorf("a range: %d %q, Content-Length %q: want the file's first 10 bytes as served", resp.StatusCode, body, resp.Header.Get("Content-Length"))
+		}
+		if _, body := get(t, ts.URL+"/static.html"); !strings.Contains(body, `<div data-ssr-island="Cart">`) {
+			t.Errorf("the whole file's island not rendered:\n%s", body)
 		}
 	})
 	t.Run("a marker cut off at the end", func(t *testing.T) {
