@@ -189,7 +189,7 @@ test-browser: build app/dist/client-dev/manifest.json chromium ## Hydration in C
 	$(NODE) --test app/test/
 
 .PHONY: test-adopt
-test-adopt: $(RENDERER_DEPS) $(APP_DEPS) chromium ## Adoption from a Go team's own repository: a temp Go module + React app, the packed renderer, SQLite, a strict CSP, Chromium
+test-adopt: $(RENDERER_DEPS) $(APP_DEPS) chromium ## Adoption from a Go team's own repository, on chi and on Gin: a temp Go module + React app, the packed renderer, SQLite, a strict CSP, Chromium
 	$(NODE) --test adopt/
 
 .PHONY: test-loadtest

@@ -222,9 +222,10 @@ export function missingPrerequisite() {
  * driver) and the React app of testdata/myshop with the renderer from its npm pack tarball,
  * built with the shipped build; then the renderer through npx and the Go server. Chromium
  * starts meanwhile.
- * @param {{mainFile: string, requires: string[]}} shop
+ * @param {{mainFile: string, requires: string[], files?: Record<string, string>}} shop
+ *   files: more files of testdata/, by their path in the module
  */
-export async function startShop({ mainFile, requires }) {
+export async function startShop({ mainFile, requires, files = {} }) {
   const started = Date.now();
   const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'sidecar-ssr-adopt-'));
   const appDir = path.join(tmpDir, 'myshop');
@@ -232,7 +233,9 @@ export async function startShop({ mainFile, requires }) {
   mkdirSync(appDir);
   for (const file of ['package.json', 'jsconfig.json']) cpSync(path.join(myshop, file), path.join(appDir, file));
   cpSync(path.join(myshop, 'src'), path.join(appDir, 'src'), { recursive: true });
-  cpSync(path.join(import.meta.dirname, 'testdata', mainFile), path.join(appDir, 'main.go'));
+  for (const [to, from] of Object.entries({ 'main.go': mainFile, ...files })) {
+    cpSync(path.join(import.meta.dirname, 'testdata', from), path.join(appDir, to), { recursive: true });
+  }
 
   // The user's go.mod: the edge module through a replace to this checkout, and the
   // sqlite driver at the version the demo shop uses.
@@ -260,6 +263,17 @@ export async function startShop({ mainFile, requires }) {
 
   const { chromium } = createRequire(path.join(repoDir, 'app', 'package.json'))('playwright-core');
   const browserLaunch = chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
+  try {
+    return await startProcesses(tmpDir, appDir, socket, browserLaunch, started);
+  } catch (error) {
+    // Nothing else holds the browser: left running, it would keep the test's process alive.
+    await browserLaunch.then((browser) => browser.close(), () => {});
+    throw error;
+  }
+}
+
+/** The rest of startShop: the installs and builds, then the renderer and the Go server. */
+async function startProcesses(tmpDir, appDir, socket, browserLaunch, started) {
   const env = NODE_PATH_ENV;
   let manifest;
   await Promise.all([

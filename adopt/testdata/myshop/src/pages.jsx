@@ -72,7 +72,15 @@ function Stock({ item, left }) {
   );
 }
 
-export const islands = { Stock };
+/**
+ * The visitor's own greeting (the Gin shop's receipt: gin.test.js), rendered for each page.
+ * @param {{name: string}} props
+ */
+function Greeting({ name }) {
+  return <p className="greeting" data-testid="greeting">{`Hello, ${name}!`}</p>;
+}
+
+export const islands = { Stock, Greeting };
 
 export const notFoundPage = 'not-found';
 
