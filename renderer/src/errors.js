@@ -46,6 +46,13 @@ export class RenderError extends Error {
   startedAt;
 
   /**
+   * Set by the pool when the render ended before any worker took it (aborted, withdrawn,
+   * refused while queued).
+   * @type {boolean}
+   */
+  queued = false;
+
+  /**
    * Set by the pool when the render is what a poison pill does (workerLoss):
    * it held its worker's thread past a deadline, or ran the worker out of
    * memory, or crashed it. What the quarantine counts. 'suspect': it was on a

@@ -187,6 +187,13 @@ test('a channel the caller drops mid-render cancels the renders in flight on it'
   await ch.responses(1, 1);
   ch.call.cancel();
   await waitFor(() => logs.some((l) => l.requestId === 'dropped' && l.code === 'RENDER_ERR_CANCELLED'));
+  // Not the renderer's failure: an info line saying where the render was, and how long it
+  // had waited, with no stack.
+  const line = logs.find((l) => l.requestId === 'dropped' && l.code === 'RENDER_ERR_CANCELLED');
+  assert.equal(line?.msg, 'render withdrawn: its caller stopped waiting');
+  assert.equal(line?.level, 30);
+  assert.equal(line?.queued, false, 'its shell had been sent');
+  assert.ok(Number.isInteger(line?.waitedMs) && line?.err === undefined, JSON.stringify(line));
 });
 
 test('at shutdown a channel ends once its renders have answered', async (t) => {

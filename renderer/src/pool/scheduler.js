@@ -223,7 +223,11 @@ export class Scheduler {
       outcome = await Promise.race([running, unassigned.promise]);
     } catch (err) {
       // Refused before any worker took it: aborted (the abort's reason), or the pool closing.
-      if (!token.worker) throw err instanceof RenderError ? err : new DrainingError('the renderer is shutting down', { cause: err });
+      if (!token.worker) {
+        const refused = err instanceof RenderError ? err : new DrainingError('the renderer is shutting down', { cause: err });
+        refused.queued = true;
+        throw refused;
+      }
       await pinned;
       const death = token.worker.death;
       // One exit per worker, however many renders it held; a worker the pool terminated counted its own.

@@ -157,7 +157,7 @@ export async function serveRender(deps, call, req, reply) {
     if (error.poisonPill) {
       recordPoisonPill({ quarantine, logger, metrics }, req, keyOf, { suspect: error.poisonPill === 'suspect', requestId, code: error.code });
     }
-    logFailure(logger, error, req.page, requestId);
+    logFailure(logger, error, req.page, requestId, arrivedAt);
     reply.failed(error);
     span?.failed(error);
     metrics?.observeRender({
@@ -260,8 +260,19 @@ export function view(bytes) {
  * @param {RenderError} error
  * @param {string} page
  * @param {string} requestId
+ * @param {number} [arrivedAt] epoch ms the call arrived: a withdrawn render's log says how
+ *   long it waited
  */
-export function logFailure(logger, error, page, requestId) {
+export function logFailure(logger, error, page, requestId, arrivedAt) {
+  if (error.code === codes.CANCELLED && arrivedAt !== undefined) {
+    // Not the renderer's failure: its caller stopped waiting (the edge's render timeout,
+    // a client that left). Where it was, and for how long, says why: a burst of these
+    // withdrawn while queued is a queue longer than the edge's render timeout.
+    logger.info({
+      code: error.code, page, requestId, queued: error.queued, waitedMs: Math.round(performance.timeOrigin + performance.now() - arrivedAt),
+    }, 'render withdrawn: its caller stopped waiting');
+    return;
+  }
   // deadline: where a render stopped by its deadline was (queued, waiting,
   // pinned); only pinned says the request is a poison pill.
   const fields = {
