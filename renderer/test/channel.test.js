@@ -5,15 +5,17 @@
 // and the windows the renderer receives in hold many renders.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import net from 'node:net';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from '../src/serve/grpc-server.js';
 import { PIECE_BYTES } from '../src/serve/replies.js';
 import { PROTO_PATH } from '../src/worker/wire.js';
-import { metricsText, render, sample, startRenderer, waitFor } from './helpers.js';
+import { metricsText, render, sample, startRenderer, tempDir, waitFor } from './helpers.js';
 
 /** @import { RenderClient } from './helpers.js' */
 
@@ -177,6 +179,28 @@ test('a render cancelled in-band, or past its deadline in-band, fails alone; the
   assert.equal(both[0].error.status, grpc.status.INVALID_ARGUMENT);
   assert.equal(both[1].rendered.status, 200);
   assert.ok(logs.some((l) => l.code === 'RENDER_ERR_CANCELLED'));
+  ch.call.end();
+});
+
+test('a render withdrawn while it waited for a worker is logged as withdrawn while queued', async (t) => {
+  const { app, client, logs } = await startRenderer(t, { threads: 1 });
+  const gate = join(tempDir(t), 'gate');
+  const ch = openChannel(client);
+  // Holds the one worker's thread until the gate exists: once the pool sees that, the next
+  // render waits in its queue (thread-blame.test.js).
+  ch.send({ id: 1, render: { page: 'busy-shell', url: `/busy-shell?gate=${encodeURIComponent(gate)}` } });
+  await waitFor(() => app.pool.workers().some((w) => w.busy && w.onCpu !== 0 && w.busyMs > app.pool.stats().meanRenderMs));
+  ch.send({ id: 2, render: { page: 'status', url: '/status' }, requestId: 'waited' });
+  await waitFor(() => app.pool.stats().queued === 1);
+  ch.send({ id: 2, cancel: {} });
+  const [cancelled] = await ch.responses(2);
+  assert.equal(cancelled.error.code, 'RENDER_ERR_CANCELLED');
+  writeFileSync(gate, '');
+  const [done] = await ch.responses(1);
+  assert.equal(done.rendered.status, 200);
+  const line = logs.find((l) => l.requestId === 'waited' && l.code === 'RENDER_ERR_CANCELLED');
+  assert.equal(line?.msg, 'render withdrawn: its caller stopped waiting');
+  assert.equal(line?.queued, true, JSON.stringify(line));
   ch.call.end();
 });
 

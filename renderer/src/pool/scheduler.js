@@ -188,6 +188,7 @@ export class Scheduler {
     try {
       await turn;
     } catch (err) {
+      if (err instanceof RenderError) err.queued = true;
       if (err instanceof DeadlineError) err.deadline = 'queued';
       throw err;
     }
