@@ -36,8 +36,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { assertNoProblems, OWNED_BY_REACT, openPage, parseDocument, settle } from '../app/test/browser.js';
 import {
-  alive, BUILD_ARGS, BUNDLE_REFRESH_MS, children, cspNonce, INSTALL_MS, killGroup, linkedAssets, missingPrerequisite,
-  NODE_PATH_ENV, poll, READY_MS, RELOAD_MS, run, startProcess, startShop, STEP_MS, stopProcess, tail, waitExit,
+  alive, BUILD_ARGS, BUNDLE_REFRESH_MS, cspNonce, INSTALL_MS, killGroup, linkedAssets, missingPrerequisite, NODE_PATH_ENV,
+  poll, READY_MS, RELOAD_MS, run, startProcess, startShop, STEP_MS, stopProcess, stopShop, tail, waitExit, withLogsOf,
 } from './harness.js';
 
 /** The router the team picked, at the version it got. */
@@ -64,15 +64,7 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
   let browser;
 
   /** Runs a step; a failure carries the last lines of the renderer and the Go server. */
-  const withLogs = (fn) => async (...args) => {
-    try {
-      return await fn(...args);
-    } catch (error) {
-      const logs = [renderer, server].map((p) => tail(p)).join('');
-      if (error && typeof error === 'object' && logs) error.message += `\n${logs}`;
-      throw error;
-    }
-  };
+  const withLogs = withLogsOf(() => [renderer, server]);
 
   before(withLogs(async () => {
     const missing = missingPrerequisite();
@@ -82,14 +74,7 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
     browser = await browserLaunch;
   }), { timeout: 240_000 });
 
-  after(async () => {
-    const launched = await browserLaunch?.catch(() => null);
-    await launched?.close().catch(() => {});
-    await Promise.all([server, renderer].map((p) => stopProcess(p)));
-    for (const child of children) killGroup(child, 'SIGKILL');
-    if (rendererPid && alive(rendererPid)) process.kill(rendererPid, 'SIGKILL');
-    if (tmpDir) rmSync(tmpDir, { recursive: true, force: true });
-  });
+  after(() => stopShop({ browserLaunch, server, renderer, rendererPid, tmpDir }));
 
   test('a. /orders/1 is server-rendered, its path value reaching the page without Route', withLogs(async () => {
     const response = await fetch(`${baseURL}/orders/1`);

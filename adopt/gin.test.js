@@ -17,13 +17,13 @@
 //   make test-adopt
 //   renderer/node_modules/.bin/node --test adopt/gin.test.js   # from the repository root
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { OWNED_BY_REACT, openPage } from '../app/test/browser.js';
 import {
-  alive, BUILD_ARGS, children, cspNonce, INSTALL_MS, killGroup, linkedAssets, missingPrerequisite, NODE_PATH_ENV, poll,
-  READY_MS, run, startShop, STEP_MS, stopProcess, tail, waitExit,
+  BUILD_ARGS, cspNonce, INSTALL_MS, linkedAssets, missingPrerequisite, NODE_PATH_ENV, poll, READY_MS, run, startShop,
+  STEP_MS, stopShop, waitExit, withLogsOf,
 } from './harness.js';
 
 /** The router the team picked, at the version it got. */
@@ -35,15 +35,7 @@ describe('a Go team on Gin adopts sidecar-ssr from its own repository', { timeou
   let browser;
 
   /** Runs a step; a failure carries the last lines of the renderer and the Go server. */
-  const withLogs = (fn) => async (...args) => {
-    try {
-      return await fn(...args);
-    } catch (error) {
-      const logs = [shop?.renderer, shop?.server].map((p) => tail(p)).join('');
-      if (error && typeof error === 'object' && logs) error.message += `\n${logs}`;
-      throw error;
-    }
-  };
+  const withLogs = withLogsOf(() => [shop?.renderer, shop?.server]);
 
   before(withLogs(async () => {
     const missing = missingPrerequisite();
@@ -52,14 +44,7 @@ describe('a Go team on Gin adopts sidecar-ssr from its own repository', { timeou
     browser = await shop.browserLaunch;
   }), { timeout: 240_000 });
 
-  after(async () => {
-    const launched = await shop?.browserLaunch.catch(() => null);
-    await launched?.close().catch(() => {});
-    await Promise.all([shop?.server, shop?.renderer].map((p) => stopProcess(p)));
-    for (const child of children) killGroup(child, 'SIGKILL');
-    if (shop?.rendererPid && alive(shop.rendererPid)) process.kill(shop.rendererPid, 'SIGKILL');
-    if (shop?.tmpDir) rmSync(shop.tmpDir, { recursive: true, force: true });
-  });
+  after(() => stopShop(shop));
 
   test('a. /orders/1 answers through Gin, server-rendered, its path value from Gin\'s parameter', withLogs(async () => {
     const response = await fetch(`${shop.baseURL}/orders/1`);

@@ -4,7 +4,7 @@
 // processes, and what the tests read of its documents.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -319,4 +319,33 @@ async function startProcesses(tmpDir, appDir, socket, browserLaunch, started) {
     tmpDir, appDir, socket, renderer, server, baseURL, manifest, rendererPid,
     rendererMetrics: `http://${httpAddress}/metrics`, browserLaunch,
   };
+}
+
+/**
+ * A test step whose failure carries the last lines of the shop's processes.
+ * @param {() => Array<ReturnType<typeof startProcess> | undefined>} procs
+ */
+export function withLogsOf(procs) {
+  return (fn) => async (...args) => {
+    try {
+      return await fn(...args);
+    } catch (error) {
+      const logs = procs().map((p) => tail(p)).join('');
+      if (error && typeof error === 'object' && logs) error.message += `\n${logs}`;
+      throw error;
+    }
+  };
+}
+
+/**
+ * Stops what startShop started, whatever did, and removes its directory.
+ * @param {Partial<Awaited<ReturnType<typeof startShop>>> | undefined} shop
+ */
+export async function stopShop(shop) {
+  const launched = await shop?.browserLaunch?.catch(() => null);
+  await launched?.close().catch(() => {});
+  await Promise.all([shop?.server, shop?.renderer].map((p) => stopProcess(p)));
+  for (const child of children) killGroup(child, 'SIGKILL');
+  if (shop?.rendererPid && alive(shop.rendererPid)) process.kill(shop.rendererPid, 'SIGKILL');
+  if (shop?.tmpDir) rmSync(shop.tmpDir, { recursive: true, force: true });
 }

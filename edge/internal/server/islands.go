@@ -184,6 +184,9 @@ func (s *Site) Template(w http.ResponseWriter, r *http.Request, status int, t *t
 	}
 	// The body's coding depends on the request's Accept-Encoding: a shared cache must know.
 	h.Add("Vary", "Accept-Encoding")
+	if outer, ok := r.Context().Value(answeredKey{}).(*unanswered); ok {
+		outer.islandsRendered = true
+	}
 	writeCompressed(w, r, cmp.Or(status, http.StatusOK), doc)
 	return nil
 }

@@ -60,8 +60,8 @@ func (w *islandWriter) decide(code int) bool {
 		// whole document to render islands in.
 		whole := w.r.Method != http.MethodHead && code != http.StatusNoContent && code != http.StatusPartialContent && code != http.StatusNotModified
 		w.scanning = whole && (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
-		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && outer.answered {
-			w.scanning = false // a page: its document marks no island
+		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && (outer.answered || outer.islandsRendered) {
+			w.scanning = false // a page's document, or Template's: no island left to render
 		}
 		if w.scanning {
 			h.Del("Content-Length") // rendered islands change it

@@ -433,49 +433,6 @@ func pageHeaders(resp *ssrv1.RenderResponse) http.Header {
 	return h
 }
 
-// documentPage is what the document of a rendered response holds; fl's deferred values as
-// settled so far.
-func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse, fl *flight) document.Page {
-	name := resp.GetPage()
-	if name == "" {
-		name = req.Page
-	}
-	props := resp.GetPropsJson()
-	if len(props) == 0 {
-		props = []byte("{}")
-	}
-	var decided *Loaded
-	if fl != nil {
-		decided = fl.Decided.Load()
-	}
-	return p.dress(document.Page{
-		Name: name, URL: req.Url, Params: req.Params,
-		Head: resp.GetHead(), HTML: resp.GetHtml(), PropsJSON: props, NoncePlaceholder: p.noncePlaceholder,
-		Deferred: deferredOf(fl).forDocument(), ClientBuild: p.clientBuild(resp.GetClientBuildId()),
-	}, decided)
-}
-
-// dress adds what the Go server sets on the page's document: its lang, the server's head and
-// the one its loader decided for this render (decided: nil when none ran).
-func (p *page) dress(doc document.Page, decided *Loaded) document.Page {
-	doc.Lang, doc.ExtraHead = p.lang, p.head
-	if decided != nil && decided.Head != "" {
-		if doc.ExtraHead != "" {
-			doc.ExtraHead += "\n"
-		}
-		doc.ExtraHead += decided.Head
-	}
-	return doc
-}
-
-// nonceFor is r's script nonce, or "".
-func (p *page) nonceFor(r *http.Request) string {
-	if p.nonce == nil {
-		return ""
-	}
-	return p.nonce(r)
-}
-
 // serveAlone renders for this request alone (bypass, hit-for-miss) within the render timeout.
 // Nothing else waits for the result, so once this request stops waiting (answered, fallen
 // back, gone) the call is cancelled: the renderer drops the render if it is still queued and
