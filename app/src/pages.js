@@ -8,6 +8,7 @@ import { Home, homeHead, loadHome } from './pages/Home.jsx';
 import { NotFound, notFoundHead } from './pages/NotFound.jsx';
 import { Product, loadProduct, productHead } from './pages/Product.jsx';
 import { ProductReviews } from './pages/ProductReviews.jsx';
+import { reviewsOf } from './reviews.js';
 
 /**
  * A Go server (shop/) reads the catalog from its database and hands the page its props;
@@ -35,6 +36,8 @@ export const warmup = [
   { page: 'product', url: '/products/1', params: { id: '1' } },
   { page: 'product', url: '/products/500', params: { id: '500' } },
   { page: 'not-found', url: '/no-such-page', params: {} },
+  // Streamed as a visitor's is, its reviews arriving after the shell.
+  { page: 'product-reviews', url: '/products/1/reviews', params: { id: '1' }, stream: true, deferred: { reviews: reviewsOf({ id: 1 }) } },
   { island: 'FeaturedProducts', props: { products: [{ id: 1, name: 'Warm-up', price: '19.99 USD' }] } },
   { island: 'CartSummary', props: { user: 'warm-up', items: 0 } },
 ];

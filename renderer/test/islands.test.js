@@ -109,6 +109,26 @@ test('RenderIslands renders the islands of a page in one call', async (t) => {
     assert.ok(!after.includes('NoSuchIsland'), 'an island the bundle lacks is no label');
   });
 
+  await t.test("metrics: a batch's wait and heap are observed once, each island's CPU is its own", async () => {
+    const before = await metricsText(app.httpAddress);
+    // Four small islands beside a large one: each of the four held the thread for its own
+    // render alone, not the batch's (which the large one fills).
+    const products = Array.from({ length: 5000 }, (_, i) => ({ id: i, name: `Product ${i}`, price: '1.00 USD' }));
+    const { response } = await renderIslands(client, [
+      ...Array.from({ length: 4 }, (_, i) => island('Greeting', { name: `n${i}` })), island('FeaturedProducts', { products }),
+    ]);
+    assert.equal(response?.islands.filter((r) => r.rendered).length, 5);
+    const after = await metricsText(app.httpAddress);
+    const delta = (/** @type {string} */ name) => (sample(after, name) ?? 0) - (sample(before, name) ?? 0);
+    assert.equal(delta('renderer_queue_wait_seconds_count'), 1);
+    assert.equal(delta('renderer_worker_heap_used_bytes_count'), 1);
+    assert.equal(delta('renderer_render_cpu_seconds_count{page="island:Greeting"}'), 4);
+    assert.equal(delta('renderer_render_cpu_seconds_count{page="island:FeaturedProducts"}'), 1);
+    const small = delta('renderer_render_cpu_seconds_sum{page="island:Greeting"}');
+    const large = delta('renderer_render_cpu_seconds_sum{page="island:FeaturedProducts"}');
+    assert.ok(small < large, `four small islands held the thread ${small * 1000} ms, the large one ${large * 1000} ms`);
+  });
+
   await t.test('the islands of a call are one pool task, whatever their number', async () => {
     const tasks = () => app.pool.workers().reduce((n, w) => n + w.renders, 0);
     const before = tasks();

@@ -12,6 +12,7 @@ import { captureLogs, startRenderer, tempDir, waitFor } from './helpers.js';
 
 const SLOW_WARMUP = fileURLToPath(new URL('./fixtures/slow-warmup.js', import.meta.url));
 const WARMUP_THROWS = fileURLToPath(new URL('./fixtures/warmup-throws.js', import.meta.url));
+const WARMUP_STREAMS = fileURLToPath(new URL('./fixtures/warmup-streams.js', import.meta.url));
 
 test('/readyz is 503 until every worker has finished its warm-up rounds', async (t) => {
   const dir = tempDir(t);
@@ -56,8 +57,17 @@ test('the default bundle warms with its own warmup list', async (t) => {
   const { logs } = await startRenderer(t, { warmup_rounds: 3 });
   const warm = logs.filter((l) => l.msg === 'worker warm');
   assert.equal(warm.length, 2);
-  // The fixture's list (the demo's): 4 pages and 2 islands, 3 rounds.
-  for (const line of warm) assert.equal(line.warmupRenders, 18);
+  // The fixture's list (the demo's): 4 pages, one of them streamed, and 2 islands, 3 rounds.
+  for (const line of warm) assert.equal(line.warmupRenders, 21);
+});
+
+test('a streamed warm-up entry renders through the stream, its deferred values settled after the shell began', async (t) => {
+  // The page's shell reads its deferred value outside any Suspense boundary: rendered to a
+  // string it would throw (and fail the start), streamed it waits for the value.
+  const { logs } = await startRenderer(t, { bundle: WARMUP_STREAMS, warmup_rounds: 2 });
+  const warm = logs.filter((l) => l.msg === 'worker warm');
+  assert.equal(warm.length, 2);
+  for (const line of warm) assert.equal(line.warmupRenders, 2);
 });
 
 test('a warm-up render that throws fails the start with its message', async (t) => {

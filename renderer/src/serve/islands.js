@@ -106,7 +106,9 @@ async function renderTogether(deps, call, url, islands, span, maxBytes) {
     span: span?.child('islands', { 'ssr.page': ISLANDS_PAGE }),
     // Each island is a render in the metrics, the batch none (serveRender answers, below,
     // before it observes). The batch's own quarantine only sends its islands one by one,
-    // where each is counted.
+    // where each is counted. The batch waited for its worker once and left one heap there:
+    // those are observed once, with its first island. Each island's CPU is its own (its
+    // worker timed each); a batch that failed before it told them gives its CPU to the first.
     metrics: metrics && {
       observeQuarantine() {},
       observeQuarantineRefusal() {},
@@ -114,9 +116,10 @@ async function renderTogether(deps, call, url, islands, span, maxBytes) {
         if (oneByOne) return;
         islands.forEach(({ name }, i) => {
           const outcome = outcomes[i];
-          metrics.observeRender(outcome === undefined ? { ...observation, page: islandPage(name) } : {
-            ...observation, page: islandPage(name), outcome: outcome.error?.code ?? OK, seconds: outcome.seconds,
-            worker: outcome.error ? undefined : observation.worker,
+          const once = i === 0 ? {} : { queueSeconds: undefined, worker: undefined, cpuMs: undefined };
+          metrics.observeRender(outcome === undefined ? { ...observation, ...once, page: islandPage(name) } : {
+            ...observation, ...once, page: islandPage(name), outcome: outcome.error?.code ?? OK, seconds: outcome.seconds,
+            cpuMs: outcome.cpuMs, ...(outcome.error && { worker: undefined }),
           });
         });
       },

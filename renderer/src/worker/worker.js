@@ -16,6 +16,7 @@ import { islandPage, micros, preparePage, renderPage } from './render-page.js';
 import { Ledger, RenderAborted, sharedWords } from './renders.js';
 import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
+import { warmUp } from './warm-up.js';
 import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
@@ -77,7 +78,7 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
 /**
  * How one island of a task went, for the metrics and the log: `seconds` from the call's
  * arrival until its outcome was known; `error` when it failed.
- * @typedef {{seconds: number, error?: ErrorDescriptor}} IslandOutcome
+ * @typedef {{seconds: number, cpuMs: number, error?: ErrorDescriptor}} IslandOutcome
  */
 
 /**
@@ -151,7 +152,15 @@ const clientBuildId = typeof bundle.clientBuildId === 'string' ? bundle.clientBu
 // production bundle the check is not even loaded.
 const { propsSchema } = /** @type {{propsSchema?: unknown}} */ (bundle);
 const checkProps = propsSchema === undefined ? undefined : (await import('./props-check.js')).propsChecker(propsSchema);
-const warm = await warmUp(bundle, options.warmupRounds);
+const { failed, ...warm } = await warmUp(bundle, options.warmupRounds, {
+  encode: (result) => encode(result, performance.timeOrigin + performance.now(), performance.timeOrigin + performance.now()),
+  maxPageBytes: options.maxPageBytes,
+});
+if (failed) {
+  /** @type {WorkerMessage} */
+  const message = { type: 'warmup-failed', threadId, ...failed };
+  parentPort?.postMessage(message);
+}
 answerHeapSnapshots(control.port1, threadId);
 answerProbes(control.port1, words);
 control.port1.on('message', (/** @type {AbortRequest} */ request) => {
@@ -248,7 +257,10 @@ async function renderIslands(task, islands, held) {
       } catch (err) {
         rendered.push(asRenderError(err));
       }
-      told.push({ seconds: (performance.timeOrigin + performance.now() - task.arrivedAt) / 1000 });
+      // An island renders at once (no load(), nothing awaited): from its start to its end it
+      // held this thread, as renders.js counts a render's callbacks.
+      const until = performance.timeOrigin + performance.now();
+      told.push({ seconds: (until - task.arrivedAt) / 1000, cpuMs: until - began });
     }
     heap = getHeapStatistics(); // once, after them all: every island's timing carries it
     const outcomes = rendered.map((island) => {
@@ -430,56 +442,6 @@ function report(heap = getHeapStatistics()) {
 function threadCpuMs() {
   const { user, system } = process.threadCpuUsage();
   return (user + system) / 1000;
-}
-
-/**
- * Renders the bundle's warm-up set `rounds` times. A failing render of the
- * bundle's own `warmup` list is reported (the pool fails the start with it);
- * without a `warmup` export every page is tried once per round and failures
- * are ignored (a page may need params we cannot guess), and islands are not
- * warmed up.
- * @param {Bundle & {warmup?: unknown}} bundle
- * @param {number} rounds
- */
-async function warmUp(bundle, rounds) {
-  const explicit = Array.isArray(bundle.warmup);
-  /** @type {Array<{page?: string, island?: string, url?: string, params?: Record<string, string>, props?: unknown}>} */
-  const set = explicit
-    ? /** @type {any[]} */ (bundle.warmup)
-    : Object.keys(bundle.pages).map((page) => ({ page }));
-  const began = performance.now();
-  let renders = 0;
-  for (let round = 0; round < rounds; round++) {
-    for (const entry of set) {
-      const island = entry?.island === undefined ? undefined : String(entry.island);
-      const task = {
-        page: island === undefined ? String(entry?.page) : islandPage(island),
-        ...(island !== undefined && { island }),
-        url: entry?.url ?? '/',
-        params: entry?.params ?? {},
-        variants: {},
-        propsJson: entry?.props === undefined ? undefined : new TextEncoder().encode(JSON.stringify(entry.props)),
-      };
-      try {
-        const startedAt = performance.timeOrigin + performance.now();
-        encode(await renderPage(bundle, task), startedAt, startedAt);
-        renders++;
-      } catch (err) {
-        if (!explicit) continue;
-        const error = err instanceof Error ? err : new Error(String(err));
-        /** @type {WorkerMessage} */
-        const failed = {
-          type: 'warmup-failed', threadId, explicit,
-          message: `warm-up render of ${island === undefined ? `page "${task.page}" (${task.url})` : `island "${island}"`} failed: ${error.message}`,
-          stack: error.stack,
-        };
-        parentPort?.postMessage(failed);
-        return { warmupMs: performance.now() - began, warmupRenders: renders, meanRenderMs: 0 };
-      }
-    }
-  }
-  const warmupMs = performance.now() - began;
-  return { warmupMs, warmupRenders: renders, meanRenderMs: renders > 0 ? warmupMs / renders : 0 };
 }
 
 /**
