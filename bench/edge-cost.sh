@@ -67,7 +67,7 @@ measure() {
   fi
 }
 
-fetch_binary() { "$node" -e "fetch(process.argv[1]).then(async (r) => require('fs').writeFileSync(process.argv[2], Buffer.from(await r.arrayBuffer())))" "$1" "$2"; }
+fetch_binary() { "$node" -e "fetch(process.argv[1], { headers: { Authorization: 'Bearer ' + process.env.SSR_EDGE_ADMIN_TOKEN } }).then(async (r) => require('fs').writeFileSync(process.argv[2], Buffer.from(await r.arrayBuffer())))" "$1" "$2"; }
 
 default=current=bin/edge
 [ -n "${SHOP:-}" ] && default=current=bin/shop

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the renderer, waits until every worker has loaded the bundle, then starts the demo
 # shop (its catalog in bin/shop.db, created on first run). Arguments go to the shop
-# (-listen, -admin-listen, -db...), SSR_RENDERER_* variables to the renderer.
+# (-listen, -admin-listen, -db...), SSR_RENDERER_* variables to the renderer, SSR_ADMIN_TOKEN
+# (or one made for the run, in bin/admin-token) to the shop's admin listener.
 #
 # As in the pod, a renderer that exits is started again while the shop serves pages for the
 # browser to render: after 1 s, doubling up to 8 s while it keeps exiting within 10 s of its
@@ -56,9 +57,18 @@ until "$node" -e "fetch('$ready_url').then(r => process.exit(r.ok ? 0 : 1), () =
   sleep 0.2
 done
 
+# Purges and profiles on the admin listener need a token, from loopback too (no address is
+# trusted): SSR_ADMIN_TOKEN's, or one made for this run; in bin/admin-token for curl.
+if [[ -z ${SSR_ADMIN_TOKEN:-} ]]; then
+  SSR_ADMIN_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+fi
+export SSR_ADMIN_TOKEN
+(umask 077 && printf '%s\n' "$SSR_ADMIN_TOKEN" > bin/admin-token)
+
 bin/shop -db bin/shop.db "$@" & shop=$!
 echo
 echo "sidecar-ssr is serving the demo shop on http://localhost:8080  (Ctrl-C stops)"
+echo "purge: curl -X POST -H \"Authorization: Bearer \$(cat bin/admin-token)\" 'http://127.0.0.1:9100/cache/purge?path=/'"
 if $dev; then
   "$node" app/build.mjs --watch --notify $$ & watcher=$!
   echo "and rebuilding the app on every change under app/src"

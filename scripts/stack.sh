@@ -10,6 +10,9 @@ trap 'stop_all; rm -rf "$work"' EXIT
 
 EDGE=127.0.0.1:18080
 ADMIN=127.0.0.1:19100
+# The admin token of the edges and shops started here (profiles, purges): no address is
+# trusted without it.
+export SSR_EDGE_ADMIN_TOKEN=bench-admin-token SSR_ADMIN_TOKEN=bench-admin-token
 
 # wait_for DESCRIPTION COMMAND...: retry for up to 60 s.
 wait_for() {

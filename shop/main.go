@@ -49,6 +49,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	reviewsURL := flags.String("reviews-url", "", "if set, the reviews service: the reviews of product N are ready once GET <url>?product=N answers (instead of -reviews-delay)")
 	failIsland := flags.Bool("fail-island", false, "the about page's Flaky island throws on the server, so that the browser renders it while the other islands are server-rendered")
 	csp := flags.Bool("csp", false, "send a strict Content-Security-Policy with a nonce per response, which every script of the pages carries (a hit then costs a compression)")
+	adminToken := flags.String("admin-token", getenv("SSR_ADMIN_TOKEN"), "the bearer token purges and profiles on the admin listener need (default: $SSR_ADMIN_TOKEN; empty: they are closed, whatever the caller's address)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -80,13 +81,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	if *csp {
 		handler = withCSP(handler)
 	}
-	// Health, readiness (draining, a page name the bundle lacks), metrics, and purges from
-	// loopback: the admin listener is on loopback by default.
+	// Health, readiness (draining, a page name the bundle lacks) and metrics for anyone who
+	// reaches the admin listener (loopback by default); purges and profiles for the token's
+	// bearers only: no address is trusted, loopback included (in a pod it is shared).
 	// The shop's own timeouts: it has no long response (no server-sent events, no download),
 	// so every request is bounded, not only the pages.
 	public := &http.Server{Addr: *listen, Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
 	return pages.ListenAndServe(ctx, public, ssr.ServeOptions{
-		AdminAddr: *adminListen, Admin: ssr.AdminOptions{Gatherer: registry, TrustLoopback: true},
+		AdminAddr: *adminListen, Admin: ssr.AdminOptions{Gatherer: registry, Token: *adminToken},
 	})
 }
 

@@ -39,6 +39,13 @@ func startRenderer(t *testing.T, dir string, env ...string) (address string, ren
 // and flags added or overriding, and returns its public URL.
 func startShop(t *testing.T, renderer, db string, flags ...string) string {
 	t.Helper()
+	public, _ := startShopAdmin(t, renderer, db, flags...)
+	return public
+}
+
+// startShopAdmin is startShop that also returns the admin listener's URL.
+func startShopAdmin(t *testing.T, renderer, db string, flags ...string) (public, admin string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r, w := io.Pipe()
 	var runErr error
@@ -64,13 +71,19 @@ func startShop(t *testing.T, renderer, db string, flags ...string) string {
 		var line struct{ Msg, Listener, Address string }
 		json.Unmarshal(sc.Bytes(), &line)
 		if line.Msg == "listening" && line.Listener == "public" {
+			public = "http://" + line.Address
+		}
+		if line.Msg == "listening" && line.Listener == "admin" {
+			admin = "http://" + line.Address
+		}
+		if public != "" && admin != "" {
 			go io.Copy(io.Discard, r)
-			return "http://" + line.Address
+			return public, admin
 		}
 	}
 	<-finished
 	t.Fatalf("the shop never listened: %v", runErr)
-	return ""
+	return "", ""
 }
 
 type page struct {
@@ -211,5 +224,50 @@ func TestAboutIsTheShopsTemplateWithIslands(t *testing.T) {
 	}
 	if !strings.Contains(doc, `<div data-ssr-island="Flaky"></div><script type="application/json" data-ssr-island-props>{"fail":true,"note":"Hand-made in small batches."}</script>`) {
 		t.Errorf("Flaky's props are not in place:\n%s", doc)
+	}
+}
+
+// TestAdminTrustsNoAddress: the shop's purges and profiles answer the admin token's bearers
+// alone, loopback callers included (in a pod the loopback is shared with the renderer's app
+// code); without a token they are closed. Health and metrics stay open to the kubelet and
+// Prometheus.
+func TestAdminTrustsNoAddress(t *testing.T) {
+	dir := t.TempDir()
+	renderer, _ := startRenderer(t, dir)
+	db := filepath.Join(dir, "shop.db")
+	_, withToken := startShopAdmin(t, renderer, db, "-admin-token", "t0ken")
+	_, without := startShopAdmin(t, renderer, db)
+	post := func(url, auth string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, c := range []struct {
+		name, admin, auth string
+		want              int
+		says              string
+	}{
+		{"loopback, no token", withToken, "", http.StatusForbidden, "admin token required"},
+		{"loopback, a wrong token", withToken, "Bearer nope", http.StatusForbidden, "admin token required"},
+		{"the token", withToken, "Bearer t0ken", http.StatusOK, `"purged"`},
+		{"no token configured", without, "", http.StatusForbidden, "no admin token is set"},
+	} {
+		if code, body := post(c.admin+"/cache/purge?path=/", c.auth); code != c.want || !strings.Contains(body, c.says) {
+			t.Errorf("%s: purge answered %d %q, want %d saying %q", c.name, code, body, c.want, c.says)
+		}
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if r := harness.Get(t, without+path); r.StatusCode != http.StatusOK {
+			t.Errorf("GET %s without a token: %d, want 200", path, r.StatusCode)
+		}
 	}
 }

@@ -11,7 +11,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { assertNoProblems, OWNED_BY_REACT, settle, withPage } from './browser.js';
-import { startStack, stopProcess, testPrerequisites, waitLog } from './stack.js';
+import { ADMIN_TOKEN, startStack, stopProcess, testPrerequisites, waitLog } from './stack.js';
 
 const STEP_MS = 10_000;
 const ISLANDS = ['FeaturedProducts', 'CartSummary', 'Flaky'];
@@ -90,14 +90,14 @@ describe('islands in a Go template, in Chromium under a strict CSP', { timeout: 
     await fetch(`${shop}/about`);
     assert.equal(await renders('FeaturedProducts') - featured, 0, 'FeaturedProducts came from the cache');
     assert.equal(await renders('CartSummary') - cart, 1, 'CartSummary, per visitor, rendered again');
-    const purge = await fetch(`${admin}/cache/purge?tag=catalog`, { method: 'POST' });
+    const purge = await fetch(`${admin}/cache/purge?tag=catalog`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
     assert.equal(purge.status, 200, await purge.text());
     await fetch(`${shop}/about`);
     assert.equal(await renders('FeaturedProducts') - featured, 1, 'FeaturedProducts rendered again after its tag\'s purge');
   });
 
   test('the renderer stopped: /about is still 200, every island rendered by the browser', async () => {
-    await fetch(`${admin}/cache/purge?tag=catalog`, { method: 'POST' });
+    await fetch(`${admin}/cache/purge?tag=catalog`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
     await stopProcess(stack.renderer);
     await withPage(stack.browser, `${shop}/about`, {}, async ({ page, response, problems }) => {
       assert.equal(response.status(), 200);

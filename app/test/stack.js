@@ -17,6 +17,9 @@ export const paths = {
   shop: path.join(repoDir, 'bin', 'shop'),
   bundle: path.join(repoDir, 'app', 'dist', 'server', 'server.js'),
 };
+/** The shops' admin token: purges need it, from loopback too. */
+export const ADMIN_TOKEN = 'app-test-admin-token';
+
 export const builds = [
   { name: 'production', dir: path.join(repoDir, 'app', 'dist', 'client') },
   { name: 'development', dir: path.join(repoDir, 'app', 'dist', 'client-dev') },
@@ -125,7 +128,7 @@ export async function startStack({ name, rendererEnv = {}, edgeConfig, edgeEnv =
       ...Object.entries(shops).map(async ([which, flags]) => {
         const proc = startProcess(`shop (${which})`, paths.shop, [
           '-listen', '127.0.0.1:0', '-admin-listen', '127.0.0.1:0', '-db', path.join(tmpDir, `shop-${which}.db`),
-          '-renderer', socket, '-assets', production.dir, ...flags,
+          '-renderer', socket, '-assets', production.dir, '-admin-token', ADMIN_TOKEN, ...flags,
         ], {});
         stack.shops[which] = { proc, url: '', manifest: manifestOf(production.dir) };
         stack.shops[which].url = await listening(proc);

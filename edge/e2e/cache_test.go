@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -81,13 +80,8 @@ func TestSlowPageFillsTheCacheAfterFallingBack(t *testing.T) {
 func TestPurgeOnAdminPort(t *testing.T) {
 	_, edge := startStack(t)
 	harness.Get(t, edge.url+"/cached/products/3")
-	resp, err := http.Post(edge.admin+"/cache/purge?prefix=/cached/products/", "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("purge: got %d", resp.StatusCode)
+	if code, body := purge(t, edge, "prefix=/cached/products/"); code != 200 {
+		t.Fatalf("purge: got %d %s", code, body)
 	}
 	if r := harness.Get(t, edge.url+"/cached/products/3"); !strings.Contains(cacheStatus(r), "fwd=miss") {
 		t.Errorf("after purge: got Cache-Status %q, want a miss", cacheStatus(r))

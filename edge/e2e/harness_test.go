@@ -5,6 +5,7 @@
 package e2e
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -147,10 +148,29 @@ func startEdgeBinary(t *testing.T, binary, socket string, env ...string) *edgePr
 		"SSR_EDGE_ADMIN_LISTEN=127.0.0.1:0",
 		"SSR_EDGE_ASSETS_DIR="+assetsDir(),
 		"SSR_RENDERER_GRPC_ADDRESS=unix://"+socket,
+		"SSR_EDGE_ADMIN_TOKEN="+adminToken,
 	)
 	cmd.Env = append(cmd.Env, env...)
 	p := harness.Start(t, "edge", cmd)
 	return &edgeProcess{Process: p, url: "http://" + p.Address("public"), admin: "http://" + p.Address("admin")}
+}
+
+// adminToken is the edges' admin token: no address is trusted without it, loopback included.
+const adminToken = "e2e-admin-token"
+
+// purge POSTs a purge to an edge's admin port, with the admin token, and returns its status
+// and body.
+func purge(t *testing.T, e *edgeProcess, query string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.admin+"/cache/purge?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
 }
 
 // advance moves the edge's clock forward by d: the time its HTML cache judges freshness by

@@ -59,11 +59,9 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 	}
 
 	// A purge on edge 0 empties edge 1's cache too (the store's pub/sub), and the store's.
-	resp, err := http.Post(edges[0].admin+"/cache/purge?path="+"/cached/slow%3Fms=300", "", nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("purge: %v, %v", resp, err)
+	if code, body := purge(t, edges[0], "path=/cached/slow%3Fms=300"); code != http.StatusOK {
+		t.Fatalf("purge: %d %s", code, body)
 	}
-	resp.Body.Close()
 	poll.Until(t, "edge 1 missing after edge 0's purge", func() bool {
 		return strings.Contains(cacheStatus(harness.Get(t, edges[1].url+"/cached/slow?ms=300")), "fwd=miss")
 	})
@@ -80,11 +78,9 @@ func TestSharedCacheAcrossTwoEdges(t *testing.T) {
 			return strings.HasPrefix(cacheStatus(harness.Get(t, e.url+"/items/5")), "sidecar-ssr; hit")
 		})
 	}
-	resp, err = http.Post(edges[1].admin+"/cache/purge?tag=item:5", "", nil)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("purge by tag: %v, %v", resp, err)
+	if code, body := purge(t, edges[1], "tag=item:5"); code != http.StatusOK {
+		t.Fatalf("purge by tag: %d %s", code, body)
 	}
-	resp.Body.Close()
 	for _, e := range edges {
 		poll.Until(t, "a miss on /items/5 after the purge by tag", func() bool {
 			return strings.Contains(cacheStatus(harness.Get(t, e.url+"/items/5")), "fwd=miss")

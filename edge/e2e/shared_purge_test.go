@@ -65,18 +65,6 @@ func storedDocs(t *testing.T, c *redis.Client, path string) []string {
 	return docs
 }
 
-// purge POSTs a purge to an edge's admin port and returns its status and body.
-func purge(t *testing.T, e *edgeProcess, query string) (int, string) {
-	t.Helper()
-	resp, err := http.Post(e.admin+"/cache/purge?"+query, "", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
 // age is a response's Age in seconds.
 func age(r harness.Response) int {
 	n, _ := strconv.Atoi(r.Header.Get("Age"))

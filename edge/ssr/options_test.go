@@ -55,6 +55,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 	}
 	defaults["ServeOptions.AdminAddr"] = defaultAdminAddr
 	defaults["ServeOptions.MaxConnections"] = defaultMaxConnections
+	defaults["ServeOptions.MaxConnectionsPerClient"] = 0 // said in words: a quarter of MaxConnections, 256 of the default 1024 (TestDefaultsAreTheBinarys)
 	defaults["ServeOptions.ShutdownTimeout"] = defaultShutdownTimeout
 	defaults["ServeOptions.ShutdownDelay"] = time.Duration(0)
 	docs := fieldDocs(t, "options.go", "Options", "Timeouts", "CacheOptions")

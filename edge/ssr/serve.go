@@ -10,7 +10,7 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/conns"
 )
 
 // ServeOptions configure ListenAndServe. Zero values mean the defaults given.
@@ -20,11 +20,18 @@ type ServeOptions struct {
 	AdminAddr string
 	// Admin configures the admin handler (Server.Admin).
 	Admin AdminOptions
-	// MaxConnections caps the public server's open connections: past it, new ones wait in
-	// the kernel's backlog. Each costs its buffers, and one whose client stops reading holds
-	// its response until the server's WriteTimeout: without a cap, clients could add them up
-	// at will. If zero, 1024.
+	// MaxConnections caps the public server's open connections. Each costs its buffers, and
+	// one whose client stops reading holds its response until the server's WriteTimeout:
+	// without a cap, clients could add them up at will. Past it, a newcomer takes the slot of
+	// the connection whose client stopped reading longest ago (a write to it blocked for a
+	// second), else of the one idle longest between requests (a second at least); with
+	// neither, it waits in the kernel's backlog. If zero, 1024.
 	MaxConnections int
+	// MaxConnectionsPerClient caps one client address's open connections: past it, its
+	// newcomers are refused (closed at once). A proxy in front of the server is one address
+	// for all its clients: raise this, or set it to MaxConnections, behind one. If zero,
+	// MaxConnections / 4.
+	MaxConnectionsPerClient int
 	// ShutdownDelay is how long ListenAndServe goes on serving once its context is done,
 	// readiness false, while load balancers stop sending requests. If zero, none: a process
 	// that no load balancer routes to.
@@ -65,6 +72,23 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 	errorLog := slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
 	o = o.withDefaults(public)
 	public.ErrorLog = cmp.Or(public.ErrorLog, errorLog)
+	// The listener's accounting (conns) needs to see the server's connections idle and
+	// their requests to carry them (the live encoders are bounded per client, and taken
+	// back from clients that stopped reading); the caller's own hooks still run.
+	connState, connContext := public.ConnState, public.ConnContext
+	public.ConnState = func(c net.Conn, state http.ConnState) {
+		conns.ConnState(c, state)
+		if connState != nil {
+			connState(c, state)
+		}
+	}
+	public.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+		ctx = conns.ConnContext(ctx, c)
+		if connContext != nil {
+			ctx = connContext(ctx, c)
+		}
+		return ctx
+	}
 	servers := []struct {
 		name, addrField string
 		srv             *http.Server
@@ -104,7 +128,7 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 		}
 		listeners = append(listeners, ln)
 		if l.maxConns > 0 {
-			ln = netutil.LimitListener(ln, l.maxConns)
+			ln = conns.Listen(ln, conns.Options{Max: l.maxConns, PerClient: o.MaxConnectionsPerClient, Closed: s.metrics.ConnectionClosed})
 		}
 		s.log.Info("listening", "listener", l.name, "address", ln.Addr().String())
 		go func() { errc <- l.srv.Serve(ln) }()
@@ -138,6 +162,7 @@ func (o ServeOptions) withDefaults(public *http.Server) ServeOptions {
 	orDefault(&public.MaxHeaderBytes, defaultMaxHeaderBytes)
 	orDefault(&o.AdminAddr, defaultAdminAddr)
 	orDefault(&o.MaxConnections, defaultMaxConnections)
+	orDefault(&o.MaxConnectionsPerClient, max(1, o.MaxConnections/4))
 	orDefault(&o.ShutdownTimeout, defaultShutdownTimeout)
 	return o
 }
@@ -148,6 +173,9 @@ func (o ServeOptions) Validate() error {
 	var rs rules
 	if o.MaxConnections < 0 {
 		rs.broken("ServeOptions.MaxConnections", "must not be negative, got %d", o.MaxConnections)
+	}
+	if o.MaxConnectionsPerClient < 0 {
+		rs.broken("ServeOptions.MaxConnectionsPerClient", "must not be negative, got %d", o.MaxConnectionsPerClient)
 	}
 	for field, d := range map[string]time.Duration{
 		"ServeOptions.ShutdownDelay": o.ShutdownDelay, "ServeOptions.ShutdownTimeout": o.ShutdownTimeout,

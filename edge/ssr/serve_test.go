@@ -13,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/conns"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
 )
 
 // TestListenAndServe: the page on the public listener, health on the admin one, readiness
@@ -93,7 +97,7 @@ func TestServeLeavesNoListenerAlone(t *testing.T) {
 	}
 	defer taken.Close()
 	public := freeAddress(t)
-	s := &Server{log: slog.New(slog.DiscardHandler)}
+	s := &Server{log: slog.New(slog.DiscardHandler), metrics: server.NewMetrics(prometheus.NewRegistry())}
 	err = s.ListenAndServe(context.Background(), &http.Server{Addr: public}, ServeOptions{AdminAddr: taken.Addr().String()})
 	if err == nil || !strings.Contains(err.Error(), "ServeOptions.AdminAddr") {
 		t.Fatalf("got %v, want an error naming ServeOptions.AdminAddr", err)
@@ -126,16 +130,24 @@ func get(t *testing.T, url string) *http.Response {
 	return res
 }
 
-// TestServeCapsConnections: past ServeOptions.MaxConnections a new connection is not served
-// until one closes.
+// TestServeCapsConnections: past ServeOptions.MaxConnections a newcomer takes the slot of a
+// keep-alive connection idle between requests (closed, counted); a connection busy with a
+// request keeps its slot, and the newcomer waits until it is idle.
 func TestServeCapsConnections(t *testing.T) {
 	public := freeAddress(t)
-	s := &Server{log: slog.New(slog.DiscardHandler)}
+	reg := prometheus.NewRegistry()
+	s := &Server{log: slog.New(slog.DiscardHandler), metrics: server.NewMetrics(reg)}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
+	gate := make(chan struct{})
 	go func() {
-		ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
-		served <- s.ListenAndServe(ctx, &http.Server{Addr: public, Handler: ok}, ServeOptions{AdminAddr: freeAddress(t), MaxConnections: 1})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/gate" {
+				<-gate
+			}
+			io.WriteString(w, "ok")
+		})
+		served <- s.ListenAndServe(ctx, &http.Server{Addr: public, Handler: h}, ServeOptions{AdminAddr: freeAddress(t), MaxConnections: 1, MaxConnectionsPerClient: 2})
 	}()
 	defer func() {
 		cancel()
@@ -148,11 +160,9 @@ func TestServeCapsConnections(t *testing.T) {
 		first, _ = net.Dial("tcp", public)
 		return first != nil
 	})
-	// The first connection is accepted and held open (keep-alive, idle).
-	io.WriteString(first, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-	if !strings.Contains(readSome(t, first), "ok") {
-		t.Fatal("the first connection was not served")
-	}
+	defer first.Close()
+	// A request in progress on the only slot: the newcomer is not served meanwhile.
+	io.WriteString(first, "GET /gate HTTP/1.1\r\nHost: x\r\n\r\n")
 	second, err := net.Dial("tcp", public) // the kernel's backlog takes it
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +171,45 @@ func TestServeCapsConnections(t *testing.T) {
 	io.WriteString(second, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
 	second.SetReadDeadline(time.Now().Add(300 * time.Millisecond)) // a bound on a wait for nothing
 	if n, _ := second.Read(make([]byte, 1)); n != 0 {
-		t.Fatal("a second connection was served while the first held the only one")
+		t.Fatal("a second connection was served while the first's request held the only slot")
 	}
-	first.Close()
+	// Answered, the first is idle: the newcomer takes its slot.
+	close(gate)
+	if !strings.Contains(readSome(t, first), "ok") {
+		t.Fatal("the first connection was not served")
+	}
 	second.SetReadDeadline(time.Time{})
 	if !strings.Contains(readSome(t, second), "ok") {
-		t.Error("the second connection was not served once the first closed")
+		t.Error("the second connection was not served once the first was idle")
 	}
+	for reason, want := range map[string]float64{conns.ReasonIdle: 1, conns.ReasonStalled: 0, conns.ReasonPerClient: 0} {
+		if got := closedFor(t, reg, reason); got != want {
+			t.Errorf("edge_connections_closed_total{reason=%q}: %v, want %v", reason, got, want)
+		}
+	}
+}
+
+// closedFor is edge_connections_closed_total{reason} in reg.
+func closedFor(t *testing.T, reg prometheus.Gatherer, reason string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "edge_connections_closed_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no edge_connections_closed_total{reason=%q}", reason)
+	return 0
 }
 
 func readSome(t *testing.T, c net.Conn) string {

@@ -51,6 +51,7 @@ type Server struct {
 	gatherer prometheus.Gatherer
 	log      *slog.Logger
 	renderer *renderclient.Client
+	metrics  *server.Metrics
 	shared   *sharedcache.Store // nil: no second level
 	draining atomic.Bool
 }
@@ -97,7 +98,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ssr: renderer %q: %w", o.RendererAddress, err)
 	}
-	s := &Server{o: o, gatherer: gatherer, log: log, renderer: renderer}
+	s := &Server{o: o, gatherer: gatherer, log: log, renderer: renderer, metrics: metrics}
 	c := o.Cache
 	if c.SharedAddress != "" {
 		if s.shared, err = sharedcache.New(sharedcache.Options{
@@ -168,8 +169,9 @@ type AdminOptions struct {
 	// Token admits "Authorization: Bearer <Token>" to /debug/pprof/ and POST /cache/purge
 	// from any address. If empty, only TrustLoopback callers are admitted.
 	Token string
-	// TrustLoopback admits loopback callers to them without the token. Keep it off where
-	// the loopback is shared with other code (the renderer's pod).
+	// TrustLoopback admits loopback callers to them without the token. Off, no address is
+	// trusted. Keep it off wherever the loopback is shared with other code: in the pod, the
+	// renderer's app code (a load() that fetches a URL it was given) could purge the cache.
 	TrustLoopback bool
 }
 

@@ -16,7 +16,7 @@ var floors = [][]string{
 	{"ssr"},
 	{"internal/server"},
 	{"internal/admin", "internal/middleware", "internal/flights", "internal/renderclient", "internal/sharedcache", "internal/propstypes"},
-	{"internal/circuit", "internal/clock", "internal/document", "internal/htmlcache", "internal/tracing", "internal/proto/ssr/v1"},
+	{"internal/circuit", "internal/clock", "internal/conns", "internal/document", "internal/htmlcache", "internal/tracing", "internal/proto/ssr/v1"},
 }
 
 // TestImportsRunOneWay: every package of the module imports only packages on floors below

@@ -24,7 +24,7 @@ func privileged(token string, trustLoopback bool) func(http.Handler) http.Handle
 				return
 			}
 			if token == "" {
-				http.Error(w, "forbidden: set edge.admin_token (SSR_EDGE_ADMIN_TOKEN) and send it as a bearer token", http.StatusForbidden)
+				http.Error(w, "forbidden: no admin token is set (ssr.AdminOptions.Token; the edge binary's edge.admin_token, SSR_EDGE_ADMIN_TOKEN): set one and send it as a bearer token", http.StatusForbidden)
 				return
 			}
 			http.Error(w, "forbidden: admin token required", http.StatusForbidden)

@@ -59,11 +59,14 @@ type Edge struct {
 	// the listener closes, so load balancers stop sending first.
 	ShutdownDelay  time.Duration `yaml:"shutdown_delay"`
 	MaxHeaderBytes int           `yaml:"max_header_bytes"`
-	// MaxConnections caps the public listener's open connections: past it, new ones wait in
-	// the kernel's backlog. Each costs its buffers, and one whose client stops reading holds
-	// its response until write_timeout: without a cap, clients could add them up at will.
-	MaxConnections int    `yaml:"max_connections"`
-	LogLevel       string `yaml:"log_level"`
+	// MaxConnections caps the public listener's open connections. Each costs its buffers, and
+	// one whose client stops reading holds its response until write_timeout: without a cap,
+	// clients could add them up at will. Past it, a newcomer takes the slot of the connection
+	// whose client stopped reading longest ago, else of the one idle longest.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxConnectionsPerClient caps one client address's: past it, its newcomers are refused.
+	MaxConnectionsPerClient int    `yaml:"max_connections_per_client"`
+	LogLevel                string `yaml:"log_level"`
 	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints.
 	AdminToken string `yaml:"admin_token"`
 	// AdminTrustLoopback admits loopback callers to them without the token. Turn it off
@@ -71,7 +74,7 @@ type Edge struct {
 	// (a load() that fetches a URL it was given) could otherwise purge the cache or read pprof.
 	AdminTrustLoopback bool `yaml:"admin_trust_loopback"`
 
-	// CacheMaxMB bounds the HTML cache by bytes (LRU).
+	// CacheMaxMB bounds the HTML cache by bytes (W-TinyLFU: what is asked for again stays).
 	CacheMaxMB int `yaml:"cache_max_mb"`
 	// CacheMaxEntryMB refuses to store larger documents (all encodings together).
 	CacheMaxEntryMB int `yaml:"cache_max_entry_mb"`

@@ -55,7 +55,7 @@ renderer:
   grpc_address: unix:///run/ssr/renderer.sock
   threads: 4
 `)
-	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_EDGE_ADMIN_TRUST_LOOPBACK=false", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
+	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_EDGE_ADMIN_TRUST_LOOPBACK=true", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ renderer:
 	if e.Listen != "127.0.0.1:0" || e.HardTimeout != 3*time.Second {
 		t.Errorf("env: got listen %q hard_timeout %s", e.Listen, e.HardTimeout)
 	}
-	if e.AdminTrustLoopback {
-		t.Errorf("env: admin_trust_loopback is still true")
+	if !e.AdminTrustLoopback {
+		t.Errorf("env: admin_trust_loopback is still false")
 	}
 	if e.AdminListen != "127.0.0.1:9100" {
 		t.Errorf("untouched key lost its default: admin_listen %q", e.AdminListen)

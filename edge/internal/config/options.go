@@ -50,11 +50,12 @@ func (c *Config) Options() ssr.Options {
 func (c *Config) ServeOptions() ssr.ServeOptions {
 	e := &c.Edge
 	return ssr.ServeOptions{
-		AdminAddr:       e.AdminListen,
-		Admin:           ssr.AdminOptions{Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback},
-		MaxConnections:  e.MaxConnections,
-		ShutdownDelay:   e.ShutdownDelay,
-		ShutdownTimeout: e.ShutdownTimeout,
+		AdminAddr:               e.AdminListen,
+		Admin:                   ssr.AdminOptions{Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback},
+		MaxConnections:          e.MaxConnections,
+		MaxConnectionsPerClient: e.MaxConnectionsPerClient,
+		ShutdownDelay:           e.ShutdownDelay,
+		ShutdownTimeout:         e.ShutdownTimeout,
 	}
 }
 
@@ -125,6 +126,7 @@ var optionKeys = map[string]string{
 	"ServeOptions.Admin.Token":               "edge.admin_token",
 	"ServeOptions.Admin.TrustLoopback":       "edge.admin_trust_loopback",
 	"ServeOptions.MaxConnections":            "edge.max_connections",
+	"ServeOptions.MaxConnectionsPerClient":   "edge.max_connections_per_client",
 	"ServeOptions.ShutdownDelay":             "edge.shutdown_delay",
 	"ServeOptions.ShutdownTimeout":           "edge.shutdown_timeout",
 	"http.Server.Addr":                       "edge.listen",

@@ -39,7 +39,8 @@ func validate(c *Config) error {
 	for key, n := range map[string]int{
 		"edge.max_page_mb": e.MaxPageMB, "edge.max_props_mb": e.MaxPropsMB, "edge.cache_max_mb": e.CacheMaxMB,
 		"edge.cache_max_entry_mb": e.CacheMaxEntryMB, "edge.max_renders_in_flight": e.MaxRendersInFlight,
-		"edge.max_connections": e.MaxConnections,
+		"edge.max_connections":            e.MaxConnections,
+		"edge.max_connections_per_client": e.MaxConnectionsPerClient,
 	} {
 		if n < 1 {
 			bad(key, "must be at least 1, got %d", n)

@@ -1,14 +1,23 @@
-// Package htmlcache stores rendered documents: an LRU bounded by bytes, with per-entry
-// freshness, stale-while-revalidate and stale-if-error windows (RFC 5861).
+// Package htmlcache stores rendered documents, bounded by bytes, with per-entry freshness,
+// stale-while-revalidate and stale-if-error windows (RFC 5861).
+//
+// What stays when the cache is full is decided by W-TinyLFU (otter's cache): a newcomer
+// displaces a stored document only if its key has been asked for more often lately, so a
+// flood of keys seen once (?page=zz1, zz2...) passes through a small window and leaves the
+// pages that are requested again in place. Negative results (statuses other than 2xx and
+// 3xx, and hit-for-miss markers) have a byte budget of their own within the bound, so a
+// flood of distinct 404s cannot displace documents either.
 package htmlcache
 
 import (
-	"container/list"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/maypok86/otter/v2"
 )
 
 // Entry is one stored response. It is immutable once stored.
@@ -41,6 +50,10 @@ type Entry struct {
 
 	size int // set by Cache.Set
 }
+
+// negative: a result other than a document (a status outside 2xx and 3xx, or a hit-for-miss
+// marker), stored within Options.NegativeMaxBytes.
+func (e *Entry) negative() bool { return e.Pass || e.Status < 200 || e.Status >= 400 }
 
 // Size is what the entry counts against the cache's byte bound: the memory its bodies hold
 // (their capacity, not their length), its strings, and a rough allowance for the rest.
@@ -99,14 +112,21 @@ func (e *Entry) TTLAt(now time.Time) time.Duration { return e.TTL - now.Sub(e.St
 
 // Options configure a Cache. Zero values mean the defaults given.
 type Options struct {
-	// MaxBytes bounds the sum of entry sizes. If zero, defaults to 256 MiB.
+	// MaxBytes bounds the sum of entry sizes, negative results included. If zero, defaults to
+	// 256 MiB.
 	MaxBytes int
+	// NegativeMaxBytes is the share of MaxBytes that negative results may use: entries whose
+	// Status is not 2xx or 3xx, and hit-for-miss markers. Documents use the rest, so that
+	// negative results never displace them. If zero or less, defaults to MaxBytes / 16; at
+	// most MaxBytes / 2.
+	NegativeMaxBytes int
 	// MaxEntryBytes refuses larger entries. If zero, defaults to MaxBytes / 16.
 	MaxEntryBytes int
 	// Now is the clock. If nil, defaults to time.Now.
 	Now func() time.Time
-	// OnEvict, if set, is called (with the cache's lock held) for each entry evicted to make
-	// room or found expired; not for purges or replacements.
+	// OnEvict, if set, is called for each entry evicted to make room (a newcomer that the
+	// admission policy turned away included) or found expired; not for purges or
+	// replacements. It runs inside the cache's calls, and must not call the cache.
 	OnEvict func(*Entry)
 	// PurgeMemory is how long a purge is remembered, on the real clock (not Now): a render
 	// that began before a purge and ends within this time is not stored if the purge matches
@@ -146,11 +166,18 @@ type Cache struct {
 	// clock is the real clock purges are remembered by; a test's may be another.
 	clock func() time.Time
 
-	mu    sync.Mutex
-	lru   *list.List               // guarded by mu; front = most recently used, values *Entry
-	items map[string]*list.Element // guarded by mu
-	bytes int                      // guarded by mu
-	gen   Generation               // guarded by mu: purges so far
+	// docs holds documents (2xx and 3xx), negatives the other entries, each within its
+	// budget of bytes (MaxBytes less NegativeMaxBytes, and NegativeMaxBytes). A key is in
+	// one of them at most.
+	docs, negatives store
+	// entries and bytes are what both hold: Set adds an entry, the stores' deletion
+	// callback takes it away, whatever removed it.
+	entries, bytes atomic.Int64
+
+	// mu serializes the writes (Set, purges); Get holds it shared, so that it never looks
+	// between a key's removal from one store and its addition to the other.
+	mu  sync.RWMutex
+	gen Generation // guarded by mu: purges so far
 	// purges are the purges of the last PurgeMemory, oldest first. latest indexes those by
 	// key, path, prefix and tag: each value's latest generation, so that matching a render
 	// costs the same whatever the number of purges; funcs are PurgeIf's, matched one by one.
@@ -161,11 +188,30 @@ type Cache struct {
 	memory    time.Duration                 // guarded by mu: PurgeMemory, raised by RememberPurgesFor
 }
 
+// store is one budget's entries, by key.
+type store struct {
+	*otter.Cache[string, *Entry]
+	maxBytes int
+}
+
+// typicalEntryBytes sizes a store's table and frequency sketch up front, so that the sketch
+// counts requests from the first one on rather than from when the store is half full (it
+// grows if the store holds more entries). The sketch halves its counts every ten times as
+// many requests as it was sized for: sized for too many entries, it remembers keys no longer
+// asked for (the pages of the client build before the current one) for longer. A page of the
+// demo app takes 190 KB with its encodings; 128 KiB kept the hit ratio at least LRU's on
+// traces that change client builds (admission_test.go).
+const typicalEntryBytes = 128 << 10
+
 // New returns an empty cache.
 func New(opts Options) *Cache {
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = 256 << 20
 	}
+	if opts.NegativeMaxBytes <= 0 {
+		opts.NegativeMaxBytes = opts.MaxBytes / 16
+	}
+	opts.NegativeMaxBytes = min(opts.NegativeMaxBytes, opts.MaxBytes/2)
 	if opts.MaxEntryBytes == 0 {
 		opts.MaxEntryBytes = opts.MaxBytes / 16
 	}
@@ -175,11 +221,36 @@ func New(opts Options) *Cache {
 	if opts.PurgeMemory == 0 {
 		opts.PurgeMemory = time.Minute
 	}
-	c := &Cache{opts: opts, lru: list.New(), items: map[string]*list.Element{}, clock: time.Now, memory: opts.PurgeMemory}
+	c := &Cache{opts: opts, clock: time.Now, memory: opts.PurgeMemory}
+	c.docs = c.newStore(opts.MaxBytes - opts.NegativeMaxBytes)
+	c.negatives = c.newStore(opts.NegativeMaxBytes)
 	for kind := range c.latest {
 		c.latest[kind] = map[string]Generation{}
 	}
 	return c
+}
+
+// newStore returns a store of at most maxBytes. Its upkeep (evictions) runs within the call
+// that made it needed, so that the bound holds when Set returns and no goroutine is left
+// behind; otter's Set is seen by the next Get at once.
+func (c *Cache) newStore(maxBytes int) store {
+	return store{maxBytes: max(maxBytes, 1), Cache: otter.Must(&otter.Options[string, *Entry]{
+		MaximumWeight:    uint64(max(maxBytes, 1)),
+		Weigher:          func(_ string, e *Entry) uint32 { return uint32(e.size) },
+		InitialCapacity:  max(maxBytes/typicalEntryBytes, 16),
+		OnAtomicDeletion: c.deleted,
+		Executor:         func(upkeep func()) { upkeep() },
+	})}
+}
+
+// deleted takes e out of the counts, whatever removed it (a replacement, a purge, an
+// eviction), and reports an eviction to OnEvict. It runs under a lock of the store's table.
+func (c *Cache) deleted(ev otter.DeletionEvent[string, *Entry]) {
+	c.entries.Add(-1)
+	c.bytes.Add(-int64(ev.Value.size))
+	if ev.WasEvicted() && c.opts.OnEvict != nil {
+		c.opts.OnEvict(ev.Value)
+	}
 }
 
 // RememberPurgesFor makes the cache remember each purge for d at least (PurgeMemory): a
@@ -197,22 +268,32 @@ func (c *Cache) Now() time.Time { return c.opts.Now() }
 // windows is dropped and reported Missing.
 func (c *Cache) Get(key string) (*Entry, State) {
 	now := c.opts.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[key]
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := c.docs
+	e, ok := s.GetIfPresent(key)
 	if !ok {
-		return nil, Missing
+		s = c.negatives
+		if e, ok = s.GetIfPresent(key); !ok {
+			return nil, Missing
+		}
 	}
-	e := el.Value.(*Entry)
 	state := e.StateAt(now)
 	if state == Missing {
-		c.removeLocked(el)
-		if c.opts.OnEvict != nil {
+		// Another Get may have found it too: one of them removes it, and reports it.
+		removed := false
+		s.ComputeIfPresent(key, func(stored *Entry) (*Entry, otter.ComputeOp) {
+			if stored != e {
+				return stored, otter.CancelOp
+			}
+			removed = true
+			return nil, otter.InvalidateOp
+		})
+		if removed && c.opts.OnEvict != nil {
 			c.opts.OnEvict(e)
 		}
 		return nil, Missing
 	}
-	c.lru.MoveToFront(el)
 	return e, state
 }
 
@@ -222,20 +303,26 @@ func (c *Cache) Fits(size int) bool { return size <= c.opts.MaxEntryBytes }
 // Generation is the current purge generation; pass it to Set with the result of a render
 // that begins now.
 func (c *Cache) Generation() Generation {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.gen
 }
 
-// Set stores e under e.Key, replacing what was there, and evicts least recently used
-// entries until the cache fits its bound. since is the generation at which e's render began.
-// It reports false, storing nothing, when e is too large, when a purge since then matched
-// e, or when e is a hit-for-miss marker and a usable document is stored under its key (an
+// Set stores e under e.Key, replacing what was there, and evicts entries until the cache
+// fits its bounds: a Get finds e at once, but once e has passed the admission window it
+// stays only if its key is asked for more often than the entry it would displace. since is
+// the generation at which e's render began. It reports false, storing nothing, when e is
+// too large (for MaxEntryBytes, or for its budget), when a purge since then matched e, or
+// when e is a hit-for-miss marker and a usable document is stored under its key (an
 // unstorable result must not destroy the copy that stale-while-revalidate and
 // stale-if-error would serve).
 func (c *Cache) Set(e *Entry, since Generation) bool {
 	e.size = e.Size()
-	if !c.Fits(e.size) {
+	s, other := c.docs, c.negatives
+	if e.negative() {
+		s, other = c.negatives, c.docs
+	}
+	if !c.Fits(e.size) || e.size > s.maxBytes {
 		return false
 	}
 	c.mu.Lock()
@@ -243,30 +330,31 @@ func (c *Cache) Set(e *Entry, since Generation) bool {
 	if c.purgedLocked(since, e) {
 		return false
 	}
-	if el, ok := c.items[e.Key]; ok {
-		old := el.Value.(*Entry)
-		if e.Pass && !old.Pass && old.StateAt(c.opts.Now()) != Missing {
-			return false
-		}
-		c.removeLocked(el)
+	if old := c.peekLocked(e.Key); old != nil && e.Pass && !old.Pass && old.StateAt(c.opts.Now()) != Missing {
+		return false
 	}
-	c.items[e.Key] = c.lru.PushFront(e)
-	c.bytes += e.size
-	for c.bytes > c.opts.MaxBytes {
-		oldest := c.lru.Back()
-		c.removeLocked(oldest)
-		if c.opts.OnEvict != nil {
-			c.opts.OnEvict(oldest.Value.(*Entry))
-		}
-	}
+	other.Invalidate(e.Key) // a key moving between documents and negative results
+	c.entries.Add(1)
+	c.bytes.Add(int64(e.size))
+	s.Set(e.Key, e)
 	return true
+}
+
+// peekLocked is the entry stored under key, if any, without counting a request for it.
+func (c *Cache) peekLocked(key string) *Entry {
+	for _, s := range [...]store{c.docs, c.negatives} {
+		if stored, ok := s.GetEntryQuietly(key); ok {
+			return stored.Value
+		}
+	}
+	return nil
 }
 
 // Purged reports whether a purge since generation since matched e (only Key and Path need
 // be set): a render that began then must not be stored, nor joined by new requests.
 func (c *Cache) Purged(since Generation, e *Entry) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.purgedLocked(since, e)
 }
 
@@ -311,11 +399,9 @@ func (c *Cache) PurgeKey(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.rememberLocked(purge{kind: byKey, value: key})
-	el, ok := c.items[key]
-	if ok {
-		c.removeLocked(el)
-	}
-	return ok
+	_, inDocs := c.docs.Invalidate(key)
+	_, inNegatives := c.negatives.Invalidate(key)
+	return inDocs || inNegatives
 }
 
 // PurgePath is PurgeKey for every entry rendered for path (a normalized path and query),
@@ -350,10 +436,17 @@ func (c *Cache) purge(p purge, match func(*Entry) bool) int {
 	defer c.mu.Unlock()
 	c.rememberLocked(p)
 	n := 0
-	for _, el := range c.items {
-		if match(el.Value.(*Entry)) {
-			c.removeLocked(el)
-			n++
+	for _, s := range [...]store{c.docs, c.negatives} {
+		var keys []string
+		for key, e := range s.All() {
+			if match(e) {
+				keys = append(keys, key)
+			}
+		}
+		for _, key := range keys {
+			if _, ok := s.Invalidate(key); ok {
+				n++
+			}
 		}
 	}
 	return n
@@ -387,15 +480,7 @@ func (c *Cache) rememberLocked(p purge) {
 	}
 }
 
-// Stats reports the number of entries and the bytes they use.
+// Stats reports the number of entries and the bytes they use, negative results included.
 func (c *Cache) Stats() (entries, bytes int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.items), c.bytes
-}
-
-func (c *Cache) removeLocked(el *list.Element) {
-	e := c.lru.Remove(el).(*Entry)
-	delete(c.items, e.Key)
-	c.bytes -= e.size
+	return int(c.entries.Load()), int(c.bytes.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,19 +55,17 @@ type streamEncoder interface {
 }
 
 // newStreamEncoder returns a pooled encoder in coding, one of liveCodings, that writes to
-// w, and the function that gives it back once the response no longer writes; or, when
-// maxStreamEncoders responses hold one already, ok false: the response goes out
-// uncompressed. What an encoder holds does not grow with the response, 0.7 to 1 MB
+// w, the response to r, and the function that gives it back once the response no longer
+// writes; or, when none is left for r's client (encoders.go), ok false: the response goes
+// out uncompressed. What an encoder holds does not grow with the response, 0.7 to 1 MB
 // (TestNonceHitHoldsNoCopyOfThePage), but a response holds it for as long as its client
 // takes to read, up to edge.write_timeout: clients that stop reading must not add up to
 // encoders without bound.
-func newStreamEncoder(w io.Writer, coding string) (enc streamEncoder, release func(), ok bool) {
-	select {
-	case streamEncoders <- struct{}{}:
-	default:
+func newStreamEncoder(r *http.Request, w io.Writer, coding string) (enc streamEncoder, release func(), ok bool) {
+	free, refused := encoders.take(r)
+	if refused != "" {
 		return nil, nil, false
 	}
-	free := func() { <-streamEncoders }
 	switch coding {
 	case "zstd":
 		z := zstdWriters.Get().(*zstd.Encoder)
@@ -82,13 +81,6 @@ func newStreamEncoder(w io.Writer, coding string) (enc streamEncoder, release fu
 		return g, func() { gzipWriters.Put(g); free() }, true
 	}
 }
-
-// maxStreamEncoders bounds the responses compressed as they are sent at once (stored pages
-// with a nonce, streamed pages): about 16 MB of encoders, part of the edge's 64 MiB for its
-// runtime and connections (deploy/k8s/README.md, "Sizing").
-const maxStreamEncoders = 16
-
-var streamEncoders = make(chan struct{}, maxStreamEncoders)
 
 // compressLive appends body, compressed in one of liveCodings, to dst.
 func compressLive(dst []byte, coding string, body []byte) []byte {

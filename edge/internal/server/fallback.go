@@ -182,7 +182,7 @@ func (p *page) respondCarrying(w http.ResponseWriter, r *http.Request, status in
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("X-Accel-Buffering", "no")
-	out := newStreamWriter(w, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
+	out := newStreamWriter(w, r, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
 	defer out.release()
 	w.WriteHeader(status)
 	open, _ := p.shell.Split(doc)

@@ -83,7 +83,7 @@ func (w *islandWriter) compress(code int) {
 	if coding == "" {
 		return
 	}
-	enc, release, ok := newStreamEncoder(w.ResponseWriter, coding)
+	enc, release, ok := newStreamEncoder(w.r, w.ResponseWriter, coding)
 	if !ok {
 		return // past the live encoders' bound: uncompressed
 	}

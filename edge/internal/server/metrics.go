@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/conns"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"google.golang.org/grpc/status"
 )
@@ -28,6 +29,7 @@ type Metrics struct {
 	clientBuildUnknown prometheus.Counter
 	deferred           *prometheus.CounterVec
 	islands            *prometheus.CounterVec
+	connectionsClosed  *prometheus.CounterVec
 }
 
 // NewMetrics registers the edge's metrics on reg.
@@ -75,7 +77,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route"}),
 		evictions: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edge_cache_evictions_total",
-			Help: "Entries evicted to stay within cache_max_mb, or dropped past every staleness window.",
+			Help: "Entries evicted to stay within cache_max_mb (newcomers the cache's admission turned away included: a key asked for less often than the entry it would displace), or dropped past every staleness window.",
 		}),
 		dialFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "edge_renderer_dial_failures_total",
@@ -102,7 +104,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Islands of Go templates' pages (Template), by island and outcome: hit (its HTML from the cache), rendered, coalesced (rendered by the call of another page that missed it at the same moment), or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
 		}, []string{"island", "outcome"}),
 	}
-	reg.MustRegister(m.islands, m.deferred, m.streamPartial, m.streamUnflushed, m.clientBuildUnknown, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
+	m.connectionsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "edge_connections_closed_total",
+		Help: "Public connections refused or closed for another's sake (ListenAndServe): per-client (a newcomer past its address's share), stalled (a connection whose client stopped reading, for a newcomer at the cap), idle (a keep-alive connection between requests, for a newcomer at the cap).",
+	}, []string{"reason"})
+	for _, reason := range []string{conns.ReasonPerClient, conns.ReasonStalled, conns.ReasonIdle} {
+		m.connectionsClosed.WithLabelValues(reason)
+	}
+	for _, reason := range []string{encoderRefusedPerClient, encoderRefusedBusy} {
+		encodersRefused.WithLabelValues(reason)
+	}
+	reg.MustRegister(m.connectionsClosed, encodersRefused, encodersReclaimed, m.islands, m.deferred, m.streamPartial, m.streamUnflushed, m.clientBuildUnknown, m.requests, m.requestDuration, m.renderDuration, m.rendersInFlight, m.cacheRequests, m.collapsed, m.refreshes, m.privateRenders, m.sharedCalls, m.evictions, m.dialFailures)
 	return m
 }
 
@@ -122,6 +134,10 @@ func (m *Metrics) watch(c *htmlcache.Cache) {
 // RendererDialFailed counts one failed connection attempt to the renderer: it is
 // renderclient.Options.OnDialFailure.
 func (m *Metrics) RendererDialFailed() { m.dialFailures.Inc() }
+
+// ConnectionClosed counts a public connection refused or closed for another's sake, by its
+// reason (conns.Reason*).
+func (m *Metrics) ConnectionClosed(reason string) { m.connectionsClosed.WithLabelValues(reason).Inc() }
 
 func (m *Metrics) cacheResult(route, result string) {
 	m.cacheRequests.WithLabelValues(route, result).Inc()

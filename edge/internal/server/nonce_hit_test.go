@@ -100,12 +100,21 @@ func TestNonceHitBody(t *testing.T) {
 	}
 }
 
-// TestStreamEncodersAreBounded: while maxStreamEncoders responses hold an encoder, a hit
-// with a nonce goes out uncompressed, whole; once one is given back, compressed again.
+// TestStreamEncodersAreBounded: while maxStreamEncoders responses of clients that read hold
+// an encoder, a hit with a nonce goes out uncompressed, whole; once one is given back,
+// compressed again.
 func TestStreamEncodersAreBounded(t *testing.T) {
 	s := noncedStack(t, 100<<10)
-	for range maxStreamEncoders {
-		streamEncoders <- struct{}{}
+	encodersFree(t)
+	var releases []func()
+	for i := range maxStreamEncoders {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = fmt.Sprintf("192.0.2.%d:1234", i/maxStreamEncodersPerClient+1)
+		release, refused := encoders.take(r)
+		if refused != "" {
+			t.Fatalf("encoder %d refused: %s", i, refused)
+		}
+		releases = append(releases, release)
 	}
 	ask := map[string]string{"Accept-Encoding": "gzip", "X-Test-Nonce": "n0nce"}
 	resp, body := getWith(t, s.url+"/", ask)
@@ -114,8 +123,8 @@ func TestStreamEncodersAreBounded(t *testing.T) {
 		t.Errorf("with every encoder taken: got Content-Encoding %q and %d bytes, want the %d-byte document uncompressed",
 			resp.Header.Get("Content-Encoding"), len(body), len(want))
 	}
-	for range maxStreamEncoders {
-		<-streamEncoders
+	for _, release := range releases {
+		release()
 	}
 	if resp, _ := getWith(t, s.url+"/", ask); resp.Header.Get("Content-Encoding") != "gzip" {
 		t.Errorf("with encoders free: got Content-Encoding %q, want gzip", resp.Header.Get("Content-Encoding"))
@@ -164,6 +173,7 @@ func heldPerHit(t *testing.T, h http.Handler, coding string, parked int) uint64 
 		req := httptest.NewRequest("GET", "/", nil)
 		req.Header.Set("Accept-Encoding", coding)
 		req.Header.Set("X-Test-Nonce", "parked"+strconv.Itoa(i))
+		req.RemoteAddr = fmt.Sprintf("192.0.2.%d:1234", i+1) // each its own client: none past its share
 		client := &stalledClient{header: http.Header{}, buffer: 4 << 10, arrived: arrived, release: release}
 		done.Go(func() { h.ServeHTTP(client, req) })
 	}

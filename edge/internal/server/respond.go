@@ -122,7 +122,7 @@ func (p *page) respondWithNonce(w http.ResponseWriter, r *http.Request, e *htmlc
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	var enc streamEncoder
 	if coding != "" {
-		if e, release, ok := newStreamEncoder(w, coding); ok {
+		if e, release, ok := newStreamEncoder(r, w, coding); ok {
 			enc = e
 			defer release()
 		}

@@ -124,7 +124,7 @@ func (p *page) streamFrom(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	timing := t.Head.GetTiming()
 	h.Set("Server-Timing", fmt.Sprintf("cache;desc=miss, queue;dur=%.2f, load;dur=%.2f, shell;dur=%.2f",
 		ms(timing.GetQueueUs()), ms(timing.GetLoadUs()), float64(t.ShellAt.Sub(arrived))/1e6))
-	out := newStreamWriter(w, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
+	out := newStreamWriter(w, r, negotiate(r.Header.Get("Accept-Encoding"), liveCodings))
 	defer out.release()
 	w.WriteHeader(code)
 
@@ -205,12 +205,12 @@ type streamWriter struct {
 
 // newStreamWriter sets Content-Encoding for coding ("" for identity); call it before
 // WriteHeader.
-func newStreamWriter(w http.ResponseWriter, coding string) *streamWriter {
+func newStreamWriter(w http.ResponseWriter, r *http.Request, coding string) *streamWriter {
 	s := &streamWriter{w: w, rc: http.NewResponseController(w), release: func() {}}
 	if coding == "" {
 		return s
 	}
-	if enc, release, ok := newStreamEncoder(w, coding); ok {
+	if enc, release, ok := newStreamEncoder(r, w, coding); ok {
 		s.enc, s.release = enc, release
 		w.Header().Set("Content-Encoding", coding)
 	}
