@@ -228,7 +228,7 @@ $(K6):
 
 SCENARIO ?= smoke
 .PHONY: loadtest
-loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos|pareto|slow-clients [RATE=] [DURATION=]
+loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos|pareto|slow-clients|hostile-mix [RATE=] [DURATION=]
 	SCENARIO=$(SCENARIO) loadtest/loadtest.sh
 
 VENV_BENCH := $(BIN)/venv-bench

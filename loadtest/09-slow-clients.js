@@ -17,14 +17,7 @@
 // Thresholds: the ordinary pages' SLO in each phase (p99 < 150 ms, > 99 % server-rendered).
 import { sleep } from 'k6';
 import { Rate } from 'k6/metrics';
-import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, anyProduct, page, summarize, RESULTS_DIR } from './lib/common.js';
-
-/** @param {string} d a k6 duration in seconds or minutes ("30s", "2m") */
-function seconds(d) {
-  const m = /^(\d+)(s|m)$/.exec(d);
-  if (!m) throw new Error(`DURATION=${d}: want seconds or minutes, e.g. 30s or 2m`);
-  return Number(m[1]) * (m[2] === 'm' ? 60 : 1);
-}
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, anyProduct, arrivalPhase, page, phaseFigures, seconds, summarize, RESULTS_DIR } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 100);
 const phase = seconds(__ENV.DURATION || '30s');
@@ -36,10 +29,7 @@ const warmup = 5;
 /** Slow pages whose reviews came with them (the boundary rendered on the server). */
 const slowReviews = new Rate('slow_reviews_rendered');
 
-const ordinary = (startTime) => ({
-  executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration: `${phase}s`, startTime: `${startTime}s`,
-  preAllocatedVUs: Math.max(10, Math.ceil(rate / 5)), maxVUs: Math.max(50, rate * 2), exec: 'ordinaryPage',
-});
+const ordinary = (startTime) => arrivalPhase(rate, phase, startTime, 'ordinaryPage');
 export const options = {
   summaryTrendStats: SUMMARY_TREND_STATS,
   scenarios: {
@@ -82,19 +72,8 @@ export function slowPage() {
 export function handleSummary(data) {
   const m = data.metrics;
   const value = (name, stat) => m[name]?.values[stat] ?? null;
-  const phaseFigures = (s) => {
-    const requests = value(`http_reqs{scenario:${s}}`, 'count') ?? 0;
-    return {
-      requests,
-      p50_ms: value(`http_req_duration{scenario:${s}}`, 'med'),
-      p99_ms: value(`http_req_duration{scenario:${s}}`, 'p(99)'),
-      fallback_rate: requests ? (value(`ssr_fallbacks{scenario:${s}}`, 'count') ?? 0) / requests : null,
-      ssr_rate: value(`ssr_rendered{scenario:${s}}`, 'rate'),
-      dropped_iterations: value(`dropped_iterations{scenario:${s}}`, 'count') ?? 0,
-    };
-  };
-  const alone = phaseFigures('alone');
-  const withSlow = phaseFigures('with_slow');
+  const alone = phaseFigures(data, 'alone');
+  const withSlow = phaseFigures(data, 'with_slow');
   const slow = {
     clients: slowClients, slow_ms: slowMs, requests: value('http_reqs{scenario:slow}', 'count') ?? 0,
     p50_ms: value('http_req_duration{scenario:slow}', 'med'), p99_ms: value('http_req_duration{scenario:slow}', 'p(99)'),

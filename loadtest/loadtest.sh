@@ -2,6 +2,7 @@
 # make loadtest SCENARIO=<name> [RATE=..] [DURATION=..] [PAGE_PATH=..]
 #   pareto: [CONNECTIONS=1,10,..] [STEP_SECONDS=8] [REVIEWS_DELAY_MS=200]
 #   slow-clients: [SLOW_CLIENTS=50] [SLOW_MS=5000] [SETTLE_SECONDS=5]
+#   hostile-mix: [SETTLE_SECONDS=5] (the demo shop with -csp, attackers from lib/hostile.mjs)
 # Starts the stack (built bundles, production-like config, no debug), waits for readiness,
 # runs one k6 scenario, stops the stack, and writes loadtest/results/<scenario>-<timestamp>/:
 # summary.json and k6-summary.json (k6), report.html (k6's dashboard), figures.json and
@@ -58,7 +59,12 @@ edge:
 YAML
     ;;
 esac
-start_stack
+if [ "$scenario" = hostile-mix ]; then
+  start_shop -csp -render-timeout 150ms
+  edge_pid=$shop_pid
+else
+  start_stack
+fi
 
 cpu() { metric_at "$1" process_cpu_seconds_total; }
 edge_cpu_before=$(cpu "http://$ADMIN/metrics")
@@ -75,6 +81,14 @@ K6_WEB_DASHBOARD=true K6_WEB_DASHBOARD_PORT=-1 K6_WEB_DASHBOARD_EXPORT="$dir/rep
   bin/k6 run --quiet "${k6_env[@]}" "$script" > "$dir/k6.log" 2>&1 & k6_pid=$!
 
 extra='{}'
+if [ "$scenario" = hostile-mix ]; then
+  # The attackers start SETTLE_SECONDS before the second phase and last to its end; the shop's
+  # resident memory is sampled each second meanwhile (its pod limit: 384 Mi).
+  phase_s=${DURATION:-30s}; phase_s=${phase_s%s}
+  settle_s=${SETTLE_SECONDS:-5}
+  ( sleep $((5 + phase_s)); "$node" loadtest/lib/hostile.mjs "$EDGE" "$ADMIN" $((settle_s + phase_s)) > "$dir/hostile.json" ) & attackers_pid=$!
+  ( while kill -0 "$k6_pid" 2>/dev/null; do ps -o rss= -p "$edge_pid" >> "$dir/rss-kb.txt" || true; sleep 1; done ) & sampler_pid=$!
+fi
 if [ "$scenario" = chaos ]; then
   sleep 10
   kill -9 "$renderer_pid"
@@ -88,6 +102,12 @@ fi
 k6_status=0
 wait "$k6_pid" || k6_status=$?
 cat "$dir/k6.log"
+if [ "$scenario" = hostile-mix ]; then
+  wait "$attackers_pid" "$sampler_pid"
+  extra="{\"attackers\": $(cat "$dir/hostile.json"), \"max_rss_mb\": $(sort -n "$dir/rss-kb.txt" | tail -1 | awk '{printf "%.1f", $1/1024}')}"
+  echo "attackers: $(cat "$dir/hostile.json")"
+  echo "the shop's largest resident memory: $(sort -n "$dir/rss-kb.txt" | tail -1 | awk '{printf "%.1f MB", $1/1024}') (its pod limit: 384 Mi)"
+fi
 
 edge_cpu=$("$node" -p "$(cpu "http://$ADMIN/metrics") - $edge_cpu_before")
 renderer_cpu=$("$node" -p "$(cpu "http://$RENDERER_HTTP/metrics") - $renderer_cpu_before")

@@ -72,5 +72,14 @@ if (summary.slow_clients) {
   lines.push(`| slow pages (reviews after ${slow.slow_ms} ms): p50 / p99, shell / reviews server-rendered | `
     + `${ms(slow.p50_ms)} / ${ms(slow.p99_ms)}, ${pct(slow.shell_rendered_rate)} / ${pct(slow.reviews_rendered_rate)} (${slow.requests} requests) |`);
 }
+if (summary.hostile_mix) {
+  const { phases } = summary.hostile_mix;
+  const pct = (v) => (v == null ? 'n/a' : `${(v * 100).toFixed(2)} %`);
+  for (const [label, f] of [['alone', phases.alone], ['beside the attackers', phases.with_hostile]]) {
+    lines.push(`| ordinary pages ${label}: p50 / p99, fallbacks, bytes a response | ${ms(f.p50_ms)} / ${ms(f.p99_ms)}, ${pct(f.fallback_rate)}, `
+      + `${Math.round(f.bytes_per_response ?? 0)} B (${f.requests} requests) |`);
+  }
+  if (figures.max_rss_mb != null) lines.push(`| the shop's largest resident memory | ${figures.max_rss_mb} MB (pod limit 384 Mi) |`);
+}
 writeFileSync(`${dir}/summary.md`, `${lines.join('\n')}\n`);
 process.stdout.write(`${lines.join('\n')}\n`);

@@ -107,7 +107,9 @@ func TestDashboardAndRunbookQueryTheStack(t *testing.T) {
 					continue
 				}
 				tried[port] = true
-				if problem := requestProblem(method, base+path, port == "9100"); problem != "" {
+				// A command that sends the admin token gets the edge's.
+				bearer := strings.Contains(c.text, `Authorization: Bearer $ADMIN_TOKEN`)
+				if problem := requestProblem(method, base+path, port == "9100", bearer); problem != "" {
 					t.Errorf("%s:%d: %s localhost:%s%s: %s", runbookFile, c.line, method, port, path, problem)
 				}
 			}
@@ -513,8 +515,9 @@ func warmWorker(t *testing.T, base string) string {
 // requestProblem says what is wrong with the answer to method url, or "". On the edge's admin
 // listener a GET is only asked with OPTIONS, which the router answers 405 naming the methods
 // of a route it has: a profile would take its seconds. Everything else is sent as written
-// and must succeed; an answer that names a file (a heap snapshot) must have written it.
-func requestProblem(method, url string, edgeAdmin bool) string {
+// and must succeed, with the admin token when bearer (the command sends $ADMIN_TOKEN); an
+// answer that names a file (a heap snapshot) must have written it.
+func requestProblem(method, url string, edgeAdmin, bearer bool) string {
 	probe := method
 	if edgeAdmin && method == http.MethodGet {
 		probe = http.MethodOptions
@@ -522,6 +525,9 @@ func requestProblem(method, url string, edgeAdmin bool) string {
 	req, err := http.NewRequest(probe, url, nil)
 	if err != nil {
 		return err.Error()
+	}
+	if bearer {
+		req.Header.Set("Authorization", "Bearer "+adminToken)
 	}
 	resp, err := harness.NoRedirects.Do(req)
 	if err != nil {

@@ -93,6 +93,42 @@ export function summarize(data, extra = {}) {
   return summary;
 }
 
+/**
+ * A phase of a run of phases: `rate` requests a second of `exec` for `seconds`, from
+ * `startTime` seconds into the run.
+ */
+export function arrivalPhase(rate, seconds, startTime, exec) {
+  return {
+    executor: 'constant-arrival-rate', rate, timeUnit: '1s', duration: `${seconds}s`, startTime: `${startTime}s`,
+    preAllocatedVUs: Math.max(10, Math.ceil(rate / 5)), maxVUs: Math.max(50, rate * 2), exec,
+  };
+}
+
+/** @param {string} d a k6 duration in seconds or minutes ("30s", "2m") */
+export function seconds(d) {
+  const m = /^(\d+)(s|m)$/.exec(d);
+  if (!m) throw new Error(`DURATION=${d}: want seconds or minutes, e.g. 30s or 2m`);
+  return Number(m[1]) * (m[2] === 'm' ? 60 : 1);
+}
+
+/**
+ * One phase's figures in a run of phases (a scenario per phase, its submetrics kept by
+ * thresholds): requests, p50, p99, fallback rate, server-rendered rate, bytes a response.
+ */
+export function phaseFigures(data, scenario) {
+  const value = (name, stat) => data.metrics[name]?.values[stat] ?? null;
+  const requests = value(`http_reqs{scenario:${scenario}}`, 'count') ?? 0;
+  return {
+    requests,
+    p50_ms: value(`http_req_duration{scenario:${scenario}}`, 'med'),
+    p99_ms: value(`http_req_duration{scenario:${scenario}}`, 'p(99)'),
+    fallback_rate: requests ? (value(`ssr_fallbacks{scenario:${scenario}}`, 'count') ?? 0) / requests : null,
+    ssr_rate: value(`ssr_rendered{scenario:${scenario}}`, 'rate'),
+    bytes_per_response: requests ? (value(`data_received{scenario:${scenario}}`, 'count') ?? 0) / requests : null,
+    dropped_iterations: value(`dropped_iterations{scenario:${scenario}}`, 'count') ?? 0,
+  };
+}
+
 /** handleSummary for scenarios that need nothing special. */
 export function writeSummary(data, extra) {
   return {

@@ -3,8 +3,7 @@ package sharedcache
 import (
 	"context"
 	"errors"
-	"strconv"
-	"strings"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -22,15 +21,19 @@ const (
 	// wakeSpacing is the least time between two reads woken by the channel, on which any
 	// client of the store may publish: a flood of messages costs a read per wakeSpacing.
 	wakeSpacing = 10 * time.Millisecond
-	// readBatch and positionPage are how many entries one call reads, on the way and when
-	// a replica takes its position at the stream's end.
+	// readBatch is how many entries one read takes at most; positionPage how many one call
+	// walks back over when a replica takes its position at the stream's end.
 	readBatch, positionPage = 200, 500
-	// positionBytes bounds what a replica reads to take its position: the entries of
-	// maxHeardBytes' worth of purges, and as much again for Done and refused entries.
+	// positionBytes bounds what a replica takes to take its position: the entries of
+	// maxHeardBytes' worth of purges, and as much again for Done and refused entries. It
+	// takes them a read (PurgeLogOptions.MaxReadBytes) at a time.
 	positionBytes = 2 * maxHeardBytes
+	// readHeader is what a read's reply holds beyond its entries (readScript): its entries
+	// may hold MaxReadBytes less this.
+	readHeader = 4*elementCost + 128
 )
 
-// Why a replica emptied its own cache, in the order of Store.counts.drops.
+// Why a replica emptied its own cache, in the order of Store.counts.drops and lost.
 const (
 	dropGap   = iota // the stream no longer holds entries it had not read
 	dropReset        // the stream is gone: the store restarted empty, or was flushed
@@ -39,19 +42,30 @@ const (
 
 var dropLabels = [dropReasons]string{"gap", "reset"}
 
-// Subscribe calls apply with every purge another replica makes, until ctx is done (this
-// replica's own are applied by its caller), and with Purge{Kind: "all"} when this replica
-// may have missed some: its caller then empties its own cache. It reads the purge stream
-// from the last entry it read, woken by the purges channel and every purgePoll otherwise: a
-// replica that was away (its subscription dropped, the network cut, the store restarted)
-// reads what it missed once it is back. When the stream no longer holds all it missed
-// (trimmed past the last entry it read, or gone), it cannot tell what it missed: that is
-// the "all", counted (edge_shared_cache_local_drops_total).
+// Subscribe calls apply with every purge another replica makes, until ctx is done or the
+// Store is closed (this replica's own are applied by its caller), and with
+// Purge{Kind: "all"} when this replica may have missed some: its caller then empties its own
+// cache. It reads the purge stream from the last entry it read, woken by the purges channel
+// and every purgePoll otherwise: a replica that was away (its subscription dropped, the
+// network cut, the store restarted) reads what it missed once it is back. When the stream
+// no longer holds all it missed (trimmed past the last purge it read, or gone), it cannot
+// tell what it missed: that is the "all". Each such loss is counted
+// (edge_shared_cache_purge_stream_losses_total), and the "all" is made at most once per
+// PurgeLogOptions.FlushInterval (edge_shared_cache_local_drops_total): a loss within it is
+// made up for once it has passed.
 //
 // The purges this replica has read, and its own, refuse the store's copies they match
-// (Get, Pending). Without Options.HMACKey, any client of the store can write a purge.
+// (Get, Pending). Without Options.HMACKey, any client of the store can write a purge; with
+// it, any client can still write entries, which are refused, and delete or trim the stream.
+// Either way, what this replica holds of the stream stays within PurgeLogOptions: a read of
+// MaxReadBytes at a time, each entry within MaxEntryBytes (a larger one is refused without
+// being sent: readScript; and skipped unread should a store send it: respConn); and the
+// messages of the channel are skipped unread (listen).
 func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	f := &follower{s: s, apply: apply}
+	defer f.close()
 	tick := time.NewTicker(purgePoll)
 	defer tick.Stop()
 	// The position is taken before the subscription: a purge published once it is in place
@@ -70,24 +84,22 @@ func (s *Store) Subscribe(ctx context.Context, apply func(Purge)) {
 		case <-tick.C:
 		}
 	}
-	sub := s.rdb.Subscribe(ctx, s.opts.Prefix+"purges")
-	defer sub.Close()
-	wake := sub.Channel()
+	wake := make(chan struct{}, 1)
+	go s.listen(ctx, wake)
 	for {
 		if errors.Is(f.read(ctx), redis.ErrClosed) {
 			return
 		}
+		f.flushOwed()
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case _, ok := <-wake:
-			if !ok {
-				return
-			}
+		case <-wake:
 			time.Sleep(wakeSpacing)
-			for len(wake) > 0 {
-				<-wake
+			select { // the messages of the spacing are one wake
+			case <-wake:
+			default:
 			}
 		}
 	}
@@ -98,144 +110,164 @@ type follower struct {
 	s     *Store
 	apply func(Purge)
 	last  string // the ID of the last entry read
+	// anchor is the ID of the last message read (a purge or a Done this replica took):
+	// while the stream holds it, it holds every entry after it, since a trim takes the
+	// oldest first. Checking that costs a copy of a message, where a check of the stream's
+	// oldest entry would copy whatever any client of the store put there, at every read.
+	anchor string
+	conn   *respConn // the reads' connection: nil until one dials it, and once one broke it
+	// flushed is when this replica last emptied its own cache for a loss of the stream;
+	// owed says a loss since asks for another once FlushInterval has passed: owedFor is
+	// why, losses how many there were, lastRead the last entry read before the first.
+	flushed         time.Time
+	owed            bool
+	owedFor, losses int
+	lastRead        string
 }
 
-// position reads the stream's last entries into the store's memory of purges, and takes
-// the position after them. It applies those made since since (less clockSlack): what this
-// replica may have cached before its position. A zero since applies none.
+// position finds the stream's last entries (positionBytes' worth, streamLength at most),
+// reads them into the store's memory of purges, and takes the position after them. It
+// applies those made since since (less clockSlack): what this replica may have cached
+// before its position. A zero since applies none.
 func (f *follower) position(ctx context.Context, since time.Time) error {
-	c := f.s.purgeClient()
-	if c == nil {
-		return redis.ErrClosed
+	// Walked back over (walkScript), then read forward, a read at a time.
+	var newest, first string
+	walked, size := 0, 0
+	for end := "+"; walked < streamLength && size < positionBytes; {
+		w, err := f.walk(ctx, end, min(positionPage, streamLength-walked), positionBytes-size)
+		if err != nil {
+			return err
+		}
+		if w.newest == "" {
+			break
+		}
+		if newest == "" {
+			newest = w.newest
+		}
+		first, walked, size = w.oldest, walked+w.walked, size+w.bytes
+		if !w.more {
+			break
+		}
+		end = "(" + w.oldest
 	}
-	var entries []redis.XMessage // newest first
-	end, size := "+", 0
-	for len(entries) < streamLength && size < positionBytes {
-		page, err := withCallTimeout(ctx, func(ctx context.Context) ([]redis.XMessage, error) {
-			return c.XRevRangeN(ctx, f.s.streamKey(), end, "-", positionPage).Result()
+	anchor := ""
+	applies := func(m message) bool { return !since.IsZero() && m.made().After(since.Add(-clockSlack)) }
+	for start := first; newest != ""; {
+		r, err := f.readRange(ctx, "", start, newest)
+		if err != nil {
+			return err
+		}
+		for _, x := range r.entries {
+			if f.take(x, applies) {
+				anchor = x.id
+			}
+		}
+		if !r.more || len(r.entries) == 0 {
+			break
+		}
+		start = "(" + r.entries[len(r.entries)-1].id
+	}
+	if anchor == "" {
+		// A stream with no message (empty, or only refused entries) gets one (a Done that
+		// confirms nothing) to anchor the position: were the stream to go, or to be trimmed
+		// past it, the anchor would show it.
+		c := f.s.purgeClient()
+		if c == nil {
+			return redis.ErrClosed
+		}
+		id, err := withCallTimeout(ctx, func(ctx context.Context) (string, error) {
+			return c.XAdd(ctx, f.s.addArgs(f.s.payload(message{ID: newPurgeID(), At: time.Now().UnixNano(), Done: true}))).Result()
 		})
 		if err != nil {
 			return err
 		}
-		for _, x := range page {
-			payload, _ := x.Values[messageField].(string)
-			size += len(payload)
+		anchor = id
+		if newest == "" {
+			newest = id
 		}
-		entries = append(entries, page...)
-		if len(page) < positionPage {
-			break
-		}
-		end = "(" + page[len(page)-1].ID
 	}
-	if len(entries) == 0 {
-		// An empty stream gets an entry (a Done that confirms nothing) to take the position
-		// at: were the stream to go, or to come back, the position would show it.
-		id, err := withCallTimeout(ctx, func(ctx context.Context) (string, error) {
-			return c.XAdd(ctx, f.s.addArgs(f.s.payload(message{ID: newPurgeID(), At: time.Now().UnixNano(), Done: true}))).Result()
-		})
-		f.last = id
-		return err
-	}
-	f.last = entries[0].ID
-	for i := len(entries) - 1; i >= 0; i-- {
-		f.take(entries[i], func(m message) bool { return !since.IsZero() && m.made().After(since.Add(-clockSlack)) })
-	}
+	f.last, f.anchor = newest, anchor
 	return nil
 }
 
 // read takes the entries after the last one read, and checks first that the stream still
 // holds them all.
 func (f *follower) read(ctx context.Context) error {
-	c := f.s.purgeClient()
-	if c == nil {
-		return redis.ErrClosed
-	}
 	for {
-		var first, next *redis.XMessageSliceCmd
-		_, err := withCallTimeout(ctx, func(ctx context.Context) ([]redis.Cmder, error) {
-			// One transaction: no trim comes between the check and the read.
-			return c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				first = p.XRangeN(ctx, f.s.streamKey(), "-", "+", 1)
-				next = p.XRangeN(ctx, f.s.streamKey(), "("+f.last, "+", readBatch)
-				return nil
-			})
-		})
+		// One script: no trim comes between the check and the read.
+		r, err := f.readRange(ctx, f.anchor, "("+f.last, "+")
 		if err != nil {
 			return err // the store is away: the next tick tries again
 		}
-		switch oldest := first.Val(); {
-		case len(oldest) == 0:
-			return f.drop(ctx, dropReset)
-		case idBefore(f.last, oldest[0].ID):
-			return f.drop(ctx, dropGap)
+		if r.lost >= 0 {
+			return f.drop(ctx, r.lost)
 		}
-		for _, x := range next.Val() {
-			f.take(x, func(message) bool { return true })
-			f.last = x.ID
+		for _, x := range r.entries {
+			if f.take(x, func(message) bool { return true }) {
+				f.anchor = x.id
+			}
+			f.last = x.id
 		}
-		if len(next.Val()) < readBatch {
+		if !r.more || len(r.entries) == 0 {
 			return nil
 		}
 	}
 }
 
-// drop takes the position at the stream's end again, and has the caller empty its own
-// cache: this replica cannot tell which purges it missed.
+// drop takes the position at the stream's end again, counts the loss, and has the caller
+// empty its own cache (flushOwed): this replica cannot tell which purges it missed.
 func (f *follower) drop(ctx context.Context, reason int) error {
 	last := f.last
 	if err := f.position(ctx, time.Time{}); err != nil {
-		return err // the next read finds the same gap
+		return err // the next read finds the same loss
 	}
-	f.apply(Purge{Kind: "all"})
-	f.s.counts.drops[reason].Add(1)
-	f.s.opts.Log.Warn("shared cache: purges may have been missed: this replica's own cache emptied",
-		"reason", dropLabels[reason], "last_read", last, "position", f.last)
+	f.s.counts.lost[reason].Add(1)
+	f.losses++
+	if !f.owed {
+		f.owed, f.owedFor, f.lastRead = true, reason, last
+		if wait := f.s.opts.PurgeLog.FlushInterval - time.Since(f.flushed); !f.flushed.IsZero() && wait > 0 {
+			f.s.opts.Log.Warn("shared cache: purges may have been missed again within the flush interval: this replica's own cache is emptied once it has passed (the losses until then are only counted)",
+				"reason", dropLabels[reason], "last_read", last, "position", f.last, "flush_in", wait.Round(time.Millisecond).String())
+		}
+	}
+	f.flushOwed()
 	return nil
 }
 
-// take notes the entry x: a purge is remembered, and applied if it is new and applies says
-// so; a Done confirms its purge; anything else is refused.
-func (f *follower) take(x redis.XMessage, applies func(message) bool) {
-	payload, _ := x.Values[messageField].(string)
-	m, err := parseMessage(payload, f.s.streamKey(), f.s.opts.HMACKey)
-	if err != nil {
-		f.s.refuse(x.ID, err)
+// flushOwed has the caller empty its own cache if a loss of the stream asks for it and the
+// last time was FlushInterval ago or more.
+func (f *follower) flushOwed() {
+	if !f.owed || !f.flushed.IsZero() && time.Since(f.flushed) < f.s.opts.PurgeLog.FlushInterval {
 		return
+	}
+	f.apply(Purge{Kind: "all"})
+	f.s.counts.drops[f.owedFor].Add(1)
+	f.s.opts.Log.Warn("shared cache: purges may have been missed: this replica's own cache emptied",
+		"reason", dropLabels[f.owedFor], "last_read", f.lastRead, "position", f.last, "losses", f.losses)
+	f.flushed, f.owed, f.losses = time.Now(), false, 0
+}
+
+// take notes the entry x, and reports whether it is a message: a purge is remembered, and
+// applied if it is new and applies says so; a Done confirms its purge; anything else is
+// refused.
+func (f *follower) take(x entry, applies func(message) bool) bool {
+	if x.size > 0 {
+		f.s.refuse(x.id, fmt.Errorf("%w: %d bytes", errTooLarge, x.size))
+		return false
+	}
+	m, err := parseMessage(x.payload, f.s.streamKey(), f.s.opts.HMACKey)
+	if err != nil {
+		f.s.refuse(x.id, err)
+		return false
 	}
 	if m.Done {
 		f.s.heard.confirm(m.ID)
-		return
+		return true
 	}
 	_, added, forgot := f.s.heard.add(m.Purge(), m.ID, m.made(), false)
 	f.s.forgot(forgot)
 	if added && applies(m) {
 		f.apply(m.Purge())
 	}
-}
-
-// withCallTimeout runs call within purgeCallTimeout. The client's own timeouts are not
-// enough for a pipeline: on a new connection to a busy store, go-redis waits for it as long
-// as the context lets it.
-func withCallTimeout[T any](ctx context.Context, call func(context.Context) (T, error)) (T, error) {
-	ctx, cancel := context.WithTimeout(ctx, purgeCallTimeout)
-	defer cancel()
-	return call(ctx)
-}
-
-// idBefore reports whether the stream entry ID a comes before b. An ID that is not one
-// (the store never answers such) comes before anything: a gap, not a purge missed unseen.
-func idBefore(a, b string) bool {
-	aMS, aSeq, aOK := parseID(a)
-	bMS, bSeq, bOK := parseID(b)
-	if !aOK || !bOK {
-		return true
-	}
-	return aMS < bMS || aMS == bMS && aSeq < bSeq
-}
-
-func parseID(id string) (ms, seq uint64, ok bool) {
-	msText, seqText, found := strings.Cut(id, "-")
-	ms, msErr := strconv.ParseUint(msText, 10, 64)
-	seq, seqErr := strconv.ParseUint(seqText, 10, 64)
-	return ms, seq, found && msErr == nil && seqErr == nil
+	return true
 }

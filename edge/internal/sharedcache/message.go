@@ -39,14 +39,16 @@ const (
 var (
 	errUnsigned  = errors.New("no MAC, and purges must carry one (edge.shared_cache_key)")
 	errBadMAC    = errors.New("the MAC does not match (another key, or a message not written by an edge with this store's key)")
+	errTooLarge  = errors.New("an entry over the purge stream's limit (PurgeLogOptions.MaxEntryBytes): not read")
 	errMalformed = errors.New("not a purge message")
 )
 
-// refusals are the reasons' labels, in the order of Store.counts.refused.
+// refusals are the reasons' labels, in the order of Store.counts.refused; the last is
+// refusal's default.
 var refusals = [...]struct {
 	err    error
 	reason string
-}{{errUnsigned, "unsigned"}, {errBadMAC, "bad_mac"}, {errMalformed, "malformed"}}
+}{{errUnsigned, "unsigned"}, {errBadMAC, "bad_mac"}, {errTooLarge, "too_large"}, {errMalformed, "malformed"}}
 
 // refusal is the index in refusals of why err refused a message.
 func refusal(err error) int {

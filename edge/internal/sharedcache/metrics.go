@@ -11,18 +11,22 @@ type counts struct {
 	refused    [len(refusals)]atomic.Uint64
 	forgotten  atomic.Uint64
 	drops      [dropReasons]atomic.Uint64
+	lost       [dropReasons]atomic.Uint64
 	superseded atomic.Uint64
 }
 
 var (
 	refusedDesc = prometheus.NewDesc("edge_shared_cache_purges_refused_total",
-		"Entries of the shared store's purge stream this replica refused, by reason: unsigned (no MAC while edge.shared_cache_key is set), bad_mac (another key's, or altered), malformed (not a purge this version writes, or over the URL and tag limits).",
+		"Entries of the shared store's purge stream this replica refused, by reason: unsigned (no MAC while edge.shared_cache_key is set), bad_mac (another key's, or altered), too_large (over the entry limit, and not read), malformed (not a purge this version writes, or over the URL and tag limits).",
 		[]string{"reason"}, nil)
 	forgottenDesc = prometheus.NewDesc("edge_shared_cache_purges_forgotten_total",
 		"Purges this replica forgot, oldest first, to remember at most 10,000 of them and 8 MiB: copies stored before a forgotten purge are no longer refused for it.",
 		nil, nil)
 	dropsDesc = prometheus.NewDesc("edge_shared_cache_local_drops_total",
-		"Times this replica emptied its own cache because it may have missed purges, by reason: gap (the purge stream no longer holds entries it had not read), reset (the stream is gone: the store restarted empty, or was flushed).",
+		"Times this replica emptied its own cache because it may have missed purges (at most once per flush interval, for the first loss of the purge stream since the last time), by reason: gap (the purge stream no longer holds entries it had not read), reset (the stream is gone: the store restarted empty, or was flushed, or it was deleted).",
+		[]string{"reason"}, nil)
+	lostDesc = prometheus.NewDesc("edge_shared_cache_purge_stream_losses_total",
+		"Times this replica found that the purge stream lost entries it had not read, by reason: gap (trimmed past them), reset (gone). Each one empties this replica's own cache, at most once per flush interval (edge_shared_cache_local_drops_total): many of them mean a client of the store deletes or trims the stream.",
 		[]string{"reason"}, nil)
 	supersededDesc = prometheus.NewDesc("edge_shared_cache_superseded_total",
 		"Documents the shared store returned that were stored before a purge that matches them (written back after it, or rendered within a second of it): misses, deleted from the store.",
@@ -32,7 +36,7 @@ var (
 // Describe is prometheus.Collector's: the Store's metrics of purges, which the caller
 // registers on its registry.
 func (s *Store) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{refusedDesc, forgottenDesc, dropsDesc, supersededDesc} {
+	for _, d := range []*prometheus.Desc{refusedDesc, forgottenDesc, dropsDesc, lostDesc, supersededDesc} {
 		ch <- d
 	}
 }
@@ -45,6 +49,7 @@ func (s *Store) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(forgottenDesc, prometheus.CounterValue, float64(s.counts.forgotten.Load()))
 	for i, reason := range dropLabels {
 		ch <- prometheus.MustNewConstMetric(dropsDesc, prometheus.CounterValue, float64(s.counts.drops[i].Load()), reason)
+		ch <- prometheus.MustNewConstMetric(lostDesc, prometheus.CounterValue, float64(s.counts.lost[i].Load()), reason)
 	}
 	ch <- prometheus.MustNewConstMetric(supersededDesc, prometheus.CounterValue, float64(s.counts.superseded.Load()))
 }

@@ -22,8 +22,9 @@ import (
 //   - "ix:of:" + cache key: the set of the indexes naming that document, so that a purge
 //     removes the documents it deletes from every index, not only the one it walked;
 //   - "purgelog": the purge stream (message), its last streamLength entries, which every
-//     replica reads (follow.go). Each entry is also published on the "purges" channel,
-//     where it wakes the readers, and replicas of earlier versions hear it.
+//     replica reads (follow.go), within PurgeLogOptions. Each entry is also published on
+//     the "purges" channel, where it wakes the readers (listen.go), and replicas of earlier
+//     versions hear it.
 //
 // The indexes of earlier versions ("path:", "tag:", sets) are not read: their documents
 // are keyed by another build and never served by this version, and they expire with them.
@@ -97,6 +98,11 @@ const (
 func (s *Store) Purge(ctx context.Context, p Purge) (int, error) {
 	if err := p.valid(); err != nil {
 		return 0, err
+	}
+	// What the other replicas would refuse (Subscribe) is not written.
+	if n := len(messageField) + len(s.payload(message{Kind: p.Kind, Value: p.Value, ID: newPurgeID(), At: time.Now().UnixNano()})); n > s.opts.PurgeLog.MaxEntryBytes {
+		return 0, fmt.Errorf("sharedcache: a purge by %s of %d bytes on the purge stream, over its entry limit of %d (PurgeLogOptions.MaxEntryBytes)",
+			p.Kind, n, s.opts.PurgeLog.MaxEntryBytes)
 	}
 	pp, _, forgot := s.heard.add(p, newPurgeID(), time.Now(), true)
 	s.forgot(forgot)

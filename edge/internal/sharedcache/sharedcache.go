@@ -48,9 +48,67 @@ type Options struct {
 	// the shared store safely").
 	HMACKey []byte
 	// Log receives the first invalid value of each kind (document, asset), the first purge
-	// refused for each reason, and each time this replica may have missed purges; the
-	// others are only counted. If nil, defaults to slog.Default().
+	// refused for each reason, each time this replica empties its own cache because it may
+	// have missed purges, and the first loss of the purge stream that waits for
+	// PurgeLog.FlushInterval; the others are only counted. If nil, defaults to
+	// slog.Default().
 	Log *slog.Logger
+	// PurgeLog bounds what this replica takes from the purge stream, which any client of the
+	// store can write to, with or without HMACKey. Its zero value means the defaults.
+	PurgeLog PurgeLogOptions
+}
+
+// PurgeLogOptions bound what a replica takes from the purge stream (Subscribe): its memory
+// of purges stays within MaxReadBytes and the 8 MiB of purges it remembers, however large
+// the stream's entries, and a writer of the store who can only delete or trim the stream
+// empties its own cache at most once per FlushInterval.
+type PurgeLogOptions struct {
+	// MaxEntryBytes bounds an entry of the purge stream, its fields' names and values: a
+	// larger one is refused and counted (edge_shared_cache_purges_refused_total, reason
+	// too_large), and never read into memory; Purge refuses to write one. If zero,
+	// defaults to 512 KiB: the largest purge this version writes (a 64 KiB URL, every byte
+	// JSON-escaped) fits. At least 1 KiB.
+	MaxEntryBytes int
+	// MaxReadBytes bounds what one read of the stream holds, whatever the store answers. If
+	// zero, defaults to 4 MiB, or twice MaxEntryBytes if that is more. At least twice
+	// MaxEntryBytes.
+	MaxReadBytes int
+	// FlushInterval is the least time between two flushes of this replica's own cache
+	// because the stream lost entries it had not read (trimmed past them, deleted, the
+	// store restarted empty): a loss within it empties the cache once it has passed. If
+	// zero, defaults to one minute.
+	FlushInterval time.Duration
+}
+
+// The defaults of PurgeLogOptions, and the least MaxEntryBytes (a Done with its MAC takes
+// about 150 bytes).
+const (
+	defaultMaxEntryBytes = 512 << 10
+	defaultMaxReadBytes  = 4 << 20
+	defaultFlushInterval = time.Minute
+	minEntryBytes        = 1 << 10
+)
+
+// defaults fills o's zero fields, and says what is wrong with the others.
+func (o *PurgeLogOptions) defaults() error {
+	if o.MaxEntryBytes == 0 {
+		o.MaxEntryBytes = defaultMaxEntryBytes
+	}
+	if o.MaxReadBytes == 0 {
+		o.MaxReadBytes = max(defaultMaxReadBytes, 2*o.MaxEntryBytes)
+	}
+	if o.FlushInterval == 0 {
+		o.FlushInterval = defaultFlushInterval
+	}
+	switch {
+	case o.MaxEntryBytes < minEntryBytes:
+		return fmt.Errorf("sharedcache: PurgeLog.MaxEntryBytes %d, want at least %d", o.MaxEntryBytes, minEntryBytes)
+	case o.MaxReadBytes < 2*o.MaxEntryBytes:
+		return fmt.Errorf("sharedcache: PurgeLog.MaxReadBytes %d, want at least twice MaxEntryBytes (%d)", o.MaxReadBytes, 2*o.MaxEntryBytes)
+	case o.FlushInterval < 0:
+		return fmt.Errorf("sharedcache: PurgeLog.FlushInterval %s, negative", o.FlushInterval)
+	}
+	return nil
 }
 
 // minHMACKey is the shortest HMACKey New takes: SHA-256's output size (RFC 2104 §3).
@@ -76,9 +134,14 @@ type Store struct {
 	started       time.Time
 	counts        counts
 	// loggedRefusal and loggedForgot are set once a purge refused for that reason, or one
-	// forgotten, was logged.
-	loggedRefusal [len(refusals)]atomic.Bool
-	loggedForgot  atomic.Bool
+	// forgotten, was logged; loggedOverRead once a read of the stream over its bound was.
+	loggedRefusal  [len(refusals)]atomic.Bool
+	loggedForgot   atomic.Bool
+	loggedOverRead atomic.Bool
+	// dialer makes the connections that read the purge stream and channel (resp.go);
+	// closed is set by Close, and ends Subscribe.
+	dialer respDialer
+	closed atomic.Bool
 }
 
 // New returns a Store for opts.Address; it does not connect until the first call.
@@ -99,6 +162,9 @@ func New(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("sharedcache: the HMAC key has %d bytes, want at least %d", n, minHMACKey)
 	}
 	opts.HMACKey = bytes.Clone(opts.HMACKey)
+	if err := opts.PurgeLog.defaults(); err != nil {
+		return nil, err
+	}
 	ro, err := redis.ParseURL(opts.Address)
 	if err != nil {
 		return nil, addressError(opts.Address, err)
@@ -112,8 +178,9 @@ func New(opts Options) (*Store, error) {
 	purger := *ro
 	purger.DialTimeout, purger.ReadTimeout, purger.WriteTimeout, purger.PoolTimeout = purgeCallTimeout, purgeCallTimeout, purgeCallTimeout, purgeCallTimeout
 	purger.PoolSize, purger.MinIdleConns = 2, 0
+	dialer := respDialer{network: ro.Network, addr: ro.Addr, username: ro.Username, password: ro.Password, db: ro.DB, tls: ro.TLSConfig.Clone()}
 	return &Store{rdb: redis.NewClient(ro), purgerOptions: &purger, opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second},
-		heard: newHeardPurges(), started: time.Now()}, nil
+		heard: newHeardPurges(), started: time.Now(), dialer: dialer}, nil
 }
 
 // debugLog sends go-redis's own messages (a dial that failed, for one) to slog at debug
@@ -124,8 +191,11 @@ func (debugLog) Printf(ctx context.Context, format string, v ...any) {
 	slog.DebugContext(ctx, "shared cache: "+redactURLs(fmt.Sprintf(format, v...)))
 }
 
-// Close closes the store's connections, and ends the retries of purges.
-func (s *Store) Close() error { return errors.Join(s.rdb.Close(), s.closePurges()) }
+// Close closes the store's connections, and ends the retries of purges and Subscribe.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return errors.Join(s.rdb.Close(), s.closePurges())
+}
 
 // do runs one call within the timeout and the circuit. A miss (redis.Nil) is an answer, not a
 // failure.
