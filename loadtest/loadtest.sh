@@ -104,6 +104,8 @@ wait "$k6_pid" || k6_status=$?
 cat "$dir/k6.log"
 if [ "$scenario" = hostile-mix ]; then
   wait "$attackers_pid" "$sampler_pid"
+  echo "the shop's refusals and take-backs:"
+  fetch_text "http://$ADMIN/metrics" | grep -E '^edge_(connections_closed_total|encoders_refused_total|encoders_reclaimed_total|cache_evictions_total)' || echo "  (none: a shop before issue 47)"
   extra="{\"attackers\": $(cat "$dir/hostile.json"), \"max_rss_mb\": $(sort -n "$dir/rss-kb.txt" | tail -1 | awk '{printf "%.1f", $1/1024}')}"
   echo "attackers: $(cat "$dir/hostile.json")"
   echo "the shop's largest resident memory: $(sort -n "$dir/rss-kb.txt" | tail -1 | awk '{printf "%.1f MB", $1/1024}') (its pod limit: 384 Mi)"
