@@ -114,6 +114,21 @@ fi
 edge_cpu=$("$node" -p "$(cpu "http://$ADMIN/metrics") - $edge_cpu_before")
 renderer_cpu=$("$node" -p "$(cpu "http://$RENDERER_HTTP/metrics") - $renderer_cpu_before")
 renderer_metrics=$(fetch_text "http://$RENDERER_HTTP/metrics")
+if [ "$scenario" = cache-mix ]; then
+  # What the cache had for the run's page requests (edge_cache_requests_total, all routes).
+  fetch_text "http://$ADMIN/metrics" | "$node" -e "
+    const counts = {};
+    for (const line of require('fs').readFileSync(0, 'utf8').split('\n')) {
+      const m = /^edge_cache_requests_total\{.*result=\"([^\"]+)\".*\} (\S+)$/.exec(line);
+      if (m) counts[m[1]] = (counts[m[1]] ?? 0) + Number(m[2]);
+      if (line.startsWith('edge_cache_evictions_total ')) counts.evictions = Number(line.split(' ')[1]);
+    }
+    const evictions = counts.evictions;
+    delete counts.evictions;
+    const all = Object.values(counts).reduce((a, b) => a + b, 0);
+    console.log('cache: ' + JSON.stringify(counts) + ', hit ratio ' + ((counts.hit ?? 0) / all).toFixed(4) + ', evictions ' + evictions);
+  "
+fi
 stop_all
 
 "$node" loadtest/report.mjs "$dir" "$scenario" "$edge_cpu" "$renderer_cpu" "$extra" <<< "$renderer_metrics"

@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"net/netip"
 	"reflect"
 	"regexp"
 	"slices"
@@ -57,6 +58,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 	defaults["ServeOptions.MaxConnections"] = defaultMaxConnections
 	defaults["ServeOptions.MaxConnectionsPerClient"] = 0 // said in words: a quarter of MaxConnections, 256 of the default 1024 (TestDefaultsAreTheBinarys)
 	defaults["ServeOptions.ShutdownTimeout"] = defaultShutdownTimeout
+	defaults["ServeOptions.TrustedProxies"] = []netip.Prefix(nil)
 	defaults["ServeOptions.ShutdownDelay"] = time.Duration(0)
 	docs := fieldDocs(t, "options.go", "Options", "Timeouts", "CacheOptions")
 	for field, doc := range fieldDocs(t, "serve.go", "ServeOptions") {
@@ -141,6 +143,10 @@ func sameDefault(said string, def any) string {
 			if item = strings.TrimSuffix(strings.TrimSpace(item), "..."); !slices.Contains(def, item) {
 				return "the list has no " + strconv.Quote(item)
 			}
+		}
+	case []netip.Prefix: // only ever "If nil, none"
+		if !words {
+			return "a list of prefixes by default: say it in the doc"
 		}
 	default:
 		return "no comparison for a " + reflect.TypeOf(def).String()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/conns"
@@ -32,6 +33,12 @@ type ServeOptions struct {
 	// for all its clients: raise this, or set it to MaxConnections, behind one. If zero,
 	// MaxConnections / 4.
 	MaxConnectionsPerClient int
+	// TrustedProxies are the addresses of proxies in front of the server, whose connections
+	// carry many clients: MaxConnectionsPerClient does not bound theirs, and the per-client
+	// bounds of a request on one (live encoders) apply to the client its X-Forwarded-For
+	// names, the rightmost address that is not itself a trusted proxy. If nil, none: a
+	// request's client is its connection's peer, whatever its headers say.
+	TrustedProxies []netip.Prefix
 	// ShutdownDelay is how long ListenAndServe goes on serving once its context is done,
 	// readiness false, while load balancers stop sending requests. If zero, none: a process
 	// that no load balancer routes to.
@@ -128,7 +135,9 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 		}
 		listeners = append(listeners, ln)
 		if l.maxConns > 0 {
-			ln = conns.Listen(ln, conns.Options{Max: l.maxConns, PerClient: o.MaxConnectionsPerClient, Closed: s.metrics.ConnectionClosed})
+			ln = conns.Listen(ln, conns.Options{
+				Max: l.maxConns, PerClient: o.MaxConnectionsPerClient, Trusted: o.TrustedProxies, Closed: s.metrics.ConnectionClosed,
+			})
 		}
 		s.log.Info("listening", "listener", l.name, "address", ln.Addr().String())
 		go func() { errc <- l.srv.Serve(ln) }()

@@ -10,8 +10,11 @@ import { metricsText, render, startRenderer, tempDir } from './helpers.js';
 
 test('/debug/workers and a heap snapshot of one worker', async (t) => {
   const dir = join(tempDir(t), 'snapshots');
+  // A small heap, for a small snapshot; not retired for it (recycle_heap_ratio 0), so that
+  // both workers are there to be listed, however much the warm-up left in them.
   const { app, client } = await startRenderer(t, {
     threads: 2, debug_listen: '127.0.0.1:0', heap_snapshot_dir: dir, max_old_generation_mb: 24, max_young_generation_mb: 4,
+    recycle_heap_ratio: 0,
   });
   assert.match(app.debugAddress, /^127\.0\.0\.1:\d+$/);
   for (let i = 0; i < 10; i++) assert.equal((await render(client, { page: 'home' })).response?.status, 200);

@@ -65,8 +65,12 @@ type Edge struct {
 	// whose client stopped reading longest ago, else of the one idle longest.
 	MaxConnections int `yaml:"max_connections"`
 	// MaxConnectionsPerClient caps one client address's: past it, its newcomers are refused.
-	MaxConnectionsPerClient int    `yaml:"max_connections_per_client"`
-	LogLevel                string `yaml:"log_level"`
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// TrustedProxies are the proxies in front of the edge (addresses or CIDR prefixes): their
+	// connections are not bound per client, and a request on one counts as the client its
+	// X-Forwarded-For names.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	LogLevel       string   `yaml:"log_level"`
 	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints.
 	AdminToken string `yaml:"admin_token"`
 	// AdminTrustLoopback admits loopback callers to them without the token. Turn it off

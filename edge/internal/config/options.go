@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -54,9 +55,31 @@ func (c *Config) ServeOptions() ssr.ServeOptions {
 		Admin:                   ssr.AdminOptions{Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback},
 		MaxConnections:          e.MaxConnections,
 		MaxConnectionsPerClient: e.MaxConnectionsPerClient,
+		TrustedProxies:          prefixes(e.TrustedProxies),
 		ShutdownDelay:           e.ShutdownDelay,
 		ShutdownTimeout:         e.ShutdownTimeout,
 	}
+}
+
+// prefixes parses addresses and CIDR prefixes (Validate checked them): nil for none.
+func prefixes(list []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range list {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parsePrefix is s as a CIDR prefix, an address being its own /32 or /128.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	return p.Masked(), err
 }
 
 // PublicServer is the public server the file describes, without its Handler.
@@ -127,6 +150,7 @@ var optionKeys = map[string]string{
 	"ServeOptions.Admin.TrustLoopback":       "edge.admin_trust_loopback",
 	"ServeOptions.MaxConnections":            "edge.max_connections",
 	"ServeOptions.MaxConnectionsPerClient":   "edge.max_connections_per_client",
+	"ServeOptions.TrustedProxies":            "edge.trusted_proxies",
 	"ServeOptions.ShutdownDelay":             "edge.shutdown_delay",
 	"ServeOptions.ShutdownTimeout":           "edge.shutdown_timeout",
 	"http.Server.Addr":                       "edge.listen",

@@ -16,7 +16,7 @@ var sampleValues = map[string]string{
 	"hard_timeout": "2001ms", "max_page_mb": "17", "max_props_mb": "2", "not_found_page": "gone", "lang": "fr",
 	"head": `"<link rel=icon href=/i.png>"`, "read_header_timeout": "6s", "read_timeout": "0s", "write_timeout": "31s",
 	"idle_timeout": "121s", "shutdown_timeout": "11s", "shutdown_delay": "3s", "max_header_bytes": "8192",
-	"max_connections": "99", "max_connections_per_client": "7", "log_level": "debug", "admin_token": "t0ken", "admin_trust_loopback": "true",
+	"max_connections": "99", "max_connections_per_client": "7", "trusted_proxies": `["10.0.0.0/8", "192.0.2.1"]`, "log_level": "debug", "admin_token": "t0ken", "admin_trust_loopback": "true",
 	"cache_max_mb": "257", "cache_max_entry_mb": "9", "cache_not_found_ttl": "0s", "cache_ttl_jitter": "0",
 	"cache_pass_ttl": "11s", "cache_ignore_query": "[]", "max_renders_in_flight": "65", "early_hints": "false",
 	"shared_cache_address": "redis://cache:6379/0", "shared_cache_timeout": "26ms",

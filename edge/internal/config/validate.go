@@ -19,6 +19,11 @@ func validate(c *Config) error {
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)})
 	}
+	for _, s := range e.TrustedProxies {
+		if _, err := parsePrefix(s); err != nil {
+			bad("edge.trusted_proxies", "want addresses or CIDR prefixes (10.0.0.0/8), got %q", s)
+		}
+	}
 	for key, addr := range map[string]string{"edge.listen": e.Listen, "edge.admin_listen": e.AdminListen} {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			bad(key, "want host:port, got %q", addr)

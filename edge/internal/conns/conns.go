@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 )
@@ -41,9 +42,10 @@ type Options struct {
 	// StalledAfter is how long a write must have been blocked for its connection to count as
 	// not reading. If zero, 1s.
 	StalledAfter time.Duration
-	// Exempt reports the addresses whose connections PerClient does not bound: proxies the
-	// operator trusts, which carry many clients' connections. Nil: none.
-	Exempt func(netip.Addr) bool
+	// Trusted are the proxies the operator trusts, which carry many clients' connections:
+	// PerClient does not bound theirs, and a request on one names its client in
+	// X-Forwarded-For (Conn.ClientOf). Nil: none.
+	Trusted []netip.Prefix
 	// Closed, if set, is told each connection refused or closed for another, with its
 	// reason: ReasonPerClient, ReasonStalled or ReasonIdle.
 	Closed func(reason string)
@@ -108,7 +110,7 @@ func (l *Listener) Accept() (net.Conn, error) {
 func (l *Listener) admit(c *Conn) (bool, error) {
 	for {
 		l.mu.Lock()
-		bounded := l.o.Exempt == nil || !l.o.Exempt(c.client)
+		bounded := !l.trusted(c.client)
 		if bounded && l.clients[c.client] >= l.o.PerClient {
 			victim := l.stalestLocked(func(v *Conn) bool { return v.client == c.client })
 			l.mu.Unlock()
@@ -170,6 +172,16 @@ func (l *Listener) stalestLocked(match func(*Conn) bool) *Conn {
 		return stalled
 	}
 	return idlest
+}
+
+// trusted reports whether a is a trusted proxy's address.
+func (l *Listener) trusted(a netip.Addr) bool {
+	for _, p := range l.o.Trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
 }
 
 // closeFor closes victim for a newcomer, and counts it if this closed it; its slot is free
@@ -251,6 +263,28 @@ type Conn struct {
 
 // Client is the connection's peer address (without its port).
 func (c *Conn) Client() netip.Addr { return c.client }
+
+// ClientOf is the client a request on c came from, given its X-Forwarded-For values: the
+// peer, unless the peer is a trusted proxy; then the rightmost forwarded address that is not
+// itself one (each proxy appends the address it heard from), or the peer if none is valid.
+func (c *Conn) ClientOf(forwardedFor []string) netip.Addr {
+	if !c.l.trusted(c.client) {
+		return c.client
+	}
+	for i := len(forwardedFor) - 1; i >= 0; i-- {
+		hops := strings.Split(forwardedFor[i], ",")
+		for j := len(hops) - 1; j >= 0; j-- {
+			a, err := netip.ParseAddr(strings.TrimSpace(hops[j]))
+			if err != nil {
+				return c.client // a hop we cannot read: nothing left of it can be trusted
+			}
+			if a = a.Unmap(); !c.l.trusted(a) {
+				return a
+			}
+		}
+	}
+	return c.client
+}
 
 // Stalled reports whether a write to c has been blocked for the listener's StalledAfter:
 // its client does not read.

@@ -213,7 +213,7 @@ func TestAtTheCapWithNoneToCloseTheNewcomerWaits(t *testing.T) {
 // by it, nor is an exempt (trusted proxy's) address.
 func TestPerClient(t *testing.T) {
 	exempt := netip.MustParseAddr("127.0.0.9")
-	r := newRig(t, Options{Max: 100, PerClient: 2, Exempt: func(a netip.Addr) bool { return a == exempt }})
+	r := newRig(t, Options{Max: 100, PerClient: 2, Trusted: []netip.Prefix{netip.PrefixFrom(exempt, 32)}})
 	r.dial("127.0.0.2")
 	stalledClient, stalled := r.dial("127.0.0.2")
 	r.stall(stalled)
@@ -253,5 +253,34 @@ func TestCloseWakesAWaitingAccept(t *testing.T) {
 	}
 	if accepted.Load() {
 		t.Error("a connection was accepted past the cap after Close")
+	}
+}
+
+// TestClientOf: a request's client is its connection's peer, or, on a trusted proxy's
+// connection, the rightmost X-Forwarded-For address that is not itself a trusted proxy.
+func TestClientOf(t *testing.T) {
+	trusted := []netip.Prefix{netip.MustParsePrefix("127.0.0.9/32"), netip.MustParsePrefix("10.0.0.0/8")}
+	r := newRig(t, Options{Max: 10, Trusted: trusted})
+	_, proxied := r.dial("127.0.0.9")
+	_, direct := r.dial("127.0.0.2")
+	for _, tc := range []struct {
+		name      string
+		conn      *Conn
+		forwarded []string
+		want      string
+	}{
+		{"a direct client's header is not read", direct, []string{"203.0.113.7"}, "127.0.0.2"},
+		{"through the proxy", proxied, []string{"203.0.113.7"}, "203.0.113.7"},
+		{"the rightmost untrusted hop", proxied, []string{"198.51.100.1, 203.0.113.7, 10.1.2.3"}, "203.0.113.7"},
+		{"over two headers", proxied, []string{"198.51.100.1", "203.0.113.7, 10.1.2.3"}, "203.0.113.7"},
+		{"a client cannot hide behind what it writes first", proxied, []string{"10.9.9.9, 203.0.113.7"}, "203.0.113.7"},
+		{"an IPv4 client over IPv6", proxied, []string{"::ffff:203.0.113.7"}, "203.0.113.7"},
+		{"no header: the proxy", proxied, nil, "127.0.0.9"},
+		{"only trusted hops: the proxy", proxied, []string{"10.0.0.1"}, "127.0.0.9"},
+		{"an unreadable hop: the proxy", proxied, []string{"203.0.113.7, junk"}, "127.0.0.9"},
+	} {
+		if got := tc.conn.ClientOf(tc.forwarded); got.String() != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

@@ -143,10 +143,11 @@ func (e *encoderHolds) release(h *encoderHold) {
 	}
 }
 
-// requestClient is the address r came from: its connection's peer.
+// requestClient is the address r came from: its connection's peer, or the client a trusted
+// proxy forwarded it for.
 func requestClient(r *http.Request) netip.Addr {
 	if c, ok := conns.FromContext(r.Context()); ok {
-		return c.Client()
+		return c.ClientOf(r.Header.Values("X-Forwarded-For"))
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,11 +19,16 @@ import (
 // slowReaders opens n connections to addr, each from its own loopback address (127.0.0.first
 // on), or all from one when first is negative, and on each pipelines requests for a large
 // page with a nonce, compressed, and never reads: each holds an encoder once its response
-// fills the socket's buffers.
-func slowReaders(t *testing.T, addr string, n, first int) {
+// fills the socket's buffers. With forwarded, each connection's requests say they are
+// forwarded for a client of its own (X-Forwarded-For: 203.0.113.i).
+func slowReaders(t *testing.T, addr string, n, first int, forwarded bool) {
 	t.Helper()
-	req := "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nX-Test-Nonce: slow\r\n\r\n"
 	for i := range n {
+		req := "GET / HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\nX-Test-Nonce: slow\r\n"
+		if forwarded {
+			req += fmt.Sprintf("X-Forwarded-For: 203.0.113.%d\r\n", i+1)
+		}
+		req += "\r\n"
 		from := "127.0.0.200"
 		if first >= 0 {
 			from = fmt.Sprintf("127.0.0.%d", first+i)
@@ -53,14 +59,15 @@ func stalledHolders() (held, stalled int) {
 	return held, stalled
 }
 
-// serveAccounted serves s's handler over a conns.Listener, as ListenAndServe does.
-func serveAccounted(t *testing.T, h http.Handler) string {
+// serveAccounted serves s's handler over a conns.Listener, as ListenAndServe does, trusting
+// the proxies at trusted.
+func serveAccounted(t *testing.T, h http.Handler, trusted ...netip.Prefix) string {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := conns.Listen(smallSendBuffers{inner}, conns.Options{Max: 1000, StalledAfter: 50 * time.Millisecond})
+	ln := conns.Listen(smallSendBuffers{inner}, conns.Options{Max: 1000, StalledAfter: 50 * time.Millisecond, Trusted: trusted})
 	srv := &http.Server{Handler: h, ConnContext: conns.ConnContext, ConnState: conns.ConnState, WriteTimeout: time.Minute}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
@@ -84,25 +91,32 @@ func (l smallSendBuffers) Accept() (net.Conn, error) {
 // uncompressed until write_timeout). A client holds at most its share, and a response that
 // finds every encoder held takes one back from the client that stopped reading longest ago.
 func TestSlowReadersDoNotTurnCompressionOffForOthers(t *testing.T) {
+	proxy := netip.MustParsePrefix("127.0.0.200/32")
 	for _, tc := range []struct {
 		name       string
-		first      int // each from its own address from 127.0.0.first, or -1: all from one
+		first      int  // each from its own address from 127.0.0.first, or -1: all from 127.0.0.200
+		forwarded  bool // 127.0.0.200 is a trusted proxy, and each connection a client of its own
 		wantHeld   int
 		reclaimed  float64
 		perClient  float64
 		slowClient string // one more request from this address: its answer's Content-Encoding
 		wantSlow   string
 	}{
-		{"16 from one address hold their share", -1, maxStreamEncodersPerClient, 0, 1, "127.0.0.200", ""},
-		{"16 from 16 addresses hold them all, one is taken back", 10, maxStreamEncoders, 1, 0, "", ""},
+		{"16 from one address hold their share", -1, false, maxStreamEncodersPerClient, 0, 1, "127.0.0.200", ""},
+		{"16 from 16 addresses hold them all, one is taken back", 10, false, maxStreamEncoders, 1, 0, "", ""},
+		{"16 clients through a trusted proxy hold them all, one is taken back", -1, true, maxStreamEncoders, 1, 0, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			encodersFree(t)
 			s := noncedStack(t, 256<<10)
-			addr := serveAccounted(t, s.handler)
+			var trusted []netip.Prefix
+			if tc.forwarded {
+				trusted = append(trusted, proxy)
+			}
+			addr := serveAccounted(t, s.handler, trusted...)
 			reclaimed := testutil.ToFloat64(encodersReclaimed)
 			perClient := testutil.ToFloat64(encodersRefused.WithLabelValues(encoderRefusedPerClient))
-			slowReaders(t, addr, 16, tc.first)
+			slowReaders(t, addr, 16, tc.first, tc.forwarded)
 			waitUntil(t, "the slow readers' responses to stall", func() bool {
 				held, stalled := stalledHolders()
 				return held == tc.wantHeld && stalled == tc.wantHeld
