@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 		return err
 	}
 	defer pages.Close()
-	handler := pages.Wrap(routes(pages, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}, *failIsland))
+	handler := pages.Wrap(routes(pages, log, db, reviewsService{delay: *reviewsDelay, url: *reviewsURL}, *failIsland))
 	if *csp {
 		handler = withCSP(handler)
 	}
@@ -94,19 +94,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go
 // and hand it to the React pages as props; the about page is a Go template with islands.
-func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService, failIsland bool) *http.ServeMux {
+func routes(pages *ssr.Server, log *slog.Logger, db *catalog.Store, reviews reviewsService, failIsland bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /assets/", pages.Assets())
-	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
-		Route: "GET /{$}",
-		Cache: ssr.CachePolicy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
-		Load: ssr.Typed(func(r *http.Request) (catalog.ListingProps, ssr.Result, error) {
-			page := catalog.ListingPage(r.URL.Query().Get("page"))
-			products, err := db.Listing(r.Context(), page)
-			return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
-		}),
-	}))
-	productCache := ssr.CachePolicy{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}}
+	loadListing := func(r *http.Request) (catalog.ListingProps, ssr.Result, error) {
+		page := catalog.ListingPage(r.URL.Query().Get("page"))
+		products, err := db.Listing(r.Context(), page)
+		return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
+	}
 	loadProduct := func(r *http.Request) (productProps, ssr.Result, error) {
 		id, ok := productID(r.PathValue("id"))
 		if !ok {
@@ -118,6 +113,13 @@ func routes(pages *ssr.Server, db *catalog.Store, reviews reviewsService, failIs
 		}
 		return productProps{Product: *product, Related: related}, ssr.Result{}, nil
 	}
+	apiRoutes(mux, log, loadListing, loadProduct, reviews)
+	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
+		Route: "GET /{$}",
+		Cache: ssr.CachePolicy{TTL: time.Minute, StaleWhileRevalidate: time.Minute, StaleIfError: 10 * time.Minute, Query: []string{"page"}},
+		Load:  ssr.Typed(loadListing),
+	}))
+	productCache := ssr.CachePolicy{TTL: 5 * time.Minute, StaleWhileRevalidate: 5 * time.Minute, StaleIfError: time.Hour, Query: []string{}}
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
 		Route: "GET /products/{id}", Cache: productCache, Load: ssr.Typed(loadProduct),
 	}))
