@@ -37,7 +37,8 @@ import { after, before, describe, test } from 'node:test';
 import { assertNoProblems, OWNED_BY_REACT, openPage, parseDocument, settle } from '../app/test/browser.js';
 import {
   alive, BUILD_ARGS, BUNDLE_REFRESH_MS, cspNonce, INSTALL_MS, killGroup, linkedAssets, missingPrerequisite, NODE_PATH_ENV,
-  poll, READY_MS, RELOAD_MS, run, startProcess, startShop, STEP_MS, stopProcess, stopShop, tail, waitExit, withLogsOf,
+  poll, READY_MS, RELOAD_MS, reserveOnce, run, startProcess, startShop, STEP_MS, stopProcess, stopShop, tail, waitExit,
+  withLogsOf,
 } from './harness.js';
 
 /** The router the team picked, at the version it got. */
@@ -152,14 +153,7 @@ describe('a Go team adopts sidecar-ssr from its own repository', { timeout: 300_
       for (const tag of html.match(/<script\b[^>]*>/g) ?? []) {
         if (!tag.includes('type="application/json"')) assert.ok(tag.includes(`nonce="${nonce}"`), `${tag} lacks the response's nonce`);
       }
-      const button = '[data-testid="reserve"]';
-      await poll(
-        () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${button}'))`),
-        STEP_MS,
-        () => `React never took over the island (not hydrated); the browser reported:\n${problems.join('\n') || '(nothing)'}\n`,
-      );
-      await page.locator(button).click();
-      await poll(async () => /^2 more teapot/.test(await page.locator('[data-testid="stock"]').textContent() ?? ''), STEP_MS, () => 'the island did not count the click');
+      await reserveOnce(page, problems);
       await settle(page);
       assertNoProblems(problems, '/orders/1/receipt');
     } finally {

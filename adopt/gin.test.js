@@ -20,10 +20,10 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { OWNED_BY_REACT, openPage } from '../app/test/browser.js';
+import { openPage } from '../app/test/browser.js';
 import {
-  BUILD_ARGS, cspNonce, INSTALL_MS, linkedAssets, missingPrerequisite, NODE_PATH_ENV, poll, READY_MS, run, startShop,
-  STEP_MS, stopShop, waitExit, withLogsOf,
+  BUILD_ARGS, cspNonce, INSTALL_MS, linkedAssets, missingPrerequisite, NODE_PATH_ENV, poll, READY_MS, reserveOnce, run,
+  startShop, STEP_MS, stopShop, waitExit, withLogsOf,
 } from './harness.js';
 
 /** The router the team picked, at the version it got. */
@@ -78,14 +78,7 @@ describe('a Go team on Gin adopts sidecar-ssr from its own repository', { timeou
     const { context, page, response, problems } = await openPage(browser, `${shop.baseURL}/orders/1/receipt`, { stepMs: STEP_MS });
     try {
       assert.equal(response.status(), 200);
-      const button = '[data-testid="reserve"]';
-      await poll(
-        () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${button}'))`),
-        STEP_MS,
-        () => `React never took over the island (not hydrated); the browser reported:\n${problems.join('\n') || '(nothing)'}\n`,
-      );
-      await page.locator(button).click();
-      await poll(async () => /^2 more teapot/.test(await page.locator('[data-testid="stock"]').textContent() ?? ''), STEP_MS, () => 'the island did not count the click');
+      await reserveOnce(page, problems);
       assert.deepEqual(problems, [], 'the browser reported problems');
     } finally {
       await context.close();

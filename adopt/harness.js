@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { CHROMIUM, CHROMIUM_ARGS } from '../app/test/browser.js';
+import { CHROMIUM, CHROMIUM_ARGS, OWNED_BY_REACT } from '../app/test/browser.js';
 
 export const repoDir = path.resolve(import.meta.dirname, '..');
 /** The React app both shops use, and the chi shop's Go server. */
@@ -83,6 +83,23 @@ export function startProcess(name, file, args, { cwd, env = {} } = {}) {
     });
   });
   return proc;
+}
+
+/**
+ * The receipt page's island, hydrated: React owns its button, and a click counts (the
+ * teapots left go from 3 to 2).
+ * @param {import('playwright-core').Page} page
+ * @param {string[]} problems what the browser reported so far, for the failure message
+ */
+export async function reserveOnce(page, problems) {
+  const button = '[data-testid="reserve"]';
+  await poll(
+    () => page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('${button}'))`),
+    STEP_MS,
+    () => `React never took over the island (not hydrated); the browser reported:\n${problems.join('\n') || '(nothing)'}\n`,
+  );
+  await page.locator(button).click();
+  await poll(async () => /^2 more teapot/.test(await page.locator('[data-testid="stock"]').textContent() ?? ''), STEP_MS, () => 'the island did not count the click');
 }
 
 /** The last lines of a process's output, for failure messages. */

@@ -17,6 +17,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -154,18 +155,16 @@ func (l *Listener) admit(c *Conn) (bool, error) {
 func (l *Listener) stalestLocked(match func(*Conn) bool) *Conn {
 	now := l.o.Now()
 	var stalled, idlest *Conn
+	var stalledSince, idleSince time.Time
 	for c := range l.live {
 		if match != nil && !match(c) {
 			continue
 		}
-		c.mu.Lock()
-		writing, idleSince := c.writingSince, c.idleSince
-		c.mu.Unlock()
-		if !writing.IsZero() && now.Sub(writing) >= l.o.StalledAfter && (stalled == nil || writing.Before(stalled.since())) {
-			stalled = c
+		if since := c.StalledSince(); !since.IsZero() && now.Sub(since) >= l.o.StalledAfter && (stalled == nil || since.Before(stalledSince)) {
+			stalled, stalledSince = c, since
 		}
-		if !idleSince.IsZero() && now.Sub(idleSince) >= l.o.StalledAfter && (idlest == nil || idleSince.Before(idlest.idle())) {
-			idlest = c
+		if since := load(&c.idleSince); !since.IsZero() && now.Sub(since) >= l.o.StalledAfter && (idlest == nil || since.Before(idleSince)) {
+			idlest, idleSince = c, since
 		}
 	}
 	if stalled != nil {
@@ -223,8 +222,8 @@ func (l *Listener) Close() error {
 	return l.Listener.Close()
 }
 
-// Open is the number of connections open, and of the client at addr.
-func (l *Listener) Open(addr netip.Addr) (total, client int) {
+// open is the number of connections open, and of the client at addr.
+func (l *Listener) open(addr netip.Addr) (total, client int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.live), l.clients[addr]
@@ -237,16 +236,12 @@ func ConnState(c net.Conn, state http.ConnState) {
 	if !ok {
 		return
 	}
-	cc.mu.Lock()
-	if state == http.StateIdle {
-		cc.idleSince = cc.l.o.Now()
-	} else {
-		cc.idleSince = time.Time{}
+	if state != http.StateIdle {
+		cc.idleSince.Store(0)
+		return
 	}
-	cc.mu.Unlock()
-	if state == http.StateIdle {
-		cc.l.wake() // a newcomer waiting at the cap may take its slot now
-	}
+	store(&cc.idleSince, cc.l.o.Now())
+	cc.l.wake() // a newcomer waiting at the cap may take its slot now
 }
 
 // Conn is one accounted connection.
@@ -256,9 +251,19 @@ type Conn struct {
 	client       netip.Addr
 	closeOnce    sync.Once
 	closeErr     error
-	mu           sync.Mutex
-	writingSince time.Time // the start of a write still blocked, guarded by mu
-	idleSince    time.Time // since when it is idle between requests, guarded by mu
+	writingSince atomic.Int64 // the start of a write still blocked (Unix ns; 0: none): each Write sets it
+	idleSince    atomic.Int64 // since when it is idle between requests (Unix ns; 0: not idle)
+}
+
+// store and load keep a time in an atomic.Int64, 0 for none: each Write marks its start
+// there, so no lock is taken on the write path.
+func store(v *atomic.Int64, t time.Time) { v.Store(t.UnixNano()) }
+
+func load(v *atomic.Int64) time.Time {
+	if ns := v.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
 }
 
 // Client is the connection's peer address (without its port).
@@ -291,35 +296,19 @@ func (c *Conn) ClientOf(forwardedFor []string) netip.Addr {
 func (c *Conn) Stalled() bool { return c.stalledAt(c.l.o.Now(), c.l.o.StalledAfter) }
 
 // StalledSince is when c's blocked write began, zero if it has none.
-func (c *Conn) StalledSince() time.Time { return c.since() }
+func (c *Conn) StalledSince() time.Time { return load(&c.writingSince) }
 
 func (c *Conn) stalledAt(now time.Time, after time.Duration) bool {
-	since := c.since()
+	since := c.StalledSince()
 	return !since.IsZero() && now.Sub(since) >= after
-}
-
-func (c *Conn) since() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.writingSince
-}
-
-func (c *Conn) idle() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.idleSince
 }
 
 // Write marks c as writing until the write returns: a write that stays blocked is a client
 // that does not read.
 func (c *Conn) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	c.writingSince = c.l.o.Now()
-	c.mu.Unlock()
+	store(&c.writingSince, c.l.o.Now())
 	n, err := c.Conn.Write(p)
-	c.mu.Lock()
-	c.writingSince = time.Time{}
-	c.mu.Unlock()
+	c.writingSince.Store(0)
 	return n, err
 }
 

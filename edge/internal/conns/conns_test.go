@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // fakeClock is a clock the test moves.
@@ -99,7 +101,7 @@ func (r *rig) dialOnly(from string) net.Conn {
 func (r *rig) stall(c *Conn) {
 	r.t.Helper()
 	go c.Write(bytes.Repeat([]byte("x"), 64<<20))
-	waitFor(r.t, "a write to begin", func() bool { return !c.StalledSince().IsZero() })
+	poll.Until(r.t, "a write to begin", func() bool { return !c.StalledSince().IsZero() })
 }
 
 func (r *rig) count(reason string) int {
@@ -116,16 +118,6 @@ func closedByServer(t *testing.T, client net.Conn) bool {
 	_, err := io.Copy(io.Discard, client)
 	var ne net.Error
 	return !(errors.As(err, &ne) && ne.Timeout())
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestAtTheCapTheStalestNonReaderGoes: a newcomer at the cap takes the slot of the connection
@@ -148,7 +140,7 @@ func TestAtTheCapTheStalestNonReaderGoes(t *testing.T) {
 	if got := r.count(ReasonStalled); got != 1 {
 		t.Errorf("closed as stalled: %d, want 1", got)
 	}
-	if total, _ := r.l.Open(netip.Addr{}); total != 3 {
+	if total, _ := r.l.open(netip.Addr{}); total != 3 {
 		t.Errorf("open: %d, want 3", total)
 	}
 	// The reading client and the newcomer are served.
@@ -233,7 +225,7 @@ func TestPerClient(t *testing.T) {
 	for range 5 {
 		r.dial("127.0.0.9")
 	}
-	if _, n := r.l.Open(exempt); n != 5 {
+	if _, n := r.l.open(exempt); n != 5 {
 		t.Errorf("the exempt address holds %d connections, want 5", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/conns"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/poll"
 )
 
 // slowReaders opens n connections to addr, each from its own loopback address (127.0.0.first
@@ -117,7 +118,7 @@ func TestSlowReadersDoNotTurnCompressionOffForOthers(t *testing.T) {
 			reclaimed := testutil.ToFloat64(encodersReclaimed)
 			perClient := testutil.ToFloat64(encodersRefused.WithLabelValues(encoderRefusedPerClient))
 			slowReaders(t, addr, 16, tc.first, tc.forwarded)
-			waitUntil(t, "the slow readers' responses to stall", func() bool {
+			poll.Until(t, "the slow readers' responses to stall", func() bool {
 				held, stalled := stalledHolders()
 				return held == tc.wantHeld && stalled == tc.wantHeld
 			})
@@ -158,20 +159,9 @@ func TestSlowReadersDoNotTurnCompressionOffForOthers(t *testing.T) {
 // test's closed connections give theirs back as their handlers return.
 func encodersFree(t *testing.T) {
 	t.Helper()
-	waitUntil(t, "every encoder given back", func() bool {
+	poll.Until(t, "every encoder given back", func() bool {
 		encoders.mu.Lock()
 		defer encoders.mu.Unlock()
 		return len(encoders.held) == 0
 	})
-}
-
-// waitUntil polls cond until it holds (a condition, not a duration: the deadline only bounds
-// a failing test).
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 30 s", what)
-		}
-	}
 }
