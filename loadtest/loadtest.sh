@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make loadtest SCENARIO=<name> [RATE=..] [DURATION=..] [PAGE_PATH=..]
-#   pareto: [CONNECTIONS=1,10,..] [STEP_SECONDS=8] [REVIEWS_DELAY_MS=200]
+#   pareto: [TARGET=stack|shop|next|rr|inertia] [CONNECTIONS=1,10,..] [STEP_SECONDS=8] [REVIEWS_DELAY_MS=200]
 #   slow-clients: [SLOW_CLIENTS=50] [SLOW_MS=5000] [SETTLE_SECONDS=5]
 #   hostile-mix: [SETTLE_SECONDS=5] (the demo shop with -csp, attackers from lib/hostile.mjs)
 # Starts the stack (built bundles, production-like config, no debug), waits for readiness,
@@ -29,13 +29,27 @@ edge:
 YAML
     ;;
   pareto)
-    # The fixture bundle's pareto page (load() awaits ?ms=, then renders 10 items) and the demo's streamed
-    # reviews page (in the fixture bundle too), neither cached: every request renders. The soft
-    # deadline is past the health bound (500 ms), so that a slow render is timed as what it
-    # took rather than cut short into a fallback.
-    export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
+    target=${TARGET:-stack}
     export SSR_DEMO_REVIEWS_DELAY_MS=${REVIEWS_DELAY_MS:-200}
-    cat > "$SSR_CONFIG" <<'YAML'
+    case $target in
+      stack) ;;
+      # The shop's streamed reviews page, its reviews a deferred value from its Go loader after
+      # the delay, uncached (the load tool sends Authorization).
+      shop) PAGE_PATH=${PAGE_PATH:-/products/1/reviews} ;;
+      # The frameworks a Go team would otherwise run (bench/contenders/, make bench builds
+      # them): their streamed reviews page, its reviews fetched from the shop's API after the
+      # delay; the Inertia-style one has no streaming and no wait: its product page.
+      next|rr) PAGE_PATH=${PAGE_PATH:-/products/1/reviews} ;;
+      inertia) PAGE_PATH=${PAGE_PATH:-/products/1} ;;
+      *) echo "loadtest: pareto has no target '$target' (stack, shop, next, rr, inertia)" >&2; exit 2 ;;
+    esac
+    if [ "$target" = stack ]; then
+      # The fixture bundle's pareto page (load() awaits ?ms=, then renders 10 items) and the demo's streamed
+      # reviews page (in the fixture bundle too), neither cached: every request renders. The soft
+      # deadline is past the health bound (500 ms), so that a slow render is timed as what it
+      # took rather than cut short into a fallback.
+      export SSR_RENDERER_BUNDLE=renderer/test/fixtures/dist/server.js SSR_CONFIG="$work/ssr.yaml"
+      cat > "$SSR_CONFIG" <<'YAML'
 edge:
   render_timeout: 1s
   # The page's own load() waits in the renderer, and the edge cannot tell that wait from
@@ -45,6 +59,7 @@ edge:
     - {pattern: "GET /pareto", page: pareto}
     - {pattern: "GET /products/{id}/reviews", page: product-reviews, stream: true}
 YAML
+    fi
     ;;
   slow-clients)
     # The slow pages' reviews arrive after SLOW_MS; their responses are held open for the whole
@@ -59,18 +74,32 @@ edge:
 YAML
     ;;
 esac
-if [ "$scenario" = hostile-mix ]; then
-  start_shop -csp -render-timeout 150ms
-  edge_pid=$shop_pid
-else
-  start_stack
-fi
+# The processes whose CPU the report gives (Go, Node), by PID.
+cpu() { "$node" -e 'const t = require("node:child_process").execFileSync("getconf", ["CLK_TCK"]);
+  const f = require("node:fs").readFileSync(`/proc/${process.argv[1]}/stat`, "utf8").split(") ")[1].split(" ");
+  console.log((Number(f[11]) + Number(f[12])) / Number(t));' "$1"; }
+cpu_labels='["edge", "renderer"]'
+case ${target:-stack} in
+  stack)
+    if [ "$scenario" = hostile-mix ]; then
+      start_shop -csp -render-timeout 150ms
+      edge_pid=$shop_pid
+    else
+      start_stack
+    fi
+    base_url=http://$EDGE go_pid=$edge_pid node_pid=$renderer_pid ;;
+  shop)
+    start_shop -reviews-delay "${SSR_DEMO_REVIEWS_DELAY_MS}ms"
+    base_url=http://$EDGE go_pid=$shop_pid node_pid=$renderer_pid cpu_labels='["the shop", "renderer"]' ;;
+  *)
+    start_framework "$target"
+    base_url=$url go_pid=${processes[0]#*=} node_pid=${processes[1]#*=}
+    cpu_labels="[\"$([ "$target" = inertia ] && echo 'Go handlers' || echo "the shop's JSON API")\", \"$target's Node server\"]" ;;
+esac
+edge_cpu_before=$(cpu "$go_pid")
+renderer_cpu_before=$(cpu "$node_pid")
 
-cpu() { metric_at "$1" process_cpu_seconds_total; }
-edge_cpu_before=$(cpu "http://$ADMIN/metrics")
-renderer_cpu_before=$(cpu "http://$RENDERER_HTTP/metrics")
-
-k6_env=(-e "BASE_URL=http://$EDGE" -e "RESULTS_DIR=$dir")
+k6_env=(-e "BASE_URL=$base_url" -e "RESULTS_DIR=$dir")
 [ -n "${RATE:-}" ] && k6_env+=(-e "RATE=$RATE")
 [ -n "${DURATION:-}" ] && k6_env+=(-e "DURATION=$DURATION")
 [ -n "${PAGE_PATH:-}" ] && k6_env+=(-e "PAGE_PATH=$PAGE_PATH")
@@ -95,6 +124,7 @@ if [ "$scenario" = chaos ]; then
   killed_at=$(date +%s%3N)
   sleep 5
   start_renderer
+  node_pid=$renderer_pid
   restarted_at=$(date +%s%3N)
   extra="{\"renderer_killed_epoch_ms\": $killed_at, \"renderer_restarted_epoch_ms\": $restarted_at}"
   renderer_cpu_before=0 # a new process: its counter starts at zero
@@ -111,9 +141,10 @@ if [ "$scenario" = hostile-mix ]; then
   echo "the shop's largest resident memory: $(sort -n "$dir/rss-kb.txt" | tail -1 | awk '{printf "%.1f MB", $1/1024}') (its pod limit: 384 Mi)"
 fi
 
-edge_cpu=$("$node" -p "$(cpu "http://$ADMIN/metrics") - $edge_cpu_before")
-renderer_cpu=$("$node" -p "$(cpu "http://$RENDERER_HTTP/metrics") - $renderer_cpu_before")
-renderer_metrics=$(fetch_text "http://$RENDERER_HTTP/metrics")
+edge_cpu=$("$node" -p "$(cpu "$go_pid") - $edge_cpu_before")
+renderer_cpu=$("$node" -p "$(cpu "$node_pid") - $renderer_cpu_before")
+renderer_metrics=$([ -n "${RENDERER_HTTP:-}" ] && fetch_text "http://$RENDERER_HTTP/metrics" || true)
+extra=$("$node" -p 'JSON.stringify({ ...JSON.parse(process.argv[1]), cpu_of: JSON.parse(process.argv[2]), target: process.argv[3] })' "$extra" "$cpu_labels" "${target:-stack}")
 if [ "$scenario" = cache-mix ]; then
   # What the cache had for the run's page requests (edge_cache_requests_total, all routes).
   fetch_text "http://$ADMIN/metrics" | "$node" -e "

@@ -76,6 +76,49 @@ start_shop() {
   wait_for "shop ready" http_ok "http://$ADMIN/readyz"
 }
 
+# The frameworks a Go team would otherwise put beside its Go API (bench/contenders/: Next.js,
+# React Router, an Inertia-style SSR server), rendering the demo's pages on $FRAMEWORK.
+FRAMEWORK=127.0.0.1:18084
+API=127.0.0.1:18087
+INERTIA_SSR=127.0.0.1:13714
+
+# start_api: the demo shop serving its catalog as JSON on $API (/api/...), the reviews after
+# SSR_DEMO_REVIEWS_DELAY_MS (300), with one P as start_shop's; no renderer: none of its own
+# pages is asked for. Sets $api_pid.
+start_api() {
+  bin/shop -seed -db "$work/shop.db"
+  GOMAXPROCS=$EDGE_GOMAXPROCS bin/shop -listen "$API" -admin-listen 127.0.0.1:19187 -db "$work/shop.db" \
+    -renderer "unix://$work/no-renderer.sock" -reviews-delay "${SSR_DEMO_REVIEWS_DELAY_MS:-300}ms" > "$work/api.log" 2>&1 & api_pid=$!
+  pids+=($api_pid)
+  wait_for "the shop's API" http_ok "http://$API/api/products/1"
+}
+
+# start_framework NAME: the contender NAME (next, rr, inertia), built by make bench, on
+# $FRAMEWORK: next and rr over start_api, the Inertia-style one as its Go handlers (reading the
+# shop's database themselves) posting to its SSR server. Sets $url and $processes (LABEL=PID,
+# for bench/thread-cpu.mjs: "node" the framework's Node server, "api" the shop's Go API, "go"
+# the Inertia-style Go handlers).
+start_framework() {
+  local dir=bench/contenders/$1 pid
+  case $1 in
+    next|rr)
+      start_api
+      NODE=$PWD/$node PORT=${FRAMEWORK##*:} API_URL=http://$API "$dir/start.sh" > "$work/$1.log" 2>&1 & pid=$!
+      pids+=($pid)
+      processes=("api=$api_pid" "node=$pid") ;;
+    inertia)
+      bin/shop -seed -db "$work/shop.db"
+      NODE=$PWD/$node INERTIA_SSR_PORT=${INERTIA_SSR##*:} "$dir/start.sh" > "$work/inertia-ssr.log" 2>&1 & pid=$!
+      pids+=($pid)
+      GOMAXPROCS=$EDGE_GOMAXPROCS bin/inertia-front -listen "$FRAMEWORK" -db "$work/shop.db" -ssr "http://$INERTIA_SSR" > "$work/inertia.log" 2>&1 &
+      pids+=($!)
+      processes=("go=$!" "node=$pid") ;;
+    *) echo "start_framework: no contender '$1' (have next, rr, inertia)" >&2; return 1 ;;
+  esac
+  url=http://$FRAMEWORK
+  wait_for "$1 ready" http_ok "$url/products/1"
+}
+
 # metric NAME [LABEL-SUBSTRING...]: the sum of the edge's samples of NAME that match.
 metric() { metric_at "http://$ADMIN/metrics" "$@"; }
 

@@ -36,13 +36,21 @@ if (!(encoding in ACCEPT_ENCODINGS)) throw new Error(`ENCODING=${encoding}: want
 const ACCEPT_ENCODING = ACCEPT_ENCODINGS[encoding];
 
 /**
+ * Every page request says it is a browser: the frameworks make bench runs beside the stack
+ * hold a streamed page back to its end for what they take for a bot (React Router's default
+ * server entry asks isbot, which says yes to k6's own "Grafana k6/…"), and users are browsers.
+ */
+export const BROWSER_USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/140.0.0.0 Safari/537.36';
+
+/**
  * GET path and record how it was answered.
  * @param {string} path
  * @param {object} [params] k6 request params (headers, tags); their Accept-Encoding, if any,
  *   wins over ENCODING's
  */
 export function page(path, params = {}) {
-  if (ACCEPT_ENCODING) params = { ...params, headers: { 'Accept-Encoding': ACCEPT_ENCODING, ...params.headers } };
+  const headers = ACCEPT_ENCODING ? { 'Accept-Encoding': ACCEPT_ENCODING } : {};
+  params = { ...params, headers: { 'User-Agent': BROWSER_USER_AGENT, ...headers, ...params.headers } };
   const res = http.get(BASE_URL + path, params);
   const reason = res.headers['X-Ssr-Fallback'];
   const tags = params.tags || {};

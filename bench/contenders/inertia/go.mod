@@ -1,0 +1,28 @@
+module github.com/sidecar-ssr/sidecar-ssr/bench/contenders/inertia
+
+go 1.26.0
+
+require (
+	github.com/klauspost/compress v1.20.3
+	github.com/petaki/inertia-go v1.11.0
+	github.com/sidecar-ssr/sidecar-ssr/shop v0.0.0
+)
+
+require (
+	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/mattn/go-isatty v0.0.24 // indirect
+	github.com/ncruces/go-strftime v1.1.0 // indirect
+	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	modernc.org/libc v1.79.0 // indirect
+	modernc.org/mathutil v1.7.1 // indirect
+	modernc.org/memory v1.12.1 // indirect
+	modernc.org/sqlite v1.61.1 // indirect
+)
+
+// The shop's catalog from this tree (the shop module needs the edge module's, too).
+replace (
+	github.com/sidecar-ssr/sidecar-ssr/edge => ../../../edge
+	github.com/sidecar-ssr/sidecar-ssr/shop => ../../../shop
+)
