@@ -18,7 +18,7 @@ func apiRoutes(mux *http.ServeMux, log *slog.Logger, loadListing func(*http.Requ
 	mux.Handle("GET /api/listing", apiHandler(log, loadListing))
 	mux.Handle("GET /api/products/{id}", apiHandler(log, loadProduct))
 	mux.Handle("GET /api/products/{id}/reviews", apiHandler(log, func(r *http.Request) ([]catalog.Review, ssr.Result, error) {
-		id, ok := productID(r.PathValue("id"))
+		id, ok := catalog.ProductID(r.PathValue("id"))
 		if !ok {
 			return nil, ssr.Result{NotFound: true}, nil
 		}

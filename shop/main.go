@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"regexp"
 	"strconv"
 	"syscall"
 	"time"
@@ -103,7 +102,7 @@ func routes(pages *ssr.Server, log *slog.Logger, db *catalog.Store, reviews revi
 		return catalog.ListingProps{Page: page, PageCount: catalog.PageCount, Products: products}, ssr.Result{}, err
 	}
 	loadProduct := func(r *http.Request) (productProps, ssr.Result, error) {
-		id, ok := productID(r.PathValue("id"))
+		id, ok := catalog.ProductID(r.PathValue("id"))
 		if !ok {
 			return productProps{}, ssr.Result{NotFound: true}, nil
 		}
@@ -185,15 +184,4 @@ func (s reviewsService) of(ctx context.Context, id int) ([]catalog.Review, error
 		return nil, fmt.Errorf("reviews service: %s", resp.Status)
 	}
 	return catalog.Reviews(id), nil
-}
-
-var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
-
-// productID accepts only canonical decimal ids ("42", not "042" or "4.2").
-func productID(param string) (int, bool) {
-	if !canonicalID.MatchString(param) {
-		return 0, false
-	}
-	id, _ := strconv.Atoi(param)
-	return id, id >= catalog.MinID && id <= catalog.MaxID
 }

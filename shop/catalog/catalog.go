@@ -6,6 +6,7 @@ package catalog
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +40,18 @@ func ListingPage(query string) int {
 		return n
 	}
 	return 1
+}
+
+var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
+
+// ProductID is the id in a product URL's {id} when it names a product of the catalog: only
+// canonical decimal ids ("42", not "042" or "4.2").
+func ProductID(param string) (int, bool) {
+	if !canonicalID.MatchString(param) {
+		return 0, false
+	}
+	id, _ := strconv.Atoi(param)
+	return id, id >= MinID && id <= MaxID
 }
 
 // Product is one catalog entry, as the pages take it.

@@ -19,8 +19,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"regexp"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -104,7 +102,7 @@ func run(ctx context.Context, args []string) error {
 		render(w, r, http.StatusOK, "Home", map[string]any{"page": page, "pageCount": catalog.PageCount, "products": products})
 	})
 	mux.HandleFunc("GET /products/{id}", func(w http.ResponseWriter, r *http.Request) {
-		id, ok := productID(r.PathValue("id"))
+		id, ok := catalog.ProductID(r.PathValue("id"))
 		if !ok {
 			notFound(w, r)
 			return
@@ -209,15 +207,3 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection.
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-var canonicalID = regexp.MustCompile(`^[1-9][0-9]{0,5}$`)
-
-// productID accepts what the shop's product routes accept: canonical decimal ids of the
-// catalog ("42", not "042" or "4.2").
-func productID(param string) (int, bool) {
-	if !canonicalID.MatchString(param) {
-		return 0, false
-	}
-	id, _ := strconv.Atoi(param)
-	return id, id >= catalog.MinID && id <= catalog.MaxID
-}
