@@ -1,5 +1,6 @@
 // The demo's head functions (homeHead, productHead, notFoundHead in app/src/pages) as Next
 // metadata: the same titles and descriptions.
+import { getProduct } from './api.js';
 
 export function listingMetadata(listing) {
   const page = listing?.page ?? 1;
@@ -19,4 +20,10 @@ export const notFoundMetadata = {
 export function productMetadata(props) {
   if (!props) return notFoundMetadata;
   return { title: `${props.product.name} | Sidecar Shop`, description: props.product.description };
+}
+
+/** The product pages' generateMetadata (the page and its reviews): one API call with the page's, through cache(). */
+export async function productPageMetadata({ params }) {
+  const { id } = await params;
+  return productMetadata(await getProduct(id));
 }

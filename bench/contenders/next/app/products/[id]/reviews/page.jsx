@@ -1,14 +1,11 @@
 import { notFound } from 'next/navigation';
 import { getProduct, getReviews } from '../../../../lib/api.js';
 import { ProductReviews } from '../../../../lib/demo.jsx';
-import { productMetadata } from '../../../../lib/head.js';
+import { productPageMetadata } from '../../../../lib/head.js';
 
 export const dynamic = 'force-dynamic';
 
-export async function generateMetadata({ params }) {
-  const { id } = await params;
-  return productMetadata(await getProduct(id));
-}
+export const generateMetadata = productPageMetadata;
 
 export default async function Page({ params }) {
   const { id } = await params;
