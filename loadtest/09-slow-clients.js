@@ -17,30 +17,30 @@
 // Thresholds: the ordinary pages' SLO in each phase (p99 < 150 ms, > 99 % server-rendered).
 import { sleep } from 'k6';
 import { Rate } from 'k6/metrics';
-import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, anyProduct, arrivalPhase, page, phaseFigures, seconds, summarize, RESULTS_DIR } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, UNCACHED, WARMUP_SECONDS, anyProduct, ordinaryPhases, page, phaseFigures, seconds, summarize, RESULTS_DIR } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 100);
 const phase = seconds(__ENV.DURATION || '30s');
 const slowClients = Number(__ENV.SLOW_CLIENTS || 50);
 const slowMs = Number(__ENV.SLOW_MS || 5000);
 const settle = Number(__ENV.SETTLE_SECONDS || 5);
-const warmup = 5;
+const warmup = WARMUP_SECONDS;
 
 /** Slow pages whose reviews came with them (the boundary rendered on the server). */
 const slowReviews = new Rate('slow_reviews_rendered');
 
-const ordinary = (startTime) => arrivalPhase(rate, phase, startTime, 'ordinaryPage');
+const ordinary = ordinaryPhases(rate, phase, 'ordinaryPage');
 export const options = {
   summaryTrendStats: SUMMARY_TREND_STATS,
   scenarios: {
-    warmup: { ...ordinary(0), rate: Math.min(20, rate), duration: `${warmup}s` },
-    alone: ordinary(warmup),
+    warmup: ordinary.warmup,
+    alone: ordinary.alone,
     slow: {
       executor: 'constant-vus', vus: slowClients, duration: `${settle + phase}s`, startTime: `${warmup + phase}s`,
       // Their last requests are let finish: cut short, they would be counted as failed.
       gracefulStop: `${Math.ceil((2 * slowMs) / 1000) + 3}s`, exec: 'slowPage',
     },
-    with_slow: ordinary(warmup + phase + settle),
+    with_slow: ordinary.at(warmup + phase + settle),
   },
   thresholds: {
     ...BASE_THRESHOLDS,

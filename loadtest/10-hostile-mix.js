@@ -10,21 +10,21 @@
 // gives each phase's p50, p99, fallback rate and bytes per response side by side, and
 // loadtest.sh adds the shop's largest resident memory.
 // Thresholds: the ordinary pages' SLO in each phase (p99 < 150 ms, > 99 % server-rendered).
-import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, arrivalPhase, page, phaseFigures, seconds, summarize, RESULTS_DIR } from './lib/common.js';
+import { BASE_THRESHOLDS, SUMMARY_TREND_STATS, WARMUP_SECONDS, ordinaryPhases, page, phaseFigures, seconds, summarize, RESULTS_DIR } from './lib/common.js';
 
 const rate = Number(__ENV.RATE || 50);
 const phase = seconds(__ENV.DURATION || '30s');
 const settle = Number(__ENV.SETTLE_SECONDS || 5);
-const warmup = 5;
+const warmup = WARMUP_SECONDS;
 const phases = ['alone', 'with_hostile'];
 
-const ordinary = (startTime) => arrivalPhase(rate, phase, startTime, 'ordinaryPage');
+const ordinary = ordinaryPhases(rate, phase, 'ordinaryPage');
 export const options = {
   summaryTrendStats: SUMMARY_TREND_STATS,
   scenarios: {
-    warmup: { ...ordinary(0), rate: Math.min(20, rate), duration: `${warmup}s` },
-    alone: ordinary(warmup),
-    with_hostile: ordinary(warmup + phase + settle),
+    warmup: ordinary.warmup,
+    alone: ordinary.alone,
+    with_hostile: ordinary.at(warmup + phase + settle),
   },
   thresholds: {
     ...BASE_THRESHOLDS,

@@ -112,6 +112,19 @@ export function arrivalPhase(rate, seconds, startTime, exec) {
   };
 }
 
+/** Seconds of a phased run's warm-up, before its first phase. */
+export const WARMUP_SECONDS = 5;
+
+/**
+ * The ordinary pages of a run in phases (slow-clients, hostile-mix): `at(startTime)` is a
+ * phase of `rate` req/s of `exec` for `seconds`; `warmup` warms the JIT and the connections at
+ * up to 20 req/s for WARMUP_SECONDS, and `alone`, the first phase, follows it.
+ */
+export function ordinaryPhases(rate, seconds, exec) {
+  const at = (startTime) => arrivalPhase(rate, seconds, startTime, exec);
+  return { at, warmup: { ...at(0), rate: Math.min(20, rate), duration: `${WARMUP_SECONDS}s` }, alone: at(WARMUP_SECONDS) };
+}
+
 /** @param {string} d a k6 duration in seconds or minutes ("30s", "2m") */
 export function seconds(d) {
   const m = /^(\d+)(s|m)$/.exec(d);

@@ -50,10 +50,7 @@ func junkWriter(t *testing.T, address string) *redis.Client {
 // purge written after them.
 func TestPurgeStreamJunk(t *testing.T) {
 	const junk, junkBytes = 20, 20 << 20
-	for _, tc := range []struct {
-		name string
-		key  []byte
-	}{{"without a key", nil}, {"with a key", testKey}} {
+	for _, tc := range keyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			address := redistest.Start(t)
 			c := junkWriter(t, address)

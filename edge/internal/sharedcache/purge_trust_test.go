@@ -24,6 +24,12 @@ import (
 
 var testKey = bytes.Repeat([]byte("k"), 32)
 
+// keyCases run a purge test on a replica without the purge key and on one with it.
+var keyCases = []struct {
+	name string
+	key  []byte
+}{{"without a key", nil}, {"with a key", testKey}}
+
 // newStoreWith is a Store with o, its Timeout a second unless set, logging nothing.
 func newStoreWith(t *testing.T, o Options) *Store {
 	t.Helper()
@@ -77,10 +83,7 @@ func forged(kind, value, id string) string {
 // stays within its bounds (here 100 purges, 256 KiB), the oldest forgotten and counted.
 func TestForgedPurgeFlood(t *testing.T) {
 	const maxCount, maxBytes = 100, 256 << 10
-	for _, tc := range []struct {
-		name string
-		key  []byte
-	}{{"without a key", nil}, {"with a key", testKey}} {
+	for _, tc := range keyCases {
 		t.Run(tc.name, func(t *testing.T) {
 			address := redistest.Start(t)
 			s := newStoreWith(t, Options{Address: address, HMACKey: tc.key})
