@@ -34,12 +34,11 @@ YAML
     case $target in
       stack) ;;
       # The shop's streamed reviews page, its reviews a deferred value from its Go loader after
-      # the delay, uncached (the load tool sends Authorization).
-      shop) PAGE_PATH=${PAGE_PATH:-/products/1/reviews} ;;
-      # The frameworks a Go team would otherwise run (bench/contenders/, make bench builds
-      # them): their streamed reviews page, its reviews fetched from the shop's API after the
-      # delay; the Inertia-style one has no streaming and no wait: its product page.
-      next|rr) PAGE_PATH=${PAGE_PATH:-/products/1/reviews} ;;
+      # the delay, uncached (the load tool sends Authorization); the same page of the
+      # frameworks a Go team would otherwise run (bench/contenders/, make loadtest builds
+      # them), its reviews fetched from the shop's API after the delay. The Inertia-style one
+      # has no streaming and no wait: its product page.
+      shop|next|rr) PAGE_PATH=${PAGE_PATH:-/products/1/reviews} ;;
       inertia) PAGE_PATH=${PAGE_PATH:-/products/1} ;;
       *) echo "loadtest: pareto has no target '$target' (stack, shop, next, rr, inertia)" >&2; exit 2 ;;
     esac
@@ -75,9 +74,7 @@ YAML
     ;;
 esac
 # The processes whose CPU the report gives (Go, Node), by PID.
-cpu() { "$node" -e 'const t = require("node:child_process").execFileSync("getconf", ["CLK_TCK"]);
-  const f = require("node:fs").readFileSync(`/proc/${process.argv[1]}/stat`, "utf8").split(") ")[1].split(" ");
-  console.log((Number(f[11]) + Number(f[12])) / Number(t));' "$1"; }
+cpu() { "$node" bench/thread-cpu.mjs snapshot "p=$1" | "$node" -p 'JSON.parse(require("node:fs").readFileSync(0, "utf8")).p.total / 1000'; }
 cpu_labels='["edge", "renderer"]'
 case ${target:-stack} in
   stack)
