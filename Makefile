@@ -265,6 +265,13 @@ FRAMEWORK_RUNS := shop-uncached next-listing rr-listing inertia-listing node-bas
 bench-frameworks: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python contenders ## make bench's runs of the stack against Next.js, React Router and an Inertia-style server (bench/contenders/) on the listing, the product page and the streamed reviews page, with bare Node (CONTENDERS to change)
 	CONTENDERS="$${CONTENDERS:-$(FRAMEWORK_RUNS)}" SKIP_ISLANDS=1 bench/bench.sh
 
+# A partially prerendered page (issue 49) beside the same page rendered whole, uncached, and a
+# cached hit of the product page: the time to first byte, CPU and knee the prerender is held to.
+PRERENDER_RUNS := shop-prerendered shop-reviews-0 shop-product-cached
+.PHONY: bench-prerender
+bench-prerender: build $(K6) $(GO_TOOLS) $(VENV_BENCH)/bin/python ## make bench's runs of the partially prerendered reviews page, the same page whole and uncached, and a cached hit of the product page (CONTENDERS to change)
+	CONTENDERS="$${CONTENDERS:-$(PRERENDER_RUNS)}" SKIP_ISLANDS=1 bench/bench.sh
+
 .PHONY: bench-islands
 bench-islands: build ## What a Go template's islands cost: the template alone, its 10 islands cached, rendered in one call, and as one page (edge/e2e BenchmarkIslands; about 1 min; make bench runs it last)
 	bench/islands.sh

@@ -62,8 +62,11 @@ async function buildServer(clientBuildId) {
  * renderToString and renderToStaticMarkup. Its node build require()s Node builtins, and its
  * browser entry (server.browser.js) also loads the streaming renderer, which calls
  * `new TextEncoder()` and `new MessageChannel()` when it is evaluated; the legacy file
- * needs neither. What it does touch, `console.error` (render errors) and `Intl` (the
- * app's prices), V8 provides itself, so the script carries no polyfills.
+ * needs neither. react-dom/static (prerenderToNodeStream) is that streaming renderer too:
+ * it is an empty module here, so the script exports neither it nor resumeToPipeableStream,
+ * which the isolate, rendering to strings, never calls. What the legacy file does touch,
+ * `console.error` (render errors) and `Intl` (the app's prices), V8 provides itself, so
+ * the script carries no polyfills.
  */
 async function buildV8() {
   const outDir = path.join(distDir, 'v8');
@@ -84,6 +87,9 @@ async function buildV8() {
         name: 'react-dom-server-legacy',
         setup(build) {
           build.onResolve({ filter: /^react-dom\/server$/ }, () => ({ path: legacyServer }));
+          // CommonJS, so that the entry's named import of it is undefined, not a build error.
+          build.onResolve({ filter: /^react-dom\/static$/ }, () => ({ path: 'react-dom/static', namespace: 'v8-empty' }));
+          build.onLoad({ filter: /.*/, namespace: 'v8-empty' }, () => ({ contents: 'module.exports = {};', loader: 'js' }));
         },
       },
     ],

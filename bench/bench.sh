@@ -40,6 +40,15 @@
 #                   (300 ms), stepped and judged as the -300 runs
 #   shop-reviews-0  the same with -reviews-delay 0: the page resolving at once (STREAM_STEPS,
 #                   p99 ≤ 150 ms)
+# and the same page partially prerendered, with the visitor's cart line beside the reviews
+# (make bench-prerender; not default runs), its reviews at once as shop-reviews-0's:
+#   shop-prerendered  /products/1/reviews with a visitor's cookies, no Authorization: the
+#                   stored shell at once, the holes resumed per request (the page whole,
+#                   uncached, is shop-reviews-0)
+#   shop-product-cached  the shop's /products/1, cached: a hit served whole, the time to
+#                   first byte the prerendered page's shell is held to
+#   Both at 70 % of shop-prerendered's knee (product_steps), shop-reviews-0 at 70 % of its
+#   own when shop-reviews does not run.
 # and what a Go team would otherwise put beside its Go API (bench/contenders/, built by make
 # bench; not default runs: make bench-frameworks), each on the same pages with the same
 # components, its data from the shop's JSON API (the Inertia-style one's from its Go handlers):
@@ -181,6 +190,8 @@ start() {
       esac ;;
     *-listing) knee_steps=$framework_steps ;;
     *-product) page_path=/products/1 knee_steps=$product_steps ;;
+    shop-prerendered) page_path=/products/1/reviews reviews_delay=0 knee_steps=$product_steps early_hints=false ;;
+    shop-product-cached) page_path=/products/1 knee_steps=$cached_steps early_hints=false ;;
     shop-reviews|shop-reviews-0|*-reviews)
       if [ "$compress" = 1 ]; then echo "$1: identity only, as the other streaming runs" >&2; return 1; fi
       page_path=/products/1/reviews early_hints=false
@@ -192,13 +203,16 @@ start() {
   SSR_DEMO_REVIEWS_DELAY_MS=$reviews_delay SSR_EDGE_EARLY_HINTS=$early_hints start_contender "$name" "$compress"
   env_args=(-e "BASE_URL=$url" -e "PAGE_PATH=$page_path" -e "SLO_P99_MS=$slo")
   if [ "$name" = stack-cached ]; then env_args+=(-e USE_CACHE=1); knee_steps=$cached_steps; fi
+  # A visitor with a cart: its line is this page's hole (shop/cart.go).
+  visitor=(); case $name in shop-prerendered|shop-product-cached)
+    env_args+=(-e USE_CACHE=1 -e "COOKIE=user=bench; cart_1=2") visitor=(-H "Cookie: user=bench; cart_1=2") ;; esac
   auth=(); case $name in *-uncached|stack-stream*|stack-unstreamed|shop-reviews*|shop-product) auth=(-H "Authorization: Bearer bench") ;; esac
   accept=(); hey_accept=(-disable-compression) # hey would ask for gzip
   if [ "$compress" = 1 ]; then
     env_args+=(-e ENCODING=browser)
     accept=(-H "Accept-Encoding: $browser_accept_encoding") hey_accept=("${accept[@]}")
   fi
-  bin/hey -z 5s -c "$warm_clients" -H "User-Agent: $browser_user_agent" "${auth[@]}" "${hey_accept[@]}" "$url$page_path" > /dev/null
+  bin/hey -z 5s -c "$warm_clients" -H "User-Agent: $browser_user_agent" "${auth[@]}" "${visitor[@]}" "${hey_accept[@]}" "$url$page_path" > /dev/null
 }
 
 # shell_ms URL: the median of the edge's Server-Timing shell;dur over 21 requests of URL, one
@@ -267,19 +281,22 @@ fi
   rates.stream = rateFor("stack-stream");
   // Knees of a few req/s: rounded to 1.
   rates["stream-300"] = rateFor("stack-stream-300", 1, slowGiven, slowFallback);
-  // Both shop reviews runs at the rate of the slow one, so that their tails compare.
-  rates.deferred = rateFor("shop-reviews", 1, slowGiven, slowFallback);
+  // Both shop reviews runs at the rate of the slow one, so that their tails compare; without
+  // it, at 70 % of the page at once (beside the prerendered page: each at 70 % of its own).
+  rates.deferred = kneeOf("shop-reviews") > 0 || slowGiven || !(kneeOf("shop-reviews-0") > 0)
+    ? rateFor("shop-reviews", 1, slowGiven, slowFallback) : rateFor("shop-reviews-0");
+  rates.prerender = rateFor("shop-prerendered");
   fs.writeFileSync(`${dir}/fixed-rate.json`, JSON.stringify(rates));
 ' "$out" "${FIXED_RATE:-}" "$default_fixed_rate" "${SLOW_FIXED_RATE:-}" "$default_slow_fixed_rate"
 for r in "${runs[@]}"; do
   start "$r" || continue
-  group=page; case ${r%+compressed} in *-db|shop-uncached|*-listing) group=db ;; *-product) group=product ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; shop-reviews*|*-reviews) group=deferred ;; esac
+  group=page; case ${r%+compressed} in *-db|shop-uncached|*-listing) group=db ;; *-product) group=product ;; *-stream|*-unstreamed) group=stream ;; *-stream-300) group=stream-300 ;; shop-reviews*|*-reviews) group=deferred ;; shop-prerendered|shop-product-cached) group=prerender ;; esac
   case $r in *+compressed) group+=+compressed ;; esac
   fixed_rate=$("$node" -p "require('./$out/fixed-rate.json')['$group'].rate")
   echo "$r: fixed rate $fixed_rate req/s for $fixed_duration..."
   mkdir -p "$out/$r-fixed"
   # What the run's client gets: the page's Content-Encoding and its size on the wire.
-  curl -s -o /dev/null "${auth[@]}" "${accept[@]}" "$url$page_path" \
+  curl -s -o /dev/null "${auth[@]}" "${visitor[@]}" "${accept[@]}" "$url$page_path" \
     -w '{"content_encoding": "%header{content-encoding}", "body_bytes": %{size_download}}' > "$out/$r-encoding.json"
   case $r in stack-stream|stack-stream-300|shop-reviews|shop-reviews-0) shell_ms "$url$page_path" > "$out/$r-shell.json" ;; esac
   starts_before=$(worker_starts)

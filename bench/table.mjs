@@ -18,7 +18,8 @@ const FRAMEWORKS = { next: 'Next.js', rr: 'React Router', inertia: 'Inertia-styl
 const contenders = ['node-baseline-db', 'node-mainthread-db', 'v8go-db', 'shop-uncached', 'next-listing', 'rr-listing', 'inertia-listing',
   'shop-product', 'next-product', 'rr-product', 'inertia-product', 'node-baseline', 'node-mainthread', 'v8go', 'stack-uncached',
   'stack-traced-uncached', 'stack-cached', 'node-baseline-unstreamed', 'node-mainthread-unstreamed', 'stack-unstreamed', 'node-baseline-stream',
-  'node-mainthread-stream', 'stack-stream', 'node-baseline-stream-300', 'node-mainthread-stream-300', 'stack-stream-300', 'shop-reviews-0', 'shop-reviews', 'next-reviews', 'rr-reviews'];
+  'node-mainthread-stream', 'stack-stream', 'node-baseline-stream-300', 'node-mainthread-stream-300', 'stack-stream-300', 'shop-reviews-0', 'shop-reviews', 'next-reviews', 'rr-reviews',
+  'shop-prerendered', 'shop-product-cached'];
 const COMPRESSED = '+compressed';
 /** Every run with a fixed-rate summary, in contender order, identity before compressed. */
 const names = contenders.flatMap((c) => [c, c + COMPRESSED]).filter((n) => existsSync(`${dir}/${n}-fixed/summary.json`));
@@ -38,12 +39,14 @@ const streaming = (n) => /-(stream|stream-300|unstreamed)$/.exec(contender(n))?.
  * and the frameworks' with their reviews a 300 ms fetch from its API.
  */
 const deferred = (n) => contender(n).startsWith('shop-reviews') || /^(next|rr)-reviews$/.test(contender(n));
+/** The partially prerendered page, and the cached hit its time to first byte is held to. */
+const prerendered = (n) => ['shop-prerendered', 'shop-product-cached'].includes(contender(n));
 /** The framework a run is of (bench/contenders/), or undefined for this project's own. */
 const framework = (n) => FRAMEWORKS[contender(n).split('-')[0]];
 /** The stack's run on a framework run's page, in its mode. */
 const stackName = (n) => (fromDatabase(n) ? 'shop-uncached' : product(n) ? 'shop-product' : 'shop-reviews') + (n.endsWith(COMPRESSED) ? COMPRESSED : '');
 /** Which fixed rate n ran at (bench.sh's fixed-rate.json keys, less the mode). */
-const groupOf = (n) => (fromDatabase(n) ? 'db' : product(n) ? 'product' : deferred(n) ? 'deferred' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
+const groupOf = (n) => (prerendered(n) ? 'prerender' : fromDatabase(n) ? 'db' : product(n) ? 'product' : deferred(n) ? 'deferred' : streaming(n) === '-stream-300' ? 'stream-300' : streaming(n) ? 'stream' : 'page');
 /** The run n is compared with: bare Node (its worker pool), on the same page, in the same mode. */
 const baseName = (n) => (deferred(n) || product(n) ? undefined : (fromDatabase(n) ? 'node-baseline-db' : 'node-baseline' + streaming(n)) + (n.endsWith(COMPRESSED) ? COMPRESSED : ''));
 /**
@@ -127,6 +130,7 @@ const tables = [
   ['Streaming: the product page with its reviews in a Suspense boundary resolving at once, and the page whole', 'stream'],
   ['Streaming: the reviews\' boundary resolving after 300 ms', 'stream-300'],
   ['Deferred values from Go: the shop\'s reviews page, its reviews after -reviews-delay (shop-reviews: 300 ms, shop-reviews-0: none)', 'deferred'],
+  ['Partial prerendering: the reviews page\'s stored shell, its cart line and reviews resumed per request (shop-prerendered); a cached hit of the product page (shop-product-cached)', 'prerender'],
 ];
 const hasFrameworks = (group) => rows.some((r) => framework(r.n) && groupOf(r.n) === group);
 /**
@@ -135,14 +139,14 @@ const hasFrameworks = (group) => rows.some((r) => framework(r.n) && groupOf(r.n)
  * @param {string} group
  */
 const columns = (group) => {
-  const streamed = group.startsWith('stream') || group === 'deferred';
+  const streamed = group.startsWith('stream') || group === 'deferred' || group === 'prerender';
   return [
     ['run', (r) => r.n],
     ['served as', served],
     ['RPS at the knee: median (each round)', (r) => `${r.knee ?? 'n/a'}${r.rounds.length > 1 ? ` (${r.rounds.join(', ')})` : ''}`],
     // The ceiling renders the home page: no measure of another page's.
     ...(streamed ? [] : [['vs ceiling × cores', (r) => (r.knee ? (r.knee / (ceiling.ops_per_second * cpus().length)).toFixed(2) + '×' : 'n/a')]]),
-    ...(group === 'deferred' || group === 'product' ? [] : [['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)]]),
+    ...(['deferred', 'product', 'prerender'].includes(group) ? [] : [['vs bare Node', (r) => ratio(r.knee, row(baseName(r.n))?.knee)]]),
     ...(hasFrameworks(group) ? [['the stack vs it', (r) => (framework(r.n) ? ratio(row(stackName(r.n))?.knee, r.knee) : '')]] : []),
     ...(group === 'stream-300' || group === 'deferred' ? [['vs its data at once (target ≥ 0.9)', (r) => ratio(r.knee, row(atOnceName(r.n))?.knee)]] : []),
     ...(group === 'stream-300' ? [['vs bare Node on its main thread', (r) => ratio(r.knee, row('node-mainthread-stream-300')?.knee)]] : []),
@@ -157,7 +161,7 @@ const columns = (group) => {
     ['rendered', ({ fixed }) => (fixed.ssr_rate == null ? 'n/a' : (fixed.ssr_rate * 100).toFixed(1) + ' %')],
     ['dropped', ({ fixed }) => fixed.dropped_iterations ?? 'n/a'],
     ['CPU ms per request', (r) => (r.cpu ? cpuTotal(r.cpu).toFixed(2) : 'n/a')],
-    ...(group === 'deferred' || group === 'product' ? [] : [['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))]]),
+    ...(['deferred', 'product', 'prerender'].includes(group) ? [] : [['vs bare Node', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(baseName(r.n))?.cpu))]]),
     ...(hasFrameworks(group) ? [['the stack vs it', (r) => (framework(r.n) ? ratio(cpuTotal(row(stackName(r.n))?.cpu), cpuTotal(r.cpu)) : '')]] : []),
     ...(group === 'stream' ? [['CPU vs the page whole', (r) => ratio(cpuTotal(r.cpu), cpuTotal(row(r.n.replace(/-stream$/, '-unstreamed'))?.cpu))]] : []),
   ];
@@ -199,6 +203,19 @@ if (rows.some((r) => groupOf(r.n) === 'stream-300' || deferred(r.n))) {
     + 'thread": against node-mainthread-stream-300 (fastify rendering on its one thread, no worker pool, as React Router and Next.js do). '
     + 'node-mainthread rows\' "vs bare Node" is against bare Node with its worker pool. The shop\'s rows: /products/1/reviews uncached '
     + '(Authorization), its reviews a deferred value from Go sent into the running render; both at the fixed rate taken from shop-reviews\'s knee.');
+}
+
+// Issue 49's targets: the prerendered page's time to first byte against a cached hit's at the
+// same rate, and its CPU and knee against the same page rendered whole, uncached.
+const ppr = row('shop-prerendered');
+if (ppr) {
+  const hit = row('shop-product-cached');
+  const whole = row('shop-reviews-0');
+  console.log('\nPartial prerendering, in this run: time to first byte p99 '
+    + `${ratio(ppr.fixed.ttfb_p99_ms, hit?.fixed.ttfb_p99_ms)} a cached hit's (shop-product-cached, target ≤ 1.2×); `
+    + `CPU per request ${ratio(cpuTotal(ppr.cpu), cpuTotal(whole?.cpu))} the page whole, uncached (shop-reviews-0, target ≤ 0.5×); `
+    + `knee ${ratio(ppr.knee, whole?.knee)} its (target ≥ 2×). shop-prerendered sends a visitor's cookies (user, cart_1) and no Authorization; `
+    + 'its first byte is the stored shell, its end the resumed cart line and reviews.');
 }
 
 // CPU per request during the fixed-rate run, by process and thread group (bench/thread-cpu.mjs).

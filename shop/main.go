@@ -110,7 +110,8 @@ func routes(pages *ssr.Server, log *slog.Logger, db *catalog.Store, reviews revi
 		if err != nil || product == nil {
 			return productProps{}, ssr.Result{NotFound: product == nil}, err
 		}
-		return productProps{Product: *product, Related: related}, ssr.Result{}, nil
+		// Tagged: a change to the product purges every page that shows it, shells included.
+		return productProps{Product: *product, Related: related}, ssr.Result{Tags: []string{"product:" + strconv.Itoa(id)}}, nil
 	}
 	apiRoutes(mux, log, loadListing, loadProduct, reviews)
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
@@ -122,21 +123,20 @@ func routes(pages *ssr.Server, log *slog.Logger, db *catalog.Store, reviews revi
 	mux.Handle("GET /products/{id}", pages.Page("product", ssr.PageOptions{
 		Route: "GET /products/{id}", Cache: productCache, Load: ssr.Typed(loadProduct),
 	}))
-	// The product page with its reviews in a Suspense boundary, streamed: the product, from
-	// the database, goes out at once; the reviews, from a slower service, follow in the same
-	// response as a deferred value, computed while the page renders.
+	// The product page with its reviews and the visitor's cart line, partially prerendered:
+	// the product, from the database, is rendered once and cached; each request gets it at
+	// once, then, in the same response, its own cart line (from its session) and the
+	// reviews (from a slower service), each in a Suspense boundary of its own. A request
+	// that bypasses the cache (Authorization) renders the page whole, streamed.
 	mux.Handle("GET /products/{id}/reviews", pages.Page("product-reviews", ssr.PageOptions{
-		Route: "GET /products/{id}/reviews", Stream: true, Cache: productCache,
-		Load: ssr.Typed(func(r *http.Request) (productProps, ssr.Result, error) {
-			props, res, err := loadProduct(r)
-			if err == nil && !res.NotFound {
-				id := props.Product.ID
-				res.Deferred = map[string]ssr.Deferred{"reviews": ssr.Defer(func(ctx context.Context) ([]catalog.Review, error) {
-					return reviews.of(ctx, id)
-				})}
-			}
-			return props, res, err
-		}),
+		Route: "GET /products/{id}/reviews", Cache: productCache, Load: ssr.Typed(loadProduct),
+		PerRequest: map[string]ssr.RequestValue{
+			"cart": ssr.FromRequest(cartLineOf),
+			"reviews": ssr.FromRequest(func(r *http.Request) ([]catalog.Review, error) {
+				id, _ := catalog.ProductID(r.PathValue("id"))
+				return reviews.of(r.Context(), id)
+			}),
+		},
 	}))
 	// The shop's own template, with React islands in it.
 	mux.Handle("GET /about", newAboutPage(pages, db, failIsland))

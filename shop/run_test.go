@@ -60,6 +60,10 @@ func TestRunScript(t *testing.T) {
 	})
 	rendered, _ := freshProducts(t, shop)
 	harness.WaitUntil(t, "server rendering after the restart", func() bool { return rendered("Add to cart") })
+	// A partially prerendered page's stored shell, made by this bundle.
+	if p := get(t, shop+"/products/3/reviews"); !strings.Contains(p.body, "Add to cart") || !strings.Contains(p.header.Get("Cache-Status"), "detail=resumed") {
+		t.Fatalf("GET /products/3/reviews: Cache-Status %q, want a resumed prelude of the running bundle", p.header.Get("Cache-Status"))
+	}
 
 	// A rebuild: the new bundle names the new client build it goes with, as
 	// sidecar-ssr-build's does, and the pages link it once the renderer runs it.
@@ -78,6 +82,11 @@ func TestRunScript(t *testing.T) {
 	run.WaitJSON("the renderer's reload", func(l map[string]any) bool { return l["msg"] == "reloaded: every worker runs the bundle" })
 	if !rendered("Add to basket") {
 		t.Error("after the reload, a product page does not come from the new bundle")
+	}
+	// The shell stored before the reload was made by the old bundle: not served, nor
+	// resumed by the new one.
+	if p := get(t, shop+"/products/3/reviews"); !strings.Contains(p.body, "Add to basket") || strings.Contains(p.body, "Add to cart") {
+		t.Errorf("after the reload, the partially prerendered page's shell is the old bundle's (Cache-Status %q)", p.header.Get("Cache-Status"))
 	}
 	harness.WaitUntil(t, "pages linking the new client build", func() bool { return rendered(`src="` + newScript + `"`) })
 	if p := get(t, shop+oldScript); p.status != 200 {

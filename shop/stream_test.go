@@ -14,11 +14,12 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/shop/catalog"
 )
 
-// TestReviewsStream: the product page with its reviews streams from the shop. The product,
-// read from the database by the Go loader, arrives in the shell while the reviews, the
-// loader's deferred value, are held back; they follow in the same response once let
-// through, with the value for the browser to hydrate with. The shop's reviews service is a
-// gate this test opens (-reviews-url): an order of events, not a race with a clock.
+// TestReviewsStream: the product page with its reviews, partially prerendered, streams from
+// the shop. The product, read from the database by the Go loader, arrives in the stored shell
+// while the reviews, a value per request, are held back; they follow in the same response
+// once let through, with the value for the browser to hydrate with. The shop's reviews
+// service is a gate this test opens (-reviews-url): an order of events, not a race with a
+// clock.
 func TestReviewsStream(t *testing.T) {
 	dir := t.TempDir()
 	release := make(chan struct{})
@@ -45,8 +46,8 @@ func TestReviewsStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if got := resp.Header.Get("Cache-Status"); resp.StatusCode != 200 || !strings.Contains(got, "detail=streamed") {
-		t.Fatalf("got %d, Cache-Status %q: want a streamed page", resp.StatusCode, got)
+	if got := resp.Header.Get("Cache-Status"); resp.StatusCode != 200 || !strings.Contains(got, "detail=resumed") {
+		t.Fatalf("got %d, Cache-Status %q: want a prelude stored and resumed", resp.StatusCode, got)
 	}
 	var got bytes.Buffer
 	buf := make([]byte, 4096)

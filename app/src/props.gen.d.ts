@@ -14,12 +14,13 @@ export interface IslandProps {
 }
 
 /**
- * The values each page's loader defers (Result.Deferred), by page and by name: what the
- * promises of its component's `deferred` prop resolve to. A value not given with ssr.Defer
- * is unknown.
+ * The values each page's loader defers (Result.Deferred) and its values per request
+ * (PageOptions.PerRequest), by page and by name: what the promises of its component's
+ * `deferred` prop resolve to. A value given without ssr.Defer or ssr.FromRequest is unknown.
  */
 export interface PageDeferred {
   "product-reviews": {
+    cart: CartLine;
     reviews: Review[];
   };
 }
@@ -30,6 +31,12 @@ export interface PageDeferred {
  */
 export type PageComponentProps<N extends keyof PageProps> = PageProps[N] &
   (N extends keyof PageDeferred ? { deferred: { [K in keyof PageDeferred[N]]: Promise<PageDeferred[N][K]> } } : {});
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/shop.cartLine */
+export interface CartLine {
+  user: string;
+  quantity: number;
+}
 
 /** Go: github.com/sidecar-ssr/sidecar-ssr/shop.cartProps */
 export interface CartProps {

@@ -64,10 +64,12 @@ export const OWNED_BY_REACT = (node) => !!node && Object.keys(node).some((key) =
  * Opens url in a fresh context, with the first root child remembered and problems collected;
  * returns the page, its document response and its problems. stepMs bounds each later wait;
  * waitUntil is page.goto's ('commit' returns while a streamed document is still arriving);
- * init is one more script to run before any of the page's own.
+ * init is one more script to run before any of the page's own; cookies, the visitor's, for
+ * url's origin.
  */
-export async function openPage(browser, url, { route, stepMs = 10_000, waitUntil = 'load', init } = {}) {
+export async function openPage(browser, url, { route, stepMs = 10_000, waitUntil = 'load', init, cookies } = {}) {
   const context = await browser.newContext();
+  if (cookies) await context.addCookies(cookies.map((c) => ({ ...c, url })));
   // Chromium asks every origin for /favicon.ico on its own; an app that declares no icon
   // answers it with its not-found page (404), which Chromium logs as a console error that
   // has nothing to do with the page. Answer it here; every other request is real.

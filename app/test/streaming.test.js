@@ -165,7 +165,8 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
       const url = `${server.live()}/products/${live}/reviews`;
       await withPage(stack.browser, url, { stepMs: STEP_MS, waitUntil: 'commit', init: rememberServerReviews }, async ({ page, response, problems }) => {
         assert.equal(response.status(), 200);
-        assert.match(response.headers()['cache-status'] ?? '', /detail=streamed/);
+        // The shop's page is partially prerendered: a prelude stored, then resumed.
+        assert.match(response.headers()['cache-status'] ?? '', server.goReviews ? /detail=resumed/ : /detail=streamed/);
         await page.waitForSelector(LOADING, { state: 'attached' });
         assert.equal(await page.locator(REVIEWS).count(), 0, 'the reviews arrived before their gate opened');
         gates.open(live);
@@ -227,4 +228,30 @@ describe('a streamed page hydrates in Chromium: live, from the cache, past the s
       }
     });
   }
+
+  // The shop's page is partially prerendered (shop/main.go): its shell stored once, each
+  // visitor's cart line resumed for that visitor's request, after it, in the same response.
+  test('shop under a strict CSP: two visitors, one stored shell, each their own cart line, hydrated', async () => {
+    const id = 91;
+    gates.open(id);
+    const url = `${stack.shops.live.url}/products/${id}/reviews`;
+    const visitors = [['ann-7', '2', 'ann-7, 2 of these are in your cart'], ['bob-9', '', 'Not in your cart yet, bob-9']];
+    for (const [i, [user, quantity, line]] of visitors.entries()) {
+      const cookies = [{ name: 'user', value: user }, ...(quantity ? [{ name: `cart_${id}`, value: quantity }] : [])];
+      await withPage(stack.browser, url, { stepMs: STEP_MS, cookies, init: rememberServerReviews }, async ({ page, response, problems }) => {
+        assert.match(response.headers()['cache-status'] ?? '', i === 0 ? /fwd=miss.*detail=resumed/ : /hit.*detail=resumed/);
+        const html = await response.text();
+        assertNonced(response.headers(), html);
+        assert.ok(html.includes(`data-testid="cart-line">${line}</p>`), `the document lacks ${user}'s own line`);
+        assert.ok(!html.includes(visitors[1 - i][0]), `${user}'s document holds the other visitor's name`);
+        await waitForReviews(page);
+        const owned = await page.evaluate(`(${OWNED_BY_REACT})(document.querySelector('[data-testid="cart-line"]'))`);
+        assert.ok(owned, 'React did not take over the cart line');
+        assert.equal(await page.locator('[data-testid="cart-line"]').textContent(), line);
+        await assertAdopted(page, { reviews: true });
+        await settle(page);
+        assertNoProblems(problems, `${user}'s resumed page`);
+      });
+    }
+  });
 });

@@ -99,6 +99,19 @@ edge:
       stream_timeout: 1s
       hard_timeout: 30s
       cache: {ttl: 1m, query: []}
+    # Partially prerendered (prerender_test.go): the fixture's page whose hole reads the
+    # visitor's cookie; one that reads its value outside any hole; one whose boundary throws;
+    # one with no hole.
+    - pattern: "GET /prerendered/{id}"
+      page: prerendered
+      per_request: {visitor: "cookie:visitor"}
+      render_timeout: 10s
+      stream_timeout: 15s
+      hard_timeout: 30s
+      cache: {ttl: 1m, query: []}
+    - {pattern: "GET /prerendered-outside", page: awaits, per_request: {gate: "cookie:gate"}, cache: {ttl: 1m, query: []}}
+    - {pattern: "GET /prerendered-throws", page: boundary-throws, per_request: {visitor: "cookie:visitor"}, cache: {ttl: 1m, query: []}}
+    - {pattern: "GET /prerendered-whole/{id}", page: item, per_request: {visitor: "cookie:visitor"}, cache: {ttl: 1m, query: []}}
     - {pattern: "GET /loops", page: loops, render_timeout: 100ms, hard_timeout: 600ms}
     # A page whose code goes on after its caller left (safety_test.go): uncached, and a hard
     # timeout beyond any test's end, so that only the caller leaving ends its render.

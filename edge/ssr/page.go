@@ -94,6 +94,25 @@ type Result struct {
 // a render share its calls. A redirect or NotFound calls none.
 type Deferred func(ctx context.Context) (any, error)
 
+// A RequestValue computes one of a request's own values for a partially prerendered page
+// (PageOptions.PerRequest) from the request itself: its cookies, its session, what the shop's
+// middleware put in its context. It runs on every request, hit or miss, on a goroutine of its
+// own while the stored shell is sent; the request's context ends as a Deferred's does
+// (Timeouts.Hard less a margin), or when the client goes away. The value is marshalled to
+// JSON as a Deferred's; an error, a panic or a late value reaches the page as a rejected
+// promise, whose boundary shows the page's error UI. It is never stored.
+type RequestValue func(r *http.Request) (any, error)
+
+// FromRequest is fn as a RequestValue. As for Defer, its value's Go type T is what ssr-types
+// sees, in a map[string]RequestValue literal with constant names written in the Page call:
+// T becomes the TypeScript type of the value's promise in the component's `deferred` prop.
+func FromRequest[T any](fn func(r *http.Request) (T, error)) RequestValue {
+	if fn == nil {
+		return nil // the page's mistake, named as a nil RequestValue's is
+	}
+	return func(r *http.Request) (any, error) { return fn(r) }
+}
+
 // Defer is fn as a Deferred. Its value's Go type T is what ssr-types (edge/cmd/ssr-types)
 // sees where a plain Deferred says only any: in a page registered with Typed, T becomes the
 // TypeScript type of the value's promise in the component's `deferred` prop, so a field
@@ -129,6 +148,15 @@ type PageOptions struct {
 	// Timeouts.Stream after the request arrived are left to the browser, and the render goes
 	// on to fill the cache with the complete document.
 	Stream bool
+	// PerRequest makes the page partially prerendered (docs/go.md, "Partial prerendering"):
+	// its shell is rendered once, with Load's props, and cached under Cache; each request
+	// gets the stored shell at once, then, in the same response, the Suspense boundaries that
+	// read one of these values, rendered for that request alone. The page reads each value
+	// from its `deferred` prop, by name, inside a Suspense boundary: in the shell every one is
+	// pending, so the shell holds its boundary's fallback. The page streams (see Stream); it
+	// needs a Cache.TTL, and its Load returns no Deferred. A request that bypasses the cache
+	// (Authorization, PersonalizeCookies) renders the page whole, its values as deferred ones.
+	PerRequest map[string]RequestValue
 	// Route names the page in metrics and cache keys. If empty, the page's name. Give each
 	// Page handler its own (e.g. the pattern it is mounted at) when one page name is served
 	// by several handlers with different options. Path values do not depend on it: they
@@ -166,13 +194,13 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 		panic(fmt.Errorf("ssr: page %q:\n%w", name, err))
 	}
 	r := server.Route{
-		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.server(), Variants: o.Variants, Stream: o.Stream,
+		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.server(), Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil,
 		Cache: server.CachePolicy{
 			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
 		},
 	}
-	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name)}
+	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
 	if o.Route != "" {
 		po.UsedBy += " for route " + o.Route
 	}
@@ -218,25 +246,39 @@ func deferredJSON(funcs map[string]Deferred) map[string]server.DeferredFunc {
 			out[name] = nil // the edge names it
 			continue
 		}
-		out[name] = func(ctx context.Context) ([]byte, error) {
-			v, err := f(ctx)
-			if err != nil {
-				return nil, err
-			}
-			if raw, ok := v.(json.RawMessage); ok {
-				if !json.Valid(raw) {
-					return nil, errors.New("the value is a json.RawMessage that is not valid JSON")
-				}
-				return raw, nil
-			}
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, fmt.Errorf("the value is not JSON: %w", err)
-			}
-			return b, nil
-		}
+		out[name] = func(ctx context.Context) ([]byte, error) { return valueJSON(f(ctx)) }
 	}
 	return out
+}
+
+// requestJSON gives each RequestValue as the edge calls it: its value as JSON.
+func requestJSON(funcs map[string]RequestValue) map[string]server.RequestFunc {
+	if len(funcs) == 0 {
+		return nil
+	}
+	out := make(map[string]server.RequestFunc, len(funcs))
+	for name, f := range funcs {
+		out[name] = func(r *http.Request) ([]byte, error) { return valueJSON(f(r)) }
+	}
+	return out
+}
+
+// valueJSON is a Deferred's or a RequestValue's value as JSON (a json.RawMessage as it is).
+func valueJSON(v any, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		if !json.Valid(raw) {
+			return nil, errors.New("the value is a json.RawMessage that is not valid JSON")
+		}
+		return raw, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("the value is not JSON: %w", err)
+	}
+	return b, nil
 }
 
 // errPropsNotObject is a Loader's props that are not a JSON object.

@@ -3,7 +3,9 @@ package ssr
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,7 +124,7 @@ func (o Options) ValidatePage(p PageOptions) error {
 		rs.broken("PageOptions.Timeouts.Render", "%s is above the page's hard timeout (%s) %s: a request must not wait longer than its render may last",
 			t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)
 	}
-	if p.Stream && (t.Stream < t.Render || t.Stream > t.Hard) {
+	if (p.Stream || p.PerRequest != nil) && (t.Stream < t.Render || t.Stream > t.Hard) {
 		rs.broken("PageOptions.Timeouts.Stream", "%s must lie between the page's render timeout (%s) %s and its hard timeout (%s) %s: "+
 			"the shell is awaited for the first, the boundaries for this one, and the render that fills the cache for the last",
 			t.Stream, fieldName("PageOptions.Timeouts.Render"), t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)
@@ -130,6 +132,17 @@ func (o Options) ValidatePage(p PageOptions) error {
 	if p.Cache.TTL > 0 && p.Cache.Query == nil {
 		rs.broken("PageOptions.Cache.Query", "must list the query parameters the page reads ([] for none): the page is cached, "+
 			"and any other parameter, ?u=1, ?u=2..., would make a key and a render of its own")
+	}
+	if p.PerRequest != nil && p.Cache.TTL <= 0 {
+		rs.broken("PageOptions.PerRequest", "needs a cached page (%s above zero): a partially prerendered page's shell is stored, its values per request are not",
+			fieldName("PageOptions.Cache.TTL"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.PerRequest)) {
+		if err := server.CheckValueName(name); err != nil {
+			rs.broken(fmt.Sprintf("PageOptions.PerRequest[%q]", name), "%v", err)
+		} else if p.PerRequest[name] == nil {
+			rs.broken(fmt.Sprintf("PageOptions.PerRequest[%q]", name), "has no function")
+		}
 	}
 	for i, v := range p.Variants {
 		if kind, name, ok := strings.Cut(v, ":"); !ok || name == "" || (kind != "header" && kind != "cookie") {

@@ -23,6 +23,9 @@ export const serverErrors = new Counter('server_errors');
  */
 export const UNCACHED = __ENV.USE_CACHE ? {} : { headers: { Authorization: 'Bearer loadtest-bypasses-the-cache' } };
 
+/** COOKIE, if set, is every page request's Cookie header: a visitor's session (make bench's prerendered page). */
+const COOKIE = __ENV.COOKIE;
+
 /**
  * What every request says it accepts, by ENCODING: unset or `identity`, no Accept-Encoding
  * (k6's default), so servers answer uncompressed; `browser`, what Chrome and Firefox send
@@ -50,6 +53,7 @@ export const BROWSER_USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/5
  */
 export function page(path, params = {}) {
   const headers = ACCEPT_ENCODING ? { 'Accept-Encoding': ACCEPT_ENCODING } : {};
+  if (COOKIE) headers.Cookie = COOKIE;
   params = { ...params, headers: { 'User-Agent': BROWSER_USER_AGENT, ...headers, ...params.headers } };
   const res = http.get(BASE_URL + path, params);
   const reason = res.headers['X-Ssr-Fallback'];

@@ -236,9 +236,11 @@ export async function build({ pages, client, outdir = 'dist', dev = false, cwd: 
   const clientDir = path.join(outDir, 'client');
   const server = generatedEntry('server', [
     "export { createElement } from 'react';",
-    // renderToPipeableStream for the pages that stream: here, never in the pages file, which
-    // the client bundle imports too.
-    "export { renderToString, renderToStaticMarkup, renderToPipeableStream } from 'react-dom/server';",
+    // renderToPipeableStream for the pages that stream, prerenderToNodeStream and
+    // resumeToPipeableStream for those partially prerendered: here, never in the pages file,
+    // which the client bundle imports too.
+    "export { renderToString, renderToStaticMarkup, renderToPipeableStream, resumeToPipeableStream } from 'react-dom/server';",
+    "export { prerenderToNodeStream } from 'react-dom/static';",
     `export * from ${JSON.stringify(pagesFile)};`,
   ], reactDir);
   const clientEntry = client === undefined

@@ -132,32 +132,36 @@ export function renderIslands(client, islands, { deadlineMs } = {}) {
 
 /**
  * A RenderStream call as the edge makes it. `head` resolves at the head message (the
- * shell), `done` when the call ends: with the body and the status, or the error.
+ * shell), `done` when the call ends: with the body, the trailer and the status, or the error.
  * @param {RenderClient} client
  * @param {Record<string, unknown>} request the RenderRequest
- * @param {{deadlineMs?: number}} [options]
+ * @param {{deadlineMs?: number, nonce?: string, prerender?: boolean, resume?: Uint8Array}} [options] the
+ *   first message's other fields (RenderStreamRequest)
  */
-export function renderStream(client, request, { deadlineMs } = {}) {
+export function renderStream(client, request, { deadlineMs, ...first } = {}) {
   /** @type {grpc.CallOptions} */
   const options = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
   const call = /** @type {grpc.ClientDuplexStream<any, any>} */ (/** @type {any} */ (client).RenderStream(options));
   const head = Promise.withResolvers();
   /** @type {Buffer[]} */
   const html = [];
+  /** @type {Record<string, any> | undefined} */
+  let trailer;
   call.on('data', (/** @type {any} */ message) => {
     if (message.head) head.resolve(message.head);
     if (message.html) html.push(message.html);
+    if (message.trailer) trailer = message.trailer;
   });
-  /** @type {Promise<{html: string, error?: grpc.ServiceError}>} */
+  /** @type {Promise<{html: string, trailer?: Record<string, any>, error?: grpc.ServiceError}>} */
   const done = new Promise((resolve) => {
     call.on('error', (/** @type {grpc.ServiceError} */ error) => {
       head.reject(error);
       resolve({ html: Buffer.concat(html).toString(), error });
     });
-    call.on('end', () => resolve({ html: Buffer.concat(html).toString() }));
+    call.on('end', () => resolve({ html: Buffer.concat(html).toString(), trailer }));
   });
   head.promise.catch(() => {});
-  call.write({ render: { url: '/', ...request } });
+  call.write({ render: { url: '/', ...request }, ...first });
   return {
     head: head.promise,
     done,

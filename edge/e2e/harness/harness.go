@@ -355,7 +355,17 @@ type Response struct {
 // Get GETs url with NoRedirects and reads the body; an error fails the test.
 func Get(t testing.TB, url string) Response {
 	t.Helper()
-	resp, err := NoRedirects.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Do(t, req)
+}
+
+// Do sends req with NoRedirects and reads the body; an error fails the test.
+func Do(t testing.TB, req *http.Request) Response {
+	t.Helper()
+	resp, err := NoRedirects.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

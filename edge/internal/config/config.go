@@ -165,6 +165,11 @@ type Route struct {
 	Stream bool `yaml:"stream"`
 	// StreamTimeout overrides edge.stream_timeout when set.
 	StreamTimeout time.Duration `yaml:"stream_timeout"`
+	// PerRequest makes the page partially prerendered (docs/go.md, "Partial prerendering"):
+	// its shell is cached, and each request's holes are rendered with its own values, each
+	// named here and read from a part of the request, "cookie:name" or "header:Name" (the
+	// page gets the part's value as a string, null when the request has none).
+	PerRequest map[string]string `yaml:"per_request"`
 }
 
 // Renderer holds the renderer keys the edge shares; the renderer validates its own section.

@@ -107,10 +107,11 @@ func (c *Config) Pages() []Page {
 	pages := make([]Page, len(c.Edge.Routes))
 	for i, r := range c.Edge.Routes {
 		pages[i] = Page{Pattern: r.Pattern, Name: r.Page, Options: ssr.PageOptions{
-			Route:    r.Pattern,
-			Timeouts: ssr.Timeouts{Render: r.RenderTimeout, Hard: r.HardTimeout, Stream: r.StreamTimeout},
-			Variants: r.Variants,
-			Stream:   r.Stream,
+			Route:      r.Pattern,
+			Timeouts:   ssr.Timeouts{Render: r.RenderTimeout, Hard: r.HardTimeout, Stream: r.StreamTimeout},
+			Variants:   r.Variants,
+			Stream:     r.Stream,
+			PerRequest: requestParts(r.PerRequest),
 			Cache: ssr.CachePolicy{
 				TTL: r.Cache.TTL, StaleWhileRevalidate: r.Cache.StaleWhileRevalidate, StaleIfError: r.Cache.StaleIfError,
 				Query: r.Cache.Query, PersonalizeCookies: r.Cache.PersonalizeCookies,
@@ -118,6 +119,33 @@ func (c *Config) Pages() []Page {
 		}}
 	}
 	return pages
+}
+
+// requestParts are the route's per_request values, each read from its request part; nil
+// for a route without any. A part that is not "cookie:name" or "header:Name" is validate's
+// to name.
+func requestParts(parts map[string]string) map[string]ssr.RequestValue {
+	if len(parts) == 0 {
+		return nil
+	}
+	values := make(map[string]ssr.RequestValue, len(parts))
+	for name, part := range parts {
+		kind, key, _ := strings.Cut(part, ":")
+		values[name] = func(r *http.Request) (any, error) {
+			switch kind {
+			case "cookie":
+				if c, err := r.Cookie(key); err == nil {
+					return c.Value, nil
+				}
+			case "header":
+				if vs := r.Header.Values(key); len(vs) > 0 {
+					return vs[0], nil
+				}
+			}
+			return nil, nil
+		}
+	}
+	return values
 }
 
 // optionKeys names the key that sets each option, for the package's errors: a file's
@@ -165,6 +193,7 @@ var optionKeys = map[string]string{
 	"PageOptions.Timeouts.Stream":            "stream_timeout",
 	"PageOptions.Variants":                   "variants",
 	"PageOptions.Stream":                     "stream",
+	"PageOptions.PerRequest":                 "per_request",
 	"PageOptions.Cache.TTL":                  "cache.ttl",
 	"PageOptions.Cache.StaleWhileRevalidate": "cache.stale_while_revalidate",
 	"PageOptions.Cache.StaleIfError":         "cache.stale_if_error",

@@ -23,7 +23,7 @@ var sampleValues = map[string]string{
 	"shared_cache_key": `"0123456789abcdef0123456789abcdef"`, "otlp_endpoint": "http://collector:4317",
 	"trace_sample_ratio": "0.5", "stream_timeout": "1001ms", "crawler_user_agent": `""`,
 	// A route's keys, set on the one route of the file.
-	"pattern": `"GET /b/{id}"`, "page": "b", "variants": `["header:X-Region"]`, "stream": "true",
+	"pattern": `"GET /b/{id}"`, "page": "b", "variants": `["header:X-Region"]`, "stream": "true", "per_request": `{cart: "cookie:cart"}`,
 	"cache.ttl": "1m", "cache.stale_while_revalidate": "2m", "cache.stale_if_error": "3m",
 	"cache.query": `[q]`, "cache.personalize_cookies": "[session]",
 	"renderer.grpc_address": `"unix:///run/r.sock"`,
@@ -105,6 +105,9 @@ func fileKeys() (edge, route []string) {
 	return edge, route
 }
 
+// cachedRoute is a route's cache section that caches it, for the keys that need it.
+const cachedRoute = "      cache:\n        ttl: 1m\n        query: []\n"
+
 // load loads a file of the route "GET /a" (page a), with yaml added to its edge section,
 // route and renderer section.
 func load(t *testing.T, edge, route, renderer string) *Config {
@@ -123,12 +126,16 @@ func load(t *testing.T, edge, route, renderer string) *Config {
 func TestEveryKeyReachesAnOption(t *testing.T) {
 	plain := snapshot(load(t, "", "", ""))
 	declared := snapshot(load(t, "", "      cache:\n        query: []\n", ""))
+	cached := snapshot(load(t, "", cachedRoute, ""))
 	reached := map[string]bool{}
 	check := func(key, fullKey string, cfg *Config) {
 		t.Helper()
 		base := plain
 		if cfg.Edge.Routes[0].Cache.Query != nil && key != "cache.query" {
 			base = declared // the route said its query, as a cached one must
+		}
+		if cfg.Edge.Routes[0].Cache.TTL != 0 && key != "cache.ttl" {
+			base = cached // a key that needs a cached route
 		}
 		var changed []string
 		for path, v := range snapshot(cfg) {
@@ -172,6 +179,9 @@ func TestEveryKeyReachesAnOption(t *testing.T) {
 			if name != "query" && name != "personalize_cookies" {
 				line += "        query: []\n" // a cached route says its query
 			}
+		}
+		if key == "per_request" {
+			line += cachedRoute
 		}
 		if key == "stream" || key == "pattern" || key == "page" {
 			// Set alone, as the others are: the route's own line is replaced.

@@ -3,8 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
@@ -100,6 +102,12 @@ func validate(c *Config) error {
 		}
 		if p.Name == "" {
 			bad(key+".page", "must be set")
+		}
+		for _, name := range slices.Sorted(maps.Keys(e.Routes[i].PerRequest)) {
+			part := e.Routes[i].PerRequest[name]
+			if kind, n, ok := strings.Cut(part, ":"); !ok || n == "" || (kind != "header" && kind != "cookie") {
+				bad(fmt.Sprintf("%s.per_request[%q]", key, name), "want \"header:Name\" or \"cookie:name\", got %q", part)
+			}
 		}
 		fromOptions = append(fromOptions, keyErrors(o.ValidatePage(p.Options), key+".")...)
 	}

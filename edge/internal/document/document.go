@@ -168,19 +168,47 @@ func appendNonced(dst, html []byte, placeholder, nonce string, slot func(int)) [
 // appendDocument appends p's document; with slots, it returns where each script element's
 // nonce goes; with bodyAt, it leaves out the page's HTML when it can and sets where it goes.
 func (s *Shell) appendDocument(dst []byte, p Page, slots bool, bodyAt *int) ([]byte, []int) {
-	s.checkManifest()
 	start := len(dst)
-	var at []int
-	script := func(dst []byte) []byte {
+	dst, at := s.appendOpen(dst, p, slots, bodyAt)
+	return appendClose(dst, p, scriptOpener(p.Nonce, slots, start, &at)), at
+}
+
+// AppendOpenTemplate appends p's document up to the end of the page's HTML, without a nonce,
+// and returns where each script element's nonce goes (a placeholder's in p.HTML included), as
+// AppendTemplate does: the part of a partially prerendered page that is stored, its prelude
+// in the root. AppendClose writes the rest for each response.
+func (s *Shell) AppendOpenTemplate(dst []byte, p Page) ([]byte, []int) {
+	p.Nonce = ""
+	return s.appendOpen(dst, p, true, nil)
+}
+
+// AppendClose appends the end of p's document, after the page's HTML: the root element's end,
+// p's deferred values and its hydration data, each script with p.Nonce.
+func AppendClose(dst []byte, p Page) []byte {
+	return appendClose(dst, p, scriptOpener(p.Nonce, false, 0, nil))
+}
+
+// scriptOpener appends "<script" and the nonce's attribute; with slots, it adds where the
+// nonce goes, from start, to *at.
+func scriptOpener(nonce string, slots bool, start int, at *[]int) func([]byte) []byte {
+	return func(dst []byte) []byte {
 		dst = append(dst, "<script"...)
 		if slots {
-			at = append(at, len(dst)-start)
+			*at = append(*at, len(dst)-start)
 		}
-		if p.Nonce != "" {
-			dst = append(dst, nonceAttr(p.Nonce)...)
+		if nonce != "" {
+			dst = append(dst, nonceAttr(nonce)...)
 		}
 		return dst
 	}
+}
+
+// appendOpen appends p's document up to the end of the page's HTML.
+func (s *Shell) appendOpen(dst []byte, p Page, slots bool, bodyAt *int) ([]byte, []int) {
+	s.checkManifest()
+	start := len(dst)
+	var at []int
+	script := scriptOpener(p.Nonce, slots, start, &at)
 	b, _ := s.buildFor(p.ClientBuild)
 	dst = append(dst, "<!doctype html>\n<html lang=\""...)
 	dst = append(dst, html.EscapeString(cmp.Or(p.Lang, "en"))...)
@@ -205,6 +233,11 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool, bodyAt *int) ([]b
 			}
 		})
 	}
+	return dst, at
+}
+
+// appendClose appends the end of p's document, opening each script with script.
+func appendClose(dst []byte, p Page, script func([]byte) []byte) []byte {
 	dst = append(dst, "</div>\n"...)
 	for _, d := range p.Deferred {
 		dst = appendDeferred(script(dst), d)
@@ -224,7 +257,7 @@ func (s *Shell) appendDocument(dst []byte, p Page, slots bool, bodyAt *int) ([]b
 		dst = appendHTMLEscape(dst, p.PropsJSON)
 		dst = append(dst, '}')
 	}
-	return append(dst, closing...), at
+	return append(dst, closing...)
 }
 
 // appendDeferred appends the rest of d's data element, after its "<script" and nonce (a data

@@ -146,6 +146,11 @@ func TestNoncePlaceholder(t *testing.T) {
 			if got := NoncedLen(template, slots, tt.nonce); got != len(live) {
 				t.Errorf("NoncedLen: got %d, want %d", got, len(live))
 			}
+			// A prelude stored up to its end, and the end written for each response.
+			open, openSlots := shell.AppendOpenTemplate(nil, p)
+			if got := string(WithNonce(nil, open, openSlots, tt.nonce)) + string(AppendClose(nil, p)); got != string(live) {
+				t.Errorf("the stored opening and the end differ from the live document:\n%s\n%s", got, live)
+			}
 			if got, want := string(AppendNonced(nil, body, ph, tt.nonce)), strings.ReplaceAll(string(body), ` nonce="PH"`, nonceOrNot(tt.nonce)); got != want {
 				t.Errorf("AppendNonced: got %s, want %s", got, want)
 			}

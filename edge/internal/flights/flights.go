@@ -40,6 +40,9 @@ type Flight[D any] struct {
 	Decided atomic.Pointer[D]
 	// Tee holds a streaming render's output as it comes; nil for pages that do not stream.
 	Tee *Tee
+	// Postponed is a prerender's postponed state, Resp's HTML its prelude; nil for any other
+	// render, and for a prerender that left no hole (its prelude is the whole page).
+	Postponed []byte
 
 	// A flight only the request that started it waits for (Table.Alone) may hold its Resp in
 	// borrowed memory (Lend): given back once both that request and the flight's work are

@@ -43,12 +43,23 @@ type Entry struct {
 	// for it render on their own instead of queueing behind one another. A marker never
 	// replaces a usable stored document (Set).
 	Pass bool
+	// Resume is set for a partially prerendered page: Bodies holds its document up to the end
+	// of the prelude, in identity only, and each response resumes the holes after it.
+	Resume *Resume
 
 	Stored time.Time
 	// TTL is how long the entry is fresh; SWR and SIE extend its use past that (RFC 5861).
 	TTL, StaleWhileRevalidate, StaleIfError time.Duration
 
 	size int // set by Cache.Set
+}
+
+// Resume is what a stored prelude needs to be resumed for one request: the page it was
+// rendered as, the props it rendered with (the document's hydration data) and React's
+// postponed state. None of it is a request's own: the holes are.
+type Resume struct {
+	Page             string
+	Props, Postponed []byte
 }
 
 // negative: a result other than a document (a status outside 2xx and 3xx, or a hit-for-miss
@@ -64,6 +75,9 @@ func (e *Entry) Size() int {
 	}
 	for _, tag := range e.Tags {
 		n += len(tag) + 16
+	}
+	if r := e.Resume; r != nil {
+		n += len(r.Page) + cap(r.Props) + cap(r.Postponed)
 	}
 	for k, vs := range e.Header {
 		n += len(k)

@@ -234,7 +234,7 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 			return nil, fmt.Errorf("%s: the page of this ssr.Typed loader has no constant name, for ssr-types to name its props",
 				fset.Position(call.Pos()))
 		}
-		deferred, err := deferredValues(fset, load, info)
+		deferred, err := deferredValues(fset, call, info)
 		if err != nil {
 			return nil, err
 		}
@@ -257,8 +257,10 @@ func registrations(fset *token.FileSet, files []*ast.File, info *types.Info) ([]
 }
 
 // deferredValues are the values named in the map[string]ssr.Deferred literals written
-// inside a Typed loader's call, by name. A value deferred any other way (a map built
-// elsewhere, an index assignment) is not seen: the page's type then does not name it.
+// inside a Page call (its Typed loader's), and in its map[string]ssr.RequestValue literal
+// (PerRequest), by name: the page reads both from its `deferred` prop. A value given any other
+// way (a map built elsewhere, an index assignment) is not seen: the page's type then does
+// not name it.
 func deferredValues(fset *token.FileSet, typed *ast.CallExpr, info *types.Info) ([]Deferred, error) {
 	byName := map[string]Deferred{}
 	at := map[string]token.Pos{}
@@ -283,6 +285,8 @@ func deferredValues(fset *token.FileSet, typed *ast.CallExpr, info *types.Info) 
 			if call, ok := ast.Unparen(kv.Value).(*ast.CallExpr); ok {
 				if t := ssrTypeArg(call, "Defer", info); t != nil {
 					value.Type = t
+				} else if t := ssrTypeArg(call, "FromRequest", info); t != nil {
+					value.Type = t
 				}
 			}
 			if seen, ok := byName[value.Name]; ok && !types.Identical(seen.Type, value.Type) {
@@ -303,15 +307,16 @@ func deferredValues(fset *token.FileSet, typed *ast.CallExpr, info *types.Info) 
 	return values, nil
 }
 
-// isDeferredMap reports whether t is map[string]ssr.Deferred, or a type of its own with
-// that underlying type.
+// isDeferredMap reports whether t is map[string]ssr.Deferred or map[string]ssr.RequestValue,
+// or a type of its own with that underlying type.
 func isDeferredMap(t types.Type) bool {
 	m, ok := types.Unalias(t).Underlying().(*types.Map)
 	if !ok || !types.Identical(m.Key(), types.Typ[types.String]) {
 		return false
 	}
 	elem, ok := types.Unalias(m.Elem()).(*types.Named)
-	return ok && elem.Obj().Pkg() != nil && elem.Obj().Pkg().Path() == ssrPackage && elem.Obj().Name() == "Deferred"
+	return ok && elem.Obj().Pkg() != nil && elem.Obj().Pkg().Path() == ssrPackage &&
+		(elem.Obj().Name() == "Deferred" || elem.Obj().Name() == "RequestValue")
 }
 
 // deferredString says which values a page defers, to compare two registrations of it.

@@ -29,6 +29,7 @@ func TestFind(t *testing.T) {
 			// literals in one loader add up.
 			"product-reviews": `{"legacy": any, "more": *` + deferredPkg + `.moreReviews, "related": any, ` +
 				`"reviews": []` + deferredPkg + `.Review, "stock": int}`,
+			"home": `{"cart": ` + deferredPkg + `.cartLine, "plain": any}`,
 		}},
 		{dir: "dynamicdeferred", wantErr: "dynamicdeferred.go:17:5: a deferred value whose name is not constant: ssr-types cannot name it"},
 		{dir: "deferredtypes", wantErr: `deferredtypes.go:22:5: deferred value "reviews" is []string here and int at`},

@@ -314,11 +314,15 @@ export interface PageProps {
 }
 ` + noIslands + `
 /**
- * The values each page's loader defers (Result.Deferred), by page and by name: what the
- * promises of its component's ` + "`deferred`" + ` prop resolve to. A value not given with ssr.Defer
- * is unknown.
+ * The values each page's loader defers (Result.Deferred) and its values per request
+ * (PageOptions.PerRequest), by page and by name: what the promises of its component's
+ * ` + "`deferred`" + ` prop resolve to. A value given without ssr.Defer or ssr.FromRequest is unknown.
  */
 export interface PageDeferred {
+  home: {
+    cart: CartLine;
+    plain: unknown;
+  };
   "product-reviews": {
     legacy: unknown;
     more: MoreReviews | null;
@@ -334,6 +338,11 @@ export interface PageDeferred {
  */
 export type PageComponentProps<N extends keyof PageProps> = PageProps[N] &
   (N extends keyof PageDeferred ? { deferred: { [K in keyof PageDeferred[N]]: Promise<PageDeferred[N][K]> } } : {});
+
+/** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.cartLine */
+export interface CartLine {
+  quantity: number;
+}
 
 /** Go: github.com/sidecar-ssr/sidecar-ssr/edge/internal/propstypes/testdata/deferred.listing */
 export interface Listing {

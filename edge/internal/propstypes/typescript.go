@@ -43,9 +43,9 @@ func (c *Contract) TypeScript() []byte {
 
 const pageDeferredDoc = `
 /**
- * The values each page's loader defers (Result.Deferred), by page and by name: what the
- * promises of its component's ` + "`deferred`" + ` prop resolve to. A value not given with ssr.Defer
- * is unknown.
+ * The values each page's loader defers (Result.Deferred) and its values per request
+ * (PageOptions.PerRequest), by page and by name: what the promises of its component's
+ * ` + "`deferred`" + ` prop resolve to. A value given without ssr.Defer or ssr.FromRequest is unknown.
  */
 `
 

@@ -21,6 +21,9 @@ type Bundle struct {
 	// CanStream is whether it exports renderToPipeableStream, which a page that streams
 	// needs.
 	CanStream bool
+	// CanPrerender is whether it exports prerenderToNodeStream and resumeToPipeableStream,
+	// which a partially prerendered page needs.
+	CanPrerender bool
 	// Islands are the names of its `islands` export (RenderIslands).
 	Islands []string
 }
@@ -45,7 +48,7 @@ func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 	for {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
-			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), Islands: resp.GetIslands()}, nil
+			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), CanPrerender: resp.GetCanPrerender(), Islands: resp.GetIslands()}, nil
 		}
 		if ctx.Err() != nil {
 			return Bundle{}, ctx.Err()

@@ -9,6 +9,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"regexp"
@@ -31,12 +32,20 @@ var deferredName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 // checkDeferred reports the first name a page cannot be given.
 func checkDeferred(funcs map[string]DeferredFunc) error {
 	for name, f := range funcs {
-		if !deferredName.MatchString(name) {
-			return fmt.Errorf("deferred value %q: a name is 1 to 64 letters, digits, '_' or '-'", name)
+		if err := CheckValueName(name); err != nil {
+			return fmt.Errorf("deferred value %q: %w", name, err)
 		}
 		if f == nil {
 			return fmt.Errorf("deferred value %q has no function", name)
 		}
+	}
+	return nil
+}
+
+// CheckValueName reports why name cannot name a value of the page's `deferred` prop, or nil.
+func CheckValueName(name string) error {
+	if !deferredName.MatchString(name) {
+		return errors.New("a name is 1 to 64 letters, digits, '_' or '-'")
 	}
 	return nil
 }

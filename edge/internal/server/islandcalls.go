@@ -48,7 +48,7 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 	for i, m := range marked {
 		policy, declared := s.islandPolicy(m.name)
 		if !declared {
-			s.d.names.use(islandPage(m.name), "a template", false)
+			s.d.names.use(islandPage(m.name), "a template")
 		}
 		policies[i], keys[i] = policy, islandKey(build, m.name, m.props)
 		if policy.TTL > 0 {

@@ -121,7 +121,7 @@ func (s *Site) Island(name string, policy IslandPolicy) {
 	s.mu.Lock()
 	s.islands[name] = policy
 	s.mu.Unlock()
-	s.d.names.use(islandPage(name), "an island", false)
+	s.d.names.use(islandPage(name), "an island")
 }
 
 // islandPage is an island's name where pages are named: metrics, the renderer's bundle check.

@@ -19,20 +19,20 @@ type PageLister interface {
 }
 
 // pageNames holds the page names the Go side uses against the renderer's bundle, so that a
-// typo, or a page that streams from a bundle that cannot, is found at start, not answered
-// on every request.
+// typo, or a page that streams (or is prerendered) from a bundle that cannot, is found at
+// start, not answered on every request.
 type pageNames struct {
 	log *slog.Logger
 
 	mu sync.Mutex
 	// used maps each page name in use to where it is used (a route, Render, not-found).
 	used map[string]string // guarded by mu
-	// streamed maps each page name a streaming route uses to that route.
-	streamed map[string]string // guarded by mu
+	// needing maps each need to the page names that have it and where.
+	needing map[need]map[string]string // guarded by mu
 	// bundle is the renderer's page names; nil until it answered.
 	bundle map[string]bool // guarded by mu
-	// canStream: the bundle exports renderToPipeableStream.
-	canStream bool // guarded by mu
+	// can are the needs the bundle meets.
+	can map[need]bool // guarded by mu
 	// reported are the problems already logged.
 	reported map[string]bool // guarded by mu
 	// absent are names a render was refused for since bundle was learned (NOT_FOUND): the
@@ -41,26 +41,41 @@ type pageNames struct {
 }
 
 func newPageNames(log *slog.Logger) *pageNames {
-	return &pageNames{log: log, used: map[string]string{}, streamed: map[string]string{}, reported: map[string]bool{}, absent: map[string]bool{}}
+	return &pageNames{log: log, used: map[string]string{}, needing: map[need]map[string]string{}, reported: map[string]bool{}, absent: map[string]bool{}}
 }
 
-// use records that where uses page (streamed: to stream it); a problem the bundle is known
-// to have with it is logged at once.
-func (n *pageNames) use(page, where string, streamed bool) {
+// A need is what a page's route asks of the bundle besides the page: what it does, and the
+// exports that do it.
+type need struct{ does, exports string }
+
+var (
+	streaming    = need{"streams", "renderToPipeableStream (react-dom/server)"}
+	prerendering = need{"is partially prerendered", "prerenderToNodeStream (react-dom/static) and resumeToPipeableStream (react-dom/server)"}
+)
+
+// use records that where uses page, with needs; a problem the bundle is known to have with
+// it is logged at once.
+func (n *pageNames) use(page, where string, needs ...need) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	_, known := n.used[page]
-	_, knownStreamed := n.streamed[page]
-	if known && (knownStreamed || !streamed) {
-		return // nothing new to report: a name used on every request costs a lookup
-	}
+	fresh := !known
 	if !known {
 		n.used[page] = where
 	}
-	if streamed && !knownStreamed {
-		n.streamed[page] = where
+	for _, nd := range needs {
+		pages := n.needing[nd]
+		if pages == nil {
+			pages = map[string]string{}
+			n.needing[nd] = pages
+		}
+		if _, ok := pages[page]; !ok {
+			pages[page], fresh = where, true
+		}
 	}
-	n.reportLocked()
+	if fresh { // else nothing new to report: a name used on every request costs a lookup
+		n.reportLocked()
+	}
 }
 
 // learn takes what the bundle exports and logs each problem it has with the names in use.
@@ -74,7 +89,7 @@ func (n *pageNames) learn(b renderclient.Bundle) {
 	for _, i := range b.Islands {
 		n.bundle[islandPage(i)] = true
 	}
-	n.canStream = b.CanStream
+	n.can = map[need]bool{streaming: b.CanStream, prerendering: b.CanPrerender}
 	n.reported = map[string]bool{}
 	n.absent = map[string]bool{}
 	n.reportLocked()
@@ -97,11 +112,13 @@ func (n *pageNames) reportLocked() {
 			n.log.Error("the renderer's bundle has no such page: its requests answer 500", "page", page, "used_by", where)
 		}
 	}
-	for page, where := range n.streamed {
-		if !n.canStream && !n.reported["stream "+page] {
-			n.reported["stream "+page] = true
-			n.log.Error("the page streams, but the renderer's bundle does not export renderToPipeableStream: its requests answer the client-side shell",
-				"page", page, "used_by", where)
+	for nd, pages := range n.needing {
+		for page, where := range pages {
+			if !n.can[nd] && !n.reported[nd.does+" "+page] {
+				n.reported[nd.does+" "+page] = true
+				n.log.Error("the page "+nd.does+", but the renderer's bundle does not export "+nd.exports+": its requests answer the client-side shell",
+					"page", page, "used_by", where)
+			}
 		}
 	}
 }
@@ -111,15 +128,10 @@ func (n *pageNames) reportLocked() {
 func (n *pageNames) missing() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var absent, unstreamable []string
+	var absent []string
 	for page, where := range n.used {
 		if n.absent[page] || n.bundle != nil && !n.bundle[page] {
 			absent = append(absent, fmt.Sprintf("%q (%s)", page, where))
-		}
-	}
-	if n.bundle != nil && !n.canStream {
-		for page, where := range n.streamed {
-			unstreamable = append(unstreamable, fmt.Sprintf("%q (%s)", page, where))
 		}
 	}
 	var errs []error
@@ -131,10 +143,17 @@ func (n *pageNames) missing() error {
 		}
 		errs = append(errs, err)
 	}
-	if len(unstreamable) > 0 {
-		slices.Sort(unstreamable)
-		errs = append(errs, fmt.Errorf("page %s streams, but the renderer's bundle does not export renderToPipeableStream "+
-			"(sidecar-ssr-build's bundle does; a bundle built otherwise must export it from react-dom/server)", strings.Join(unstreamable, ", ")))
+	for _, nd := range []need{streaming, prerendering} {
+		if n.bundle == nil || n.can[nd] || len(n.needing[nd]) == 0 {
+			continue
+		}
+		var pages []string
+		for page, where := range n.needing[nd] {
+			pages = append(pages, fmt.Sprintf("%q (%s)", page, where))
+		}
+		slices.Sort(pages)
+		errs = append(errs, fmt.Errorf("page %s %s, but the renderer's bundle does not export %s "+
+			"(sidecar-ssr-build's bundle does; a bundle built otherwise must export them)", strings.Join(pages, ", "), nd.does, nd.exports))
 	}
 	return errors.Join(errs...)
 }

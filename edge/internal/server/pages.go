@@ -86,7 +86,10 @@ type page struct {
 	notFoundTTL time.Duration
 	passTTL     time.Duration
 	// loader computes the props in Go; nil: the page's own load() does.
-	loader        Loader
+	loader Loader
+	// perRequest are the request's own values of a partially prerendered page (prerender.go),
+	// by name; nil for any other page.
+	perRequest    map[string]RequestFunc
 	notFoundPage  string
 	maxPropsBytes int
 	// vary names every request header a rendered response depends on.
@@ -309,11 +312,13 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 		switch {
 		case fl.Err != nil:
 			failure, reason = fl.Err, reasonFor(fl.Err)
-		case fl.Private && !own:
+		case fl.Private && !own, fl.Postponed != nil && fl.Entry == nil:
+			// A prelude that was not stored has holes only a resume fills: this request
+			// renders the page whole.
 			p.metrics.privateRenders.WithLabelValues(p.route).Inc()
 			ctx, withdraw := context.WithCancel(flightContext(r.Context())) // a storable result is stored
 			defer withdraw()
-			fl, own, status = p.renderForOne(ctx, key, p.loaderRequest(r, req), req), true, "sidecar-ssr; fwd=miss; detail=private"
+			fl, own, status = p.renderForOne(ctx, key, p.loaderRequest(r, req), req, p.requestValues(r)), true, "sidecar-ssr; fwd=miss; detail=private"
 		case stale != nil && p.status(fl.Resp) >= 500:
 			// The page itself failed (its backend is down): stale-if-error covers that too.
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.Resp.GetStatus()), "server-error"
@@ -447,7 +452,7 @@ func (p *page) serveAlone(w http.ResponseWriter, r *http.Request, req *ssrv1.Ren
 	}
 	ctx, withdraw := context.WithCancel(base)
 	defer withdraw()
-	p.await(w, r, req, key, p.renderForOne(ctx, key, lr, req), true, cacheStatus, nil)
+	p.await(w, r, req, key, p.renderForOne(ctx, key, lr, req, p.requestValues(r)), true, cacheStatus, nil)
 }
 
 // write answers with a flight's rendered response that was not stored.

@@ -8,6 +8,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -35,6 +36,8 @@ func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRe
 	var err error
 	borrowing, canBorrow := p.renderer.(BorrowingRenderer)
 	switch {
+	case p.isPrerender(fl):
+		resp, err = p.prerender(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req)
 	case p.streams(fl):
 		resp, err = p.renderStream(p.outgoing(ctx), p.renderer.(StreamRenderer), fl, req, s)
 	case canBorrow && fl.Alone():
@@ -94,7 +97,7 @@ func (p *page) flightFor(key string, r *http.Request, req *ssrv1.RenderRequest) 
 		ctx := flightContext(r.Context())
 		return func(fl *flight) { p.fillCache(ctx, fl, key, lr, req) }
 	}
-	return p.flights.Join(key, req.Url, p.origin(r.Context()), p.stream, prepare)
+	return p.flights.Join(key, req.Url, p.origin(r.Context()), p.stream && !p.prerendered(), prepare)
 }
 
 // fillCache is a shared flight's work: the shared cache's copy if it has one (or gets one from
@@ -112,7 +115,7 @@ func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.R
 			return
 		}
 	}
-	fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req)
+	fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req, nil)
 	if fl.Err != nil {
 		unlock()
 		return
@@ -133,10 +136,13 @@ func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.R
 
 // renderForOne renders for one request, within the hard timeout or until ctx is done. With
 // a key, a result that may be stored is stored (it replaces a hit-for-miss marker at once).
-func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest) *flight {
+// A partially prerendered page is rendered whole, with values, the request's own
+// (requestValues), as deferred values.
+func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, req *ssrv1.RenderRequest, values map[string]DeferredFunc) *flight {
 	return p.flights.Alone(p.stream, func(fl *flight) {
-		fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req)
-		if fl.Err != nil || key == "" {
+		fl.Resp, fl.Err = p.loadAndRender(ctx, fl, lr, req, values)
+		// A whole render of a prerendered page holds the request's own values: never stored.
+		if fl.Err != nil || key == "" || values != nil {
 			return
 		}
 		if e := p.entryFor(key, req, fl); e != nil {
@@ -167,6 +173,12 @@ func (p *page) entryFor(key string, req *ssrv1.RenderRequest, fl *flight) *htmlc
 	e.TTL -= time.Duration(float64(e.TTL) * p.jitter * rand.Float64())
 	e.Header = pageHeaders(resp)
 	if status >= 300 && status < 400 {
+		return e
+	}
+	if fl.Postponed != nil {
+		if !p.preludeEntry(e, req, fl) {
+			return nil
+		}
 		return e
 	}
 	bp := buffers.Get().(*[]byte)
@@ -255,7 +267,9 @@ func (s *slot) release() {
 
 // loadAndRender runs the page's loader (if any) on lr, made by loaderRequest, and the render,
 // within the hard timeout: the render timeout of the requests waiting for it covers both.
-func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {
+// values are a request's own values (requestValues) for a whole render of a prerendered page,
+// or nil: for such a page, its prerender.
+func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, req *ssrv1.RenderRequest, values map[string]DeferredFunc) (*ssrv1.RenderResponse, error) {
 	// A render slot before the loader, not only before the render call: past the cap a
 	// request sheds at once, and never after the shop's data work for a render it will not
 	// get. It does not wait for a slot.
@@ -266,14 +280,24 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.Hard)
 	defer cancel()
-	if p.loader == nil {
+	loaded := &Loaded{} // a prerendered page's values, with no loader
+	switch {
+	case p.loader != nil:
+		loadCtx, span := p.span(ctx, "loader")
+		var err error
+		loaded, err = p.load(lr.WithContext(loadCtx), req)
+		span.End()
+		if err != nil {
+			return nil, &errLoad{err}
+		}
+		if p.prerendered() && len(loaded.Deferred) > 0 {
+			return nil, &errLoad{fmt.Errorf("page %q: the loader returned deferred values, which a partially prerendered page does not store: its values per request come from PerRequest", req.Page)}
+		}
+	case !p.prerendered():
 		return p.callRenderer(ctx, fl, req, s)
 	}
-	loadCtx, span := p.span(ctx, "loader")
-	loaded, err := p.load(lr.WithContext(loadCtx), req)
-	span.End()
-	if err != nil {
-		return nil, &errLoad{err}
+	if p.prerendered() {
+		loaded.Deferred = values
 	}
 	d := loaded.decided
 	waits := false // for deferred values, before a render that does not stream
@@ -293,8 +317,14 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 			&ssrv1.Header{Name: "Location", Value: d.redirect}), Cache: cacheHint(loaded)}, nil
 	}
 	withProps := &ssrv1.RenderRequest{Page: req.Page, Url: req.Url, Params: req.Params, Variants: req.Variants, PropsJson: loaded.Props}
+	if p.loader == nil {
+		withProps.PropsJson = req.PropsJson
+	}
 	if d.notFound {
 		withProps.Page = p.notFoundPage
+	}
+	if p.isPrerender(fl) && !d.notFound {
+		withProps.Deferred = p.holes()
 	}
 	if run := loaded.deferred; run != nil {
 		if waits {

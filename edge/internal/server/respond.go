@@ -36,6 +36,10 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 		w.WriteHeader(e.Status)
 		return
 	}
+	if e.Resume != nil {
+		p.serveResumed(w, r, e, cacheStatus)
+		return
+	}
 	if e.NonceAt != nil {
 		p.respondWithNonce(w, r, e)
 		return

@@ -111,7 +111,7 @@ func NewSite(o Options) (*Site, error) {
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
 	}
 	if o.ErrorPage != "" {
-		d.names.use(o.ErrorPage, "the error page", false)
+		d.names.use(o.ErrorPage, "the error page")
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
@@ -194,12 +194,21 @@ type PageOptions struct {
 	// UsedBy says where the page is used, in the error naming a page the bundle lacks;
 	// empty: "route <pattern>".
 	UsedBy string
+	// PerRequest makes the page partially prerendered (prerender.go): its shell is
+	// prerendered and stored, and each of these computes one of a request's own values for
+	// the holes. The route must be cached, and streams.
+	PerRequest map[string]RequestFunc
 }
 
 // Page serves one route: its page, cache policy, variants and deadlines.
 func (s *Site) Page(r Route, o PageOptions) http.Handler {
-	p := s.newPage(r, cmp.Or(o.UsedBy, "route "+r.Pattern))
+	usedBy := cmp.Or(o.UsedBy, "route "+r.Pattern)
+	p := s.newPage(r, usedBy)
 	p.loader = o.Load
+	p.perRequest = o.PerRequest
+	if p.prerendered() {
+		s.d.names.use(r.Page, usedBy, prerendering)
+	}
 	p.lang = cmp.Or(o.Lang, p.lang)
 	if o.Head != "" {
 		p.head = strings.TrimPrefix(p.head+"\n"+o.Head, "\n")
@@ -212,7 +221,11 @@ func (s *Site) newPage(r Route, usedBy string) *page {
 	r.Timeouts = r.Timeouts.Over(s.o.Timeouts)
 	p := newPage(r, &s.o, s.d)
 	p.lang, p.head = s.lang, s.head
-	s.d.names.use(r.Page, usedBy, r.Stream)
+	if r.Stream {
+		s.d.names.use(r.Page, usedBy, streaming)
+	} else {
+		s.d.names.use(r.Page, usedBy)
+	}
 	// A purge must outlive every render that began before it: a flight may wait on another
 	// replica's render, then render itself, each within the hard timeout.
 	s.d.cache.RememberPurgesFor(2*p.timeouts.Hard + purgeSlack)

@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -47,44 +46,22 @@ func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, 
 	}
 	go sendDeferred(ctx, deferredOf(fl), stream)
 	var body []byte
-	for {
-		m, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
+	resp, _, err = receive(stream, func(head *ssrv1.RenderResponse) {
+		head.PropsJson = renderedProps(req, head)
+		shown := proto.Clone(head).(*ssrv1.RenderResponse)
+		if l := fl.Decided.Load(); l != nil {
+			applyLoaded(shown, l)
 		}
-		if err != nil {
-			return nil, err
-		}
-		switch part := m.GetPart().(type) {
-		case *ssrv1.RenderStreamResponse_Head:
-			if resp != nil {
-				return nil, errInvalidStream("a second head")
-			}
-			resp = part.Head
-			resp.PropsJson = renderedProps(req, resp)
-			head := proto.Clone(resp).(*ssrv1.RenderResponse)
-			if l := fl.Decided.Load(); l != nil {
-				applyLoaded(head, l)
-			}
-			t.Head, t.Private, t.ShellAt = head, private(head), time.Now()
-			// Before ready: whoever sees the shell may count on the slot being free.
-			s.release()
-			close(t.Ready)
-		case *ssrv1.RenderStreamResponse_Html:
-			if resp == nil {
-				return nil, errInvalidStream("body before the head")
-			}
-			body = append(body, part.Html...)
-			t.Add(part.Html)
-		case *ssrv1.RenderStreamResponse_Trailer:
-			if resp == nil {
-				return nil, errInvalidStream("trailer before the head")
-			}
-			resp.Timing = part.Trailer.GetTiming()
-		}
-	}
-	if resp == nil {
-		return nil, errInvalidStream("no head")
+		t.Head, t.Private, t.ShellAt = shown, private(shown), time.Now()
+		// Before ready: whoever sees the shell may count on the slot being free.
+		s.release()
+		close(t.Ready)
+	}, func(html []byte) {
+		body = append(body, html...)
+		t.Add(html)
+	})
+	if err != nil {
+		return nil, err
 	}
 	resp.Html = body
 	return resp, nil

@@ -30,6 +30,8 @@ func FuzzStoreDecode(f *testing.F) {
 		{Key: fuzzKey, Path: "/", Status: 404, ETag: `"n"`, Bodies: map[string][]byte{"": []byte("<script><script>")},
 			NonceAt: []int{7, 15}, Stored: stored, TTL: time.Second},
 		{Key: fuzzKey, Path: "/", Status: 308, Header: http.Header{"Location": {"/to"}}, Stored: stored, TTL: time.Minute},
+		{Key: fuzzKey, Path: "/p", Status: 200, ETag: `"p"`, Bodies: map[string][]byte{"": []byte("<script><main><!--$?-->")}, NonceAt: []int{7},
+			Resume: &htmlcache.Resume{Page: "p", Props: []byte(`{}`), Postponed: []byte(`{"replayNodes":[]}`)}, Stored: stored, TTL: time.Minute},
 	}
 	for _, e := range seeds {
 		for _, keyed := range []bool{false, true} {

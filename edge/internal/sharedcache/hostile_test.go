@@ -162,6 +162,8 @@ func TestEveryFieldRoundTrips(t *testing.T) {
 				Stored: stored, TTL: time.Minute},
 			{Key: "no scripts", Path: "/e", Status: 200, Bodies: map[string][]byte{"": {}}, NonceAt: []int{}, Stored: stored, TTL: time.Minute},
 			{Key: "redirect", Path: "/r", Status: 308, Header: http.Header{"Location": {"/to"}}, Stored: stored, TTL: time.Minute},
+			{Key: "prelude", Path: "/pp", Status: 200, Bodies: map[string][]byte{"": []byte("<script><main><!--$?-->")}, NonceAt: []int{7},
+				Resume: &htmlcache.Resume{Page: "product", Props: []byte(`{"id":1}`), Postponed: []byte(`{"replayNodes":[]}`)}, Stored: stored, TTL: time.Minute},
 		} {
 			if err := s.Set(ctx, in); err != nil {
 				t.Fatal(err)
@@ -194,7 +196,14 @@ func sameEntry(a, b *htmlcache.Entry) bool {
 	return a.Key == b.Key && a.Path == b.Path && slices.Equal(a.Tags, b.Tags) && a.Status == b.Status && a.ETag == b.ETag &&
 		a.ServerBuild == b.ServerBuild && a.Bundle == b.Bundle && sameBodies && sameHeader &&
 		slices.Equal(a.NonceAt, b.NonceAt) && (a.NonceAt == nil) == (b.NonceAt == nil) && a.Stored.Equal(b.Stored) &&
-		a.TTL == b.TTL && a.StaleWhileRevalidate == b.StaleWhileRevalidate && a.StaleIfError == b.StaleIfError
+		a.TTL == b.TTL && a.StaleWhileRevalidate == b.StaleWhileRevalidate && a.StaleIfError == b.StaleIfError && sameResume(a.Resume, b.Resume)
+}
+
+func sameResume(a, b *htmlcache.Resume) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Page == b.Page && bytes.Equal(a.Props, b.Props) && bytes.Equal(a.Postponed, b.Postponed)
 }
 
 // With an HMAC key, only what an edge with the same key wrote, under the key it is read

@@ -120,6 +120,14 @@ func encode(dst []byte, storeKey string, e *htmlcache.Entry, macKey []byte) []by
 			last = at
 		}
 	}
+	// Last and optional: a value without it is a whole document.
+	if r := e.Resume; r != nil {
+		dst = appendString(dst, r.Page)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Props)))
+		dst = append(dst, r.Props...)
+		dst = binary.AppendUvarint(dst, uint64(len(r.Postponed)))
+		dst = append(dst, r.Postponed...)
+	}
 	if macKey != nil {
 		sum := signature(macKey, storeKey, dst[start:start+2], dst[body:])
 		copy(dst[start+2:body], sum)
@@ -223,6 +231,9 @@ func decode(b []byte, storeKey, key string, macKey []byte) (*htmlcache.Entry, er
 			}
 			e.NonceAt = append(e.NonceAt, int(last))
 		}
+	}
+	if len(r.b) > 0 && r.err == nil {
+		e.Resume = &htmlcache.Resume{Page: r.string(), Props: r.bytes(), Postponed: r.bytes()}
 	}
 	if r.err != nil {
 		return nil, r.err
@@ -334,6 +345,9 @@ func check(e *htmlcache.Entry, key string) error {
 		return invalid("no identity body")
 	case !validValue(e.ETag):
 		return invalid("ETag %q", e.ETag)
+	}
+	if r := e.Resume; r != nil && (len(r.Postponed) == 0 || len(e.Bodies) != 1 || redirect) {
+		return invalid("a prelude without postponed state, or kept in codings other than identity")
 	}
 	if e.NonceAt != nil {
 		if len(e.Bodies) != 1 {

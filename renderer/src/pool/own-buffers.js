@@ -1,12 +1,13 @@
-// What a task moves to its worker rather than clones: the bytes of its props and of its
-// deferred values, each in a buffer of its own, and its islands' props, in one.
+// What a task moves to its worker rather than clones: the bytes of its props, of a resume's
+// postponed state and of its deferred values, each in a buffer of its own, and its islands'
+// props, in one.
 
 /** @import { PoolTask } from './types.js' */
 /** @import { WireDeferred } from '../worker/deferred-values.js' */
 
 /**
- * The task as it goes to its worker: its props, deferred values and islands' props in
- * buffers of their own, moved there, not cloned. A clone of a view would copy its whole
+ * The task as it goes to its worker: its props, resume state, deferred values and islands'
+ * props in buffers of their own, moved there, not cloned. A clone of a view would copy its whole
  * backing buffer (grpc-js's receive buffer) through V8's serializer into the worker's heap;
  * this copies the bytes once, and the caller's views stay readable here (the quarantine
  * hashes the props after a worker death, and islands may render again one by one). A
@@ -18,12 +19,15 @@
 export function withOwnBuffers(task) {
   /** @type {any[]} */
   const transferList = task.port ? [task.port] : [];
-  const props = task.propsJson;
   /** @type {PoolTask} */
   const sent = { ...task };
-  if (props && props.byteLength > 0) {
-    sent.propsJson = ownCopy(props);
-    transferList.push(sent.propsJson.buffer);
+  for (const field of /** @type {const} */ (['propsJson', 'resume'])) {
+    const bytes = task[field];
+    if (bytes && bytes.byteLength > 0) {
+      const own = ownCopy(bytes);
+      sent[field] = own;
+      transferList.push(own.buffer);
+    }
   }
   if (task.islands) {
     // One buffer and one transfer for them all: each island goes with a view of its bytes.

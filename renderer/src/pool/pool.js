@@ -63,7 +63,7 @@ export class RenderPool {
    * is warm); `names`: its pages, its islands' islandPage() names and ISLANDS_PAGE.
    * @type {BundleExports & {names: Set<string>}}
    */
-  #loaded = loaded({ pages: [], islands: [], canStream: false, id: '' });
+  #loaded = loaded({ pages: [], islands: [], canStream: false, canPrerender: false, id: '' });
   /** @type {BundleExports} the bundle of the worker warmed last: a reload's, once it is done */
   #newest = this.#loaded;
   #scheduler;
@@ -289,6 +289,14 @@ export class RenderPool {
     return this.#loaded.canStream;
   }
 
+  /**
+   * Whether the bundle exports prerenderToNodeStream and resumeToPipeableStream, which
+   * partially prerendered pages need.
+   */
+  canPrerender() {
+    return this.#loaded.canPrerender;
+  }
+
   /** A hash of the bundle file the workers run ('' until one has loaded it). */
   bundleId() {
     return this.#loaded.id;
@@ -478,7 +486,9 @@ export class RenderPool {
       this.#workers.set(state.id, state);
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
-      this.#newest = { pages: message.pages, islands: message.islands, canStream: message.canStream, id: message.bundleId };
+      this.#newest = {
+        pages: message.pages, islands: message.islands, canStream: message.canStream, canPrerender: message.canPrerender, id: message.bundleId,
+      };
       if (this.#loaded.id === '') this.#loaded = loaded(this.#newest);
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);
       this.#logger.info({

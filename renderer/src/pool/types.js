@@ -13,10 +13,13 @@
  * the worker with the task as `port`, where the worker posts its messages
  * (worker/stream.js); `begun` says whether any reached the caller, after which
  * the render is never tried again. `nonce` is then RenderStreamRequest.nonce,
- * the placeholder React's inline scripts carry for the edge to replace. `id` is
- * the pool's for one try (scheduler.js).
+ * the placeholder React's inline scripts carry for the edge to replace, and
+ * `prerender` and `resume` its partial prerendering (worker/prerender.js): the
+ * page's shell prerendered, or its holes rendered from a prerender's postponed
+ * state (JSON, moved to the worker like the props). `id` is the pool's for one
+ * try (scheduler.js).
  * @typedef {RenderTask & {arrivedAt: number, id?: number, port?: MessagePort, nonce?: string,
- *   stream?: {open: () => MessagePort, begun: () => boolean}}} PoolTask
+ *   prerender?: boolean, resume?: Uint8Array, stream?: {open: () => MessagePort, begun: () => boolean}}} PoolTask
  */
 /** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
 /** @import { RetentionSample } from '../worker/heap-growth.js' */
@@ -54,7 +57,7 @@
 
 /**
  * What a worker's bundle exports, and a hash of its file (empty until a worker is warm).
- * @typedef {{pages: string[], islands: string[], canStream: boolean, id: string}} BundleExports
+ * @typedef {{pages: string[], islands: string[], canStream: boolean, canPrerender: boolean, id: string}} BundleExports
  */
 
 /**

@@ -174,7 +174,7 @@ function widenReceiveWindows(server) {
 
 /**
  * @param {RenderPool} pool
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], bundleId: string, canStream: boolean}>}
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], bundleId: string, canStream: boolean, canPrerender: boolean}>}
  */
 function listPagesHandler(pool) {
   return (_call, callback) => {
@@ -183,7 +183,9 @@ function listPagesHandler(pool) {
       callback({ code: grpc.status.UNAVAILABLE, details: 'no worker has loaded the bundle yet' });
       return;
     }
-    callback(null, { pages, islands: pool.islands(), bundleId: pool.bundleId(), canStream: pool.canStream() });
+    callback(null, {
+      pages, islands: pool.islands(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(),
+    });
   };
 }
 

@@ -71,10 +71,11 @@ const DEADLINE_SLACK_MS = 50;
  *   the same metadata, deadline and 'cancelled' event)
  * @param {any} req the RenderRequest; for an island, {page: islandPage(name),
  *   island: name, url, propsJson}; for islands together, {page: ISLANDS_PAGE, url, islands}
- * @param {{stream?: PoolTask['stream'], nonce?: string, span?: CallSpan, metrics?: RenderMetrics,
+ * @param {{stream?: PoolTask['stream'], nonce?: string, prerender?: boolean, resume?: Uint8Array, span?: CallSpan, metrics?: RenderMetrics,
  *   succeeded: (response: Uint8Array, trailer: grpc.Metadata, result: RenderSuccess) => Promise<void>,
  *   failed: (error: RenderError) => void}} reply
- *   `span`: the render's own, when the call's is not (an island's); `metrics`: in place of deps'
+ *   `span`: the render's own, when the call's is not (an island's); `metrics`: in place of deps';
+ *   `nonce`, `prerender`, `resume`: a streaming render's (RenderStreamRequest)
  */
 export async function serveRender(deps, call, req, reply) {
   const { pool, logger, defaultDeadlineMs, quarantine, tracing } = deps;
@@ -94,6 +95,8 @@ export async function serveRender(deps, call, req, reply) {
     arrivedAt,
     ...(reply.stream && { stream: reply.stream }),
     ...(reply.nonce && { nonce: reply.nonce }),
+    ...(reply.prerender && { prerender: true }),
+    ...(reply.resume && reply.resume.byteLength > 0 && { resume: reply.resume }),
   };
   /** @type {string | undefined} */
   let key;

@@ -30,7 +30,7 @@ import { serveRender } from './render-call.js';
  * @param {RenderDeps} deps
  * @param {grpc.ServerUnaryCall<any, any>} call what serveRender reads of a call (its
  *   metadata, deadline, cancellation)
- * @param {{render: any, nonce?: string}} first
+ * @param {{render: any, nonce?: string, prerender?: boolean, resume?: Uint8Array}} first
  * @param {StreamOut} out
  * @returns {{settle: (d: WireDeferred) => void, done: Promise<void>}} settle passes a
  *   deferred value on to the render; done resolves once the render has answered
@@ -64,6 +64,8 @@ export function streamRender(deps, call, first, out) {
   const done = serveRender(deps, call, first.render, {
     stream: { open, begun: () => begun },
     nonce: first.nonce,
+    prerender: first.prerender,
+    resume: first.resume,
     succeeded: async (trailerMessage, trailer) => {
       await posted;
       answered = true;

@@ -1,6 +1,7 @@
 // One render, following docs/app-contract.md: find the page, run its load(),
 // honour notFound/redirect/status/headers/cache, render body and head; or an
-// island of a Go template, its component alone. Runs inside a worker; knows
+// island of a Go template, its component alone; or a page to resume from a
+// prerender, found with its props and no load(). Runs inside a worker; knows
 // nothing of gRPC or Piscina.
 import { performance } from 'node:perf_hooks';
 import { decide } from '../decision.js';
@@ -24,17 +25,31 @@ import { RenderAborted } from './renders.js';
  * @property {(type: any, props?: any) => unknown} createElement
  * @property {(element: any) => string} renderToString
  * @property {(element: any) => string} renderToStaticMarkup
- * @property {(element: any, options: PipeableOptions) => {pipe: (destination: any) => unknown, abort: (reason?: unknown) => void}}
+ * @property {(element: any, options: PipeableOptions) => PipeableStream}
  *   [renderToPipeableStream] react-dom/server's: needed only by pages that stream
+ * @property {(element: any, options: PrerenderOptions) => Promise<{prelude: AsyncIterable<string | Uint8Array>, postponed: unknown}>}
+ *   [prerenderToNodeStream] react-dom/static's: needed only by partially prerendered pages
+ *   (prerender.js), with resumeToPipeableStream
+ * @property {(element: any, postponed: unknown, options: PipeableOptions) => PipeableStream}
+ *   [resumeToPipeableStream] react-dom/server's: renders a prerender's holes (stream.js)
  */
 
 /**
- * The options of renderToPipeableStream that stream.js uses.
+ * The options of renderToPipeableStream and resumeToPipeableStream that stream.js uses.
  * @typedef {object} PipeableOptions
  * @property {() => void} onShellReady
  * @property {(error: unknown) => void} onShellError
  * @property {(error: unknown) => string | void} onError
  * @property {string} [nonce] set on React's inline scripts
+ */
+
+/** @typedef {{pipe: (destination: any) => unknown, abort: (reason?: unknown) => void}} PipeableStream */
+
+/**
+ * The options of prerenderToNodeStream that prerender.js uses.
+ * @typedef {object} PrerenderOptions
+ * @property {AbortSignal} signal its abort stops the prerender: what is still pending is a hole
+ * @property {(error: unknown) => string | void} onError
  */
 
 /**
@@ -93,6 +108,8 @@ import { RenderAborted } from './renders.js';
  * @property {Array<{name: string, value: string}>} headers
  * @property {PageResult['cache']} cache
  * @property {string} [redirect] set for a redirect, which renders nothing
+ * @property {unknown} [postponed] set for a page resumed from a prerender (resumedPage): the
+ *   prerender's postponed state
  * @property {string} propsJson as PageResult's
  * @property {number} loadStart
  * @property {number} loadUs
@@ -172,9 +189,7 @@ export async function preparePage(bundle, task, held) {
   // Frozen, so that a load() that changes them must return new ones: the caller's own are
   // not sent back (propsJson), and a change in place would hydrate with the old ones.
   const callerProps = Object.freeze(task.props ?? parseCallerProps(task.propsJson));
-  const url = task.url || '/';
-  /** @type {LoadContext} */
-  const ctx = { url, params: task.params, query: firstValues(url), variants: task.variants, props: callerProps };
+  const ctx = contextOf(task, callerProps);
 
   const loadStart = performance.now();
   let result = await runLoad(entry, ctx, held);
@@ -206,6 +221,46 @@ export async function preparePage(bundle, task, held) {
     page, entry, props, elementProps: componentProps(props, deferred), deferred, ctx, status: decision.status || 200,
     headers, cache, propsJson, loadStart, loadUs,
   };
+}
+
+/**
+ * A page to resume from a prerender (RenderStreamRequest.resume): found, its props the
+ * caller's, which are those its prelude was rendered with, and its deferred values the
+ * request's. load() does not run and nothing is decided: the prelude's head said it all.
+ * @param {Bundle} bundle
+ * @param {RenderTask} task
+ * @param {Uint8Array} resume the prerender's postponed state, JSON
+ * @returns {PreparedPage}
+ */
+export function resumedPage(bundle, task, resume) {
+  const { page } = task;
+  const entry = lookup(bundle, page);
+  if (!entry) throw new PageNotFoundError(`unknown page "${page}"`);
+  let postponed;
+  try {
+    postponed = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(resume));
+  } catch (err) {
+    throw new InvalidPropsError(`resume is not valid JSON: ${/** @type {Error} */ (err).message}`);
+  }
+  if (typeof postponed !== 'object' || postponed === null) throw new InvalidPropsError('resume is not a prerender\'s postponed state');
+  const props = Object.freeze(task.props ?? parseCallerProps(task.propsJson));
+  const deferred = task.deferred?.length ? new DeferredValues(task.deferred) : undefined;
+  const loadStart = performance.now();
+  return {
+    page, entry, props, elementProps: componentProps(props, deferred), deferred, ctx: contextOf(task, props), status: 200,
+    headers: [], cache: { maxAgeSeconds: 0, noStore: false, tags: [] }, postponed, propsJson: '', loadStart, loadUs: 0,
+  };
+}
+
+/**
+ * What load() and head() are given.
+ * @param {RenderTask} task
+ * @param {Record<string, unknown>} props the caller's
+ * @returns {LoadContext}
+ */
+function contextOf(task, props) {
+  const url = task.url || '/';
+  return { url, params: task.params, query: firstValues(url), variants: task.variants, props };
 }
 
 /**

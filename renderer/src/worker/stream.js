@@ -1,5 +1,6 @@
 // A page that streams (RenderStream, render.proto): React's renderToPipeableStream
-// in this worker, its output sent to the main thread over the task's own
+// in this worker, or for a page resumed from a prerender (RenderStreamRequest.resume)
+// resumeToPipeableStream, its output sent to the main thread over the task's own
 // MessagePort as it is produced, each message already encoded as a
 // RenderStreamResponse whose buffer is transferred (the same spirit as
 // wire.js: the main thread hands grpc-js finished bytes).
@@ -17,7 +18,7 @@ import { pageThrew, micros, renderHead } from './render-page.js';
 import { allocMessage, encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from './wire.js';
 
 /** @import { MessagePort } from 'node:worker_threads' */
-/** @import { Bundle, PreparedPage } from './render-page.js' */
+/** @import { Bundle, PipeableOptions, PipeableStream, PreparedPage } from './render-page.js' */
 /** @import { ResponseFields } from './wire.js' */
 /** @import { WireDeferred } from './deferred-values.js' */
 /** @import { HeldRender } from './renders.js' */
@@ -47,6 +48,11 @@ let streamType;
  * A boundary that throws after the shell is React's to handle: it sends the
  * browser an instruction to render that boundary itself.
  *
+ * A page resumed from a prerender (prepared.postponed) has its shell already, in the
+ * caller's stored prelude: its head (empty, as resumedPage() made it) goes at once, and
+ * the body is what goes after the prelude: the holes' content and React's scripts that
+ * put it in place, or have the browser render a hole that failed.
+ *
  * Once React has it, the render waits for data whenever none of its callbacks
  * runs (renders.js): the worker takes other renders meanwhile. The pool's abort
  * is React's abort(): the pending boundaries end as the browser's to render, and
@@ -64,23 +70,29 @@ let streamType;
  */
 export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, held }) {
   if (prepared.redirect !== undefined) {
-    post(port, wrap(HEAD_FIELD, encodeRenderResponse('', '', fields(''), maxBytes)));
+    post(port, headMessage('', fields(''), maxBytes));
     return Promise.resolve({ renderUs: 0 });
   }
-  const { renderToPipeableStream } = bundle;
-  if (typeof renderToPipeableStream !== 'function') {
-    return Promise.reject(new PageThrewError(`page "${prepared.page}" streams, but the bundle does not export renderToPipeableStream (see docs/app-contract.md)`));
+  const { entry, props, elementProps, ctx, deferred, postponed } = prepared;
+  const resumed = postponed !== undefined;
+  const { renderToPipeableStream, resumeToPipeableStream } = bundle;
+  /** @type {((element: unknown, options: PipeableOptions) => PipeableStream) | undefined} */
+  const start = resumed
+    ? resumeToPipeableStream && ((element, options) => resumeToPipeableStream(element, postponed, options))
+    : renderToPipeableStream;
+  if (typeof start !== 'function') {
+    const [does, missing] = resumed ? ['resumes a prerender', 'resumeToPipeableStream'] : ['streams', 'renderToPipeableStream'];
+    return Promise.reject(new PageThrewError(`page "${prepared.page}" ${does}, but the bundle does not export ${missing} (see docs/app-contract.md)`));
   }
-  const { entry, props, elementProps, ctx, deferred } = prepared;
   // The caller's deferred values, settled while React waits on them (main thread: grpc-server.js).
   if (deferred) {
     // Bound to the render: the port came with the task, before the render began, so its
     // callbacks would otherwise run as no render (renders.js charges them to this one).
     port.on('message', AsyncResource.bind((/** @type {SettledMessage} */ m) => deferred.settle(m.settled)));
   }
-  let head;
+  let head = '';
   try {
-    head = renderHead(bundle, entry, props, ctx);
+    if (!resumed) head = renderHead(bundle, entry, props, ctx);
   } catch (err) {
     return Promise.reject(pageThrew(err));
   }
@@ -100,15 +112,20 @@ export function streamPage(bundle, prepared, port, fields, { maxBytes, nonce, he
       if (tooLarge) reject(tooLarge);
       else resolve({ renderStart, renderUs: micros(performance.now() - renderStart) });
     });
-    /** @type {ReturnType<NonNullable<Bundle['renderToPipeableStream']>>} */
+    /** @type {PipeableStream} */
     let stream;
+    const sendHead = () => {
+      const message = headMessage(prepared.propsJson, fields(head), maxBytes);
+      sent = message.byteLength;
+      post(port, message);
+    };
+    // Before the try: a head over maxBytes fails as too large, not as the page's throw.
+    if (resumed) sendHead();
     try {
-      stream = renderToPipeableStream(bundle.createElement(entry.component, elementProps), {
+      stream = start(bundle.createElement(entry.component, elementProps), {
         nonce,
         onShellReady() {
-          const encoded = encodeRenderResponse('', prepared.propsJson, fields(head), maxBytes);
-          sent = encoded.byteLength;
-          post(port, wrap(HEAD_FIELD, encoded));
+          if (!resumed) sendHead();
           stream.pipe(destination);
         },
         onShellError(err) {
@@ -156,9 +173,7 @@ class Destination {
 
   flush() {
     if (this.#pending.length === 0) return;
-    const length = byteLengthOf(this.#pending);
-    const out = allocMessage(fieldHeaderLength(length) + length);
-    writeChunks(out, writeFieldHeader(out, 0, HTML_FIELD, length), this.#pending);
+    const out = htmlMessage(this.#pending);
     this.#pending = [];
     if (this.#admit(out.byteLength)) post(this.#port, out);
   }
@@ -201,15 +216,38 @@ export function writeChunks(out, at, chunks) {
 }
 
 /**
- * The trailer message: the render's timing.
+ * The trailer message: the render's timing, and a prerender's postponed state.
  * @param {ResponseFields['timing']} timing
+ * @param {Uint8Array} [postponed] RenderStreamTrailer.postponed (worker/prerender.js)
  * @returns {Uint8Array}
  */
-export function encodeTrailer(timing) {
+export function encodeTrailer(timing, postponed) {
   streamType ??= protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderStreamResponse');
-  const encoded = streamType.encode({ trailer: { timing } }).finish();
+  const encoded = streamType.encode({ trailer: { timing, ...(postponed && { postponed }) } }).finish();
   const out = allocMessage(encoded.byteLength);
   out.set(encoded);
+  return out;
+}
+
+/**
+ * The head message: a RenderResponse of the small fields and the props, as
+ * RenderStreamResponse's `head`. Throws PageTooLargeError as encodeRenderResponse() does.
+ * @param {string} propsJson
+ * @param {ResponseFields} fields
+ * @param {number} maxBytes
+ */
+export function headMessage(propsJson, fields, maxBytes) {
+  return wrap(HEAD_FIELD, encodeRenderResponse('', propsJson, fields, maxBytes));
+}
+
+/**
+ * An `html` message of what React wrote.
+ * @param {Array<string | Uint8Array>} chunks
+ */
+export function htmlMessage(chunks) {
+  const length = byteLengthOf(chunks);
+  const out = allocMessage(fieldHeaderLength(length) + length);
+  writeChunks(out, writeFieldHeader(out, 0, HTML_FIELD, length), chunks);
   return out;
 }
 
@@ -217,7 +255,7 @@ export function encodeTrailer(timing) {
  * @param {MessagePort} port
  * @param {Uint8Array} bytes transferred: gone from this thread once posted
  */
-function post(port, bytes) {
+export function post(port, bytes) {
   /** @type {StreamMessage} */
   const message = { bytes };
   port.postMessage(message, [/** @type {ArrayBuffer} */ (bytes.buffer)]);

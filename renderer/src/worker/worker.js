@@ -9,10 +9,11 @@ import { PerformanceObserver, constants as perfConstants, performance } from 'no
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { RenderError, asRenderError } from '../errors.js';
+import { InvalidPropsError, RenderError, asRenderError } from '../errors.js';
 import { answerHeapSnapshots } from './heap-snapshot-writer.js';
 import { answerProbes } from './loop-probe.js';
-import { islandPage, micros, preparePage, renderPage } from './render-page.js';
+import { islandPage, micros, preparePage, renderPage, resumedPage } from './render-page.js';
+import { prerenderPage } from './prerender.js';
 import { Ledger, RenderAborted, sharedWords } from './renders.js';
 import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
@@ -29,7 +30,8 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
  * `pages` and `islands` are the names the bundle exports (metrics label only those), and
- * `canStream` whether it exports renderToPipeableStream (stream.js), and
+ * `canStream` whether it exports renderToPipeableStream (stream.js), `canPrerender` whether
+ * prerenderToNodeStream and resumeToPipeableStream (prerender.js), and
  * `bundleId` a hash of its file, which each response carries (render.proto);
  * `control` is this worker's own port for requests between tasks (heap
  * snapshots) and during them (is its event loop free? loop-probe.js; abort one
@@ -38,7 +40,7 @@ import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } fr
  * renders it picked up, the probe's answer).
  * `startCpuMs` is the CPU this worker's thread spent from its start to warm (Node's
  * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], canStream: boolean, bundleId: string, warmupMs: number,
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], canStream: boolean, canPrerender: boolean, bundleId: string, warmupMs: number,
  *     warmupRenders: number, meanRenderMs: number, startCpuMs: number, control: MessagePort, words: Int32Array,
  *     report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
@@ -168,7 +170,8 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), canStream: typeof bundle.renderToPipeableStream === 'function', bundleId,
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), canStream: typeof bundle.renderToPipeableStream === 'function',
+  canPrerender: typeof bundle.prerenderToNodeStream === 'function' && typeof bundle.resumeToPipeableStream === 'function', bundleId,
   control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
@@ -309,7 +312,8 @@ function moved(value) {
  * are produced (stream.js); the result carries the trailer, encoded, and is
  * posted only after the port's `end`, which tells the main thread that every
  * message of the render was posted (the port and Piscina's own are two
- * channels, with no order between them).
+ * channels, with no order between them). A prerender (prerender.js) and a resume
+ * (stream.js, from resumedPage()) go the same way.
  * @param {PoolTask} task
  * @param {MessagePort} port
  * @param {HeldRender} held
@@ -320,14 +324,19 @@ async function renderStream(task, port, held) {
   const measured = retention.begin();
   const queueUs = Math.max(0, Math.round((startedAt - task.arrivedAt) * 1000));
   let prepared;
+  /** @type {{renderStart?: number, renderUs: number, postponed?: Uint8Array}} */
   let rendered;
   try {
-    checkProps?.(task);
-    const preparing = preparePage(bundle, task, held);
+    if (task.prerender && task.resume) throw new InvalidPropsError('a stream both prerenders and resumes: it does one or the other');
+    // A resume's props are its prelude's, which load() may have made: not the caller's type.
+    if (!task.resume) checkProps?.(task);
+    // A prerender's values are the request's own: pending, whatever the request says.
+    const preparing = task.resume ? Promise.resolve(resumedPage(bundle, task, task.resume))
+      : preparePage(bundle, task.prerender ? { ...task, deferred: task.deferred?.map(({ name }) => ({ name })) } : task, held);
     retention.waiting(measured, task.page);
     prepared = await preparing;
     const { page, status, headers, cache, loadUs } = prepared;
-    rendered = await streamPage(bundle, prepared, port, (head) => ({
+    rendered = await (task.prerender ? prerenderPage : streamPage)(bundle, prepared, port, (head) => ({
       head, status, headers, cache, page, bundleId, clientBuildId,
       timing: { queueUs, loadUs, renderUs: 0, workerUs: 0, workerId: threadId, heapUsedBytes: 0, heapLimitBytes: 0, externalBytes: 0 },
     }), { maxBytes: options.maxPageBytes, nonce: task.nonce, held });
@@ -342,7 +351,7 @@ async function renderStream(task, port, held) {
   }
   const heap = getHeapStatistics();
   const timing = timingOf(startedAt, prepared, rendered, heap);
-  const response = encodeTrailer({ ...timing, queueUs });
+  const response = encodeTrailer({ ...timing, queueUs }, rendered.postponed);
   /** @type {RenderSuccess} */
   const value = { ok: true, page: prepared.page, response, timing, report: report(heap), cpuMs: held.cpuMs };
   return /** @type {RenderOutcome} */ (value);

@@ -104,6 +104,23 @@ func Busy(t testing.TB, address string, d time.Duration) {
 	poll.Until(t, address+" busy in DEBUG SLEEP", func() bool { return probe.Ping(context.Background()).Err() != nil })
 }
 
+// Values are the store's string values by key: what the edges stored, as stored.
+func Values(t testing.TB, address string) map[string][]byte {
+	t.Helper()
+	c, ctx := client(t, address, 5*time.Second), context.Background()
+	values := map[string][]byte{}
+	iter := c.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		if b, err := c.Get(ctx, iter.Val()).Bytes(); err == nil {
+			values[iter.Val()] = b
+		}
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return values
+}
+
 // client is a client of the store at address whose calls wait at most timeout.
 func client(t testing.TB, address string, timeout time.Duration) *redis.Client {
 	t.Helper()

@@ -24,6 +24,11 @@ type moreReviews struct {
 	Count int `json:"count"`
 }
 
+// cartLine is a value per request only.
+type cartLine struct {
+	Quantity int `json:"quantity"`
+}
+
 type listing struct {
 	Page int `json:"page"`
 }
@@ -47,6 +52,11 @@ func routes(pages *ssr.Server, mux *http.ServeMux, names func() string) {
 	}))
 	mux.Handle("GET /{$}", pages.Page("home", ssr.PageOptions{
 		Load: ssr.Typed(func(*http.Request) (listing, ssr.Result, error) { return listing{}, ssr.Result{}, nil }),
+		// Partially prerendered: its values per request are typed as deferred ones are.
+		PerRequest: map[string]ssr.RequestValue{
+			"cart":  ssr.FromRequest(func(*http.Request) (cartLine, error) { return cartLine{}, nil }),
+			"plain": func(*http.Request) (any, error) { return nil, nil },
+		},
 	}))
 	// Not typed: its values are not looked at, so a name chosen at run time is no error.
 	mux.Handle("GET /about", pages.Page("about", ssr.PageOptions{

@@ -917,7 +917,11 @@ type ListPagesResponse struct {
 	// it a page that streams (RenderStream) cannot render, and the edge refuses to start.
 	CanStream bool `protobuf:"varint,3,opt,name=can_stream,json=canStream,proto3" json:"can_stream,omitempty"`
 	// Every island name the server bundle's `islands` export holds (RenderIslands).
-	Islands       []string `protobuf:"bytes,4,rep,name=islands,proto3" json:"islands,omitempty"`
+	Islands []string `protobuf:"bytes,4,rep,name=islands,proto3" json:"islands,omitempty"`
+	// Whether the server bundle exports react-dom/static's prerenderToNodeStream and
+	// react-dom/server's resumeToPipeableStream: without them a partially prerendered page
+	// (RenderStreamRequest.prerender, resume) cannot render, and the edge refuses to start.
+	CanPrerender  bool `protobuf:"varint,5,opt,name=can_prerender,json=canPrerender,proto3" json:"can_prerender,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -978,6 +982,13 @@ func (x *ListPagesResponse) GetIslands() []string {
 		return x.Islands
 	}
 	return nil
+}
+
+func (x *ListPagesResponse) GetCanPrerender() bool {
+	if x != nil {
+		return x.CanPrerender
+	}
+	return false
 }
 
 type RenderRequest struct {
@@ -1312,7 +1323,26 @@ type RenderStreamRequest struct {
 	// First message only.
 	Nonce string `protobuf:"bytes,2,opt,name=nonce,proto3" json:"nonce,omitempty"`
 	// Any later message's: the outcome of a value the request named pending.
-	Settled       *Deferred `protobuf:"bytes,3,opt,name=settled,proto3" json:"settled,omitempty"`
+	Settled *Deferred `protobuf:"bytes,3,opt,name=settled,proto3" json:"settled,omitempty"`
+	// First message only: prerender the page's shell, to be stored and resumed per request
+	// (partial prerendering). The page's load() runs as for any render; its deferred values
+	// (render.deferred, all pending) are the request's own and are never settled: each
+	// Suspense boundary that reads one is a hole. Once everything else has rendered, the
+	// prerender stops: the body (`html`) is the prelude, with each hole's fallback, and the
+	// trailer carries the postponed state. The head comes after the prelude, with no_store set
+	// when a boundary threw (the prelude holds its error: not to be stored). A page that reads
+	// a deferred value outside every Suspense boundary has no shell to store: PAGE_THREW,
+	// naming the values it read. The nonce is on React's inline script at the prelude's end.
+	Prerender bool `protobuf:"varint,4,opt,name=prerender,proto3" json:"prerender,omitempty"`
+	// First message only: the postponed state of a prerender (its trailer's), to render the
+	// holes for one request. load() does not run: render.props_json are the props the prelude
+	// was rendered with, render.deferred the request's values (pending ones settled later, as
+	// for any render that streams). The head comes at once (status 200, nothing else); `html`
+	// is what goes after the prelude: each hole's content and React's instructions to put it
+	// in place. A hole whose value fails, or that is not done when the call ends, is left to
+	// the browser, which renders it. The page must be rendered by the server bundle that
+	// prerendered it (ListPagesResponse.bundle_id): the state names its components.
+	Resume        []byte `protobuf:"bytes,5,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1364,6 +1394,20 @@ func (x *RenderStreamRequest) GetNonce() string {
 func (x *RenderStreamRequest) GetSettled() *Deferred {
 	if x != nil {
 		return x.Settled
+	}
+	return nil
+}
+
+func (x *RenderStreamRequest) GetPrerender() bool {
+	if x != nil {
+		return x.Prerender
+	}
+	return false
+}
+
+func (x *RenderStreamRequest) GetResume() []byte {
+	if x != nil {
+		return x.Resume
 	}
 	return nil
 }
@@ -1474,8 +1518,11 @@ func (*RenderStreamResponse_Html) isRenderStreamResponse_Part() {}
 func (*RenderStreamResponse_Trailer) isRenderStreamResponse_Part() {}
 
 type RenderStreamTrailer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Timing        *Timing                `protobuf:"bytes,1,opt,name=timing,proto3" json:"timing,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Timing *Timing                `protobuf:"bytes,1,opt,name=timing,proto3" json:"timing,omitempty"`
+	// A prerender's postponed state (RenderStreamRequest.prerender), JSON, for the resume of
+	// each request; empty when no boundary was left pending: the prelude is the whole page.
+	Postponed     []byte `protobuf:"bytes,2,opt,name=postponed,proto3" json:"postponed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1513,6 +1560,13 @@ func (*RenderStreamTrailer) Descriptor() ([]byte, []int) {
 func (x *RenderStreamTrailer) GetTiming() *Timing {
 	if x != nil {
 		return x.Timing
+	}
+	return nil
+}
+
+func (x *RenderStreamTrailer) GetPostponed() []byte {
+	if x != nil {
+		return x.Postponed
 	}
 	return nil
 }
@@ -1807,13 +1861,14 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\vIslandError\x12%\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
-	"\x10ListPagesRequest\"\x7f\n" +
+	"\x10ListPagesRequest\"\xa4\x01\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
 	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
 	"\n" +
 	"can_stream\x18\x03 \x01(\bR\tcanStream\x12\x18\n" +
-	"\aislands\x18\x04 \x03(\tR\aislands\"\xf6\x02\n" +
+	"\aislands\x18\x04 \x03(\tR\aislands\x12#\n" +
+	"\rcan_prerender\x18\x05 \x01(\bR\fcanPrerender\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
@@ -1846,18 +1901,21 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\x04page\x18\b \x01(\tR\x04page\x12\x1b\n" +
 	"\tbundle_id\x18\t \x01(\tR\bbundleId\x12&\n" +
 	"\x0fclient_build_id\x18\n" +
-	" \x01(\tR\rclientBuildId\"\x86\x01\n" +
+	" \x01(\tR\rclientBuildId\"\xbc\x01\n" +
 	"\x13RenderStreamRequest\x12-\n" +
 	"\x06render\x18\x01 \x01(\v2\x15.ssr.v1.RenderRequestR\x06render\x12\x14\n" +
 	"\x05nonce\x18\x02 \x01(\tR\x05nonce\x12*\n" +
-	"\asettled\x18\x03 \x01(\v2\x10.ssr.v1.DeferredR\asettled\"\x9b\x01\n" +
+	"\asettled\x18\x03 \x01(\v2\x10.ssr.v1.DeferredR\asettled\x12\x1c\n" +
+	"\tprerender\x18\x04 \x01(\bR\tprerender\x12\x16\n" +
+	"\x06resume\x18\x05 \x01(\fR\x06resume\"\x9b\x01\n" +
 	"\x14RenderStreamResponse\x12,\n" +
 	"\x04head\x18\x01 \x01(\v2\x16.ssr.v1.RenderResponseH\x00R\x04head\x12\x14\n" +
 	"\x04html\x18\x02 \x01(\fH\x00R\x04html\x127\n" +
 	"\atrailer\x18\x03 \x01(\v2\x1b.ssr.v1.RenderStreamTrailerH\x00R\atrailerB\x06\n" +
-	"\x04part\"=\n" +
+	"\x04part\"[\n" +
 	"\x13RenderStreamTrailer\x12&\n" +
-	"\x06timing\x18\x01 \x01(\v2\x0e.ssr.v1.TimingR\x06timing\"2\n" +
+	"\x06timing\x18\x01 \x01(\v2\x0e.ssr.v1.TimingR\x06timing\x12\x1c\n" +
+	"\tpostponed\x18\x02 \x01(\fR\tpostponed\"2\n" +
 	"\x06Header\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value\"b\n" +
