@@ -5,7 +5,7 @@
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { HealthImplementation } from 'grpc-health-check';
-import { splitHostPort, unixSocketPath } from '../config.js';
+import { splitHostPort, unixSocketPath } from '../config-values.js';
 import { Channels } from './channel.js';
 import { renderIslandsHandler } from './islands.js';
 import { addReflection } from './reflection.js';

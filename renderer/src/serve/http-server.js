@@ -1,7 +1,7 @@
 // Probes and metrics on their own HTTP port: rendering never
 // runs on the main thread, so these answer while every worker is busy.
 import Fastify from 'fastify';
-import { splitHostPort } from '../config.js';
+import { splitHostPort } from '../config-values.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { Readiness } from '../pool/types.js' */
