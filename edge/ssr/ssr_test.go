@@ -446,6 +446,30 @@ func TestInvalidOptions(t *testing.T) {
 	f.srv.Page("home", PageOptions{Variants: []string{"query:x"}})
 }
 
+// TestPerRequestNeedsACachedPage: a partially prerendered page's options are checked where
+// they are given: its shell must be cached, and each value well named and given.
+func TestPerRequestNeedsACachedPage(t *testing.T) {
+	value := func(*http.Request) (any, error) { return nil, nil }
+	cached := CachePolicy{TTL: time.Minute, Query: []string{}}
+	for _, tt := range []struct {
+		name string
+		page PageOptions
+		want string
+	}{
+		{"uncached", PageOptions{PerRequest: map[string]RequestValue{"cart": value}}, "PageOptions.PerRequest needs a cached page"},
+		{"a bad name", PageOptions{Cache: cached, PerRequest: map[string]RequestValue{"a cart": value}}, `PageOptions.PerRequest["a cart"]`},
+		{"no function", PageOptions{Cache: cached, PerRequest: map[string]RequestValue{"cart": nil}}, `PageOptions.PerRequest["cart"] has no function`},
+		{"valid", PageOptions{Cache: cached, PerRequest: map[string]RequestValue{"cart": value}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Options{}.ValidatePage(tt.page)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("got %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestShedBeforeTheLoader: past MaxRendersInFlight a request falls back at once, and its
 // Loader (the shop's database work) never runs for a render it would not get.
 func TestShedBeforeTheLoader(t *testing.T) {

@@ -149,17 +149,21 @@ func (p *page) preludeEntry(e *htmlcache.Entry, req *ssrv1.RenderRequest, fl *fl
 	return true
 }
 
-// serveResumed answers from a stored prelude (serveEntry has set the stored headers): the document up to its end at once, then the
-// holes, resumed for this request with its own values, then the document's end with them
-// for hydration. A resume that fails or is still running at the stream deadline leaves its
-// holes to the browser, which renders them: the response is never an error. The values and
-// the resume are this request's alone, and end with it.
+// serveResumed answers from a stored prelude, after serveEntry has set the stored headers:
+// the document up to the prelude's end at once, then the holes, resumed for this request with
+// its own values, then the document's end with them for hydration. A resume that fails or is
+// still running at the stream deadline leaves its holes to the browser, which renders them:
+// the response is never an error. The values and the resume are this request's alone, and
+// end with it.
 func (p *page) serveResumed(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry, cacheStatus string) {
 	arrived := time.Now()
 	req := p.request(r)
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeouts.Hard)
 	defer cancel()
 	run := p.startDeferred(ctx, req, &Loaded{Deferred: p.requestValues(r)})
+	// Once the response has ended (its client gone too), nothing needs the values still
+	// running: they are stopped.
+	defer run.end(nil)
 	h := w.Header() // serveEntry's, for a stored entry
 	h.Set("Cache-Status", withDetail(cacheStatus, "resumed"))
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -188,7 +192,6 @@ func (p *page) serveResumed(w http.ResponseWriter, r *http.Request, e *htmlcache
 		out.Write(document.AbortPending(nonce))
 		w.Header().Set(http.TrailerPrefix+"X-SSR-Fallback", "partial")
 	}
-	run.end(nil)
 	out.Write(document.AppendClose(nil, document.Page{
 		Name: e.Resume.Page, URL: req.Url, Params: req.Params, PropsJSON: e.Resume.Props, Nonce: nonce, Deferred: run.forDocument(),
 	}))
