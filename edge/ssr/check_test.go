@@ -64,37 +64,51 @@ func TestCheckWithAllPagesKnown(t *testing.T) {
 	}
 }
 
-// TestStreamedPageFromABundleThatCannotStream: a page that streams from a bundle without
-// renderToPipeableStream is found at start (Check, readiness and the log), not answered
-// with the client-side shell on every request; the same bundle serves pages that do not
-// stream.
-func TestStreamedPageFromABundleThatCannotStream(t *testing.T) {
-	for _, canStream := range []bool{false, true} {
-		f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"article", "home"}, cannotStream: !canStream})
-		mux := http.NewServeMux()
-		mux.Handle("GET /articles/{slug}", f.srv.Page("article", PageOptions{Stream: true}))
-		mux.Handle("GET /{$}", f.srv.Page("home", PageOptions{}))
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := f.srv.Check(ctx)
-		cancel()
-		if canStream {
-			if err != nil {
-				t.Errorf("a bundle that can stream: Check got %v, want nil", err)
+// TestPageFromABundleThatCannotRenderIt: a page that streams, or is partially prerendered,
+// from a bundle without the exports that do it is found at start (Check, readiness and the
+// log), not answered with the client-side shell on every request; the same bundle serves
+// pages that need neither.
+func TestPageFromABundleThatCannotRenderIt(t *testing.T) {
+	prerendered := PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
+		PerRequest: map[string]RequestValue{"cart": func(*http.Request) (any, error) { return nil, nil }}}
+	for _, tt := range []struct {
+		name                          string
+		page                          PageOptions
+		cannotStream, cannotPrerender bool
+		exports                       string // named in the error; "" for a bundle that can
+	}{
+		{"streams, the bundle can", PageOptions{Stream: true}, false, false, ""},
+		{"streams, the bundle cannot", PageOptions{Stream: true}, true, false, "renderToPipeableStream"},
+		{"prerendered, the bundle can", prerendered, false, false, ""},
+		{"prerendered, the bundle cannot", prerendered, false, true, "prerenderToNodeStream"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"article", "home"}, cannotStream: tt.cannotStream, cannotPrerender: tt.cannotPrerender})
+			mux := http.NewServeMux()
+			mux.Handle("GET /articles/{slug}", f.srv.Page("article", tt.page))
+			mux.Handle("GET /{$}", f.srv.Page("home", PageOptions{}))
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := f.srv.Check(ctx)
+			cancel()
+			if tt.exports == "" {
+				if err != nil {
+					t.Errorf("Check got %v, want nil", err)
+				}
+				return
 			}
-			continue
-		}
-		if err == nil || !strings.Contains(err.Error(), `"article"`) || !strings.Contains(err.Error(), "renderToPipeableStream") {
-			t.Fatalf("Check: got %v, want an error naming the streamed page and renderToPipeableStream", err)
-		}
-		if strings.Contains(err.Error(), `"home"`) {
-			t.Errorf("Check names a page that does not stream: %v", err)
-		}
-		if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"article"`) {
-			t.Errorf("Ready: got %v, want the same error", err)
-		}
-		if logs := f.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "page=article") {
-			t.Errorf("the page that cannot stream is not logged at ERROR:\n%s", logs)
-		}
+			if err == nil || !strings.Contains(err.Error(), `"article"`) || !strings.Contains(err.Error(), tt.exports) {
+				t.Fatalf("Check: got %v, want an error naming the page and %s", err, tt.exports)
+			}
+			if strings.Contains(err.Error(), `"home"`) {
+				t.Errorf("Check names a page that needs neither: %v", err)
+			}
+			if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"article"`) {
+				t.Errorf("Ready: got %v, want the same error", err)
+			}
+			if logs := f.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "page=article") {
+				t.Errorf("the page is not logged at ERROR:\n%s", logs)
+			}
+		})
 	}
 }
 

@@ -41,15 +41,16 @@ type fakeRenderer struct {
 	bundle atomic.Pointer[string]
 	// unknown: every page is unknown (NOT_FOUND), as for a bundle without it.
 	unknown bool
-	// cannotStream: the bundle does not export renderToPipeableStream.
-	cannotStream bool
+	// cannotStream: the bundle does not export renderToPipeableStream; cannotPrerender,
+	// prerenderToNodeStream and resumeToPipeableStream.
+	cannotStream, cannotPrerender bool
 }
 
 func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssrv1.ListPagesResponse, error) {
 	if f.pages == nil {
 		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
 	}
-	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream}
+	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender}
 	if b := f.bundle.Load(); b != nil {
 		resp.BundleId = *b
 	}
