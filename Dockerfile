@@ -53,7 +53,7 @@ EXPOSE 8080 9100
 ENTRYPOINT ["/app/bin/edge"]
 
 # The renderer: production dependencies, its source, the .proto it loads at run time
-# (proto/ beside renderer/, as in a checkout: renderer/src/worker/wire.js) and the app's
+# (proto/ beside renderer/, as in a checkout: renderer/src/threads/wire.js) and the app's
 # server bundle.
 # Serving your own app's pages (sidecar-ssr-build, docs/app-contract.md) from this image:
 # either an image of your own on top of it, with your server bundle where renderer.bundle

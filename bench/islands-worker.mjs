@@ -5,7 +5,7 @@
 //   node bench/islands-worker.mjs [PAGES]
 import { performance } from 'node:perf_hooks';
 import { renderPage } from '../renderer/src/worker/render-page.js';
-import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from '../renderer/src/worker/wire.js';
+import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from '../renderer/src/threads/wire.js';
 
 const pages = Number(process.argv[2] ?? 5000);
 const bundle = await import('../renderer/test/fixtures/dist/server.js');

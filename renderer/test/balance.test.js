@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { Scheduler } from '../src/pool/scheduler.js';
 import { withToken } from '../src/pool/piscina-seams.js';
-import { WAKE, WORDS, busySince, sharedWords } from '../src/worker/renders.js';
+import { WAKE, WORDS, busySince, sharedWords } from '../src/threads/words.js';
 
 const MAX_PENDING = 8;
 

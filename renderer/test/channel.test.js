@@ -14,7 +14,7 @@ import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { CONNECTION_WINDOW_BYTES, STREAM_WINDOW_BYTES } from '../src/serve/grpc-server.js';
 import { PIECE_BYTES } from '../src/serve/replies.js';
-import { PROTO_PATH } from '../src/worker/wire.js';
+import { PROTO_PATH } from '../src/threads/wire.js';
 import { metricsText, render, sample, startRenderer, tempDir, waitFor } from './helpers.js';
 
 /** @import { RenderClient } from './helpers.js' */

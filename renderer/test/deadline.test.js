@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { status } from '@grpc/grpc-js';
-import { PROBE_GRACE_MS } from '../src/worker/loop-probe.js';
+import { PROBE_GRACE_MS } from '../src/threads/loop-probe.js';
 import { metricsText, render, startRenderer, waitFor } from './helpers.js';
 
 test('deadlines abort the render, cancellation withdraws it', async (t) => {

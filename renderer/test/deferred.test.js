@@ -9,11 +9,11 @@ import { InvalidPropsError } from '../src/errors.js';
 import { DeferredValues, componentProps } from '../src/worker/deferred-values.js';
 import { preparePage, renderPage } from '../src/worker/render-page.js';
 import { streamPage } from '../src/worker/stream.js';
-import { PROTO_PATH } from '../src/worker/wire.js';
+import { PROTO_PATH } from '../src/threads/wire.js';
 import { FIXTURE_BUNDLE } from './helpers.js';
 
 /** @import { Bundle } from '../src/worker/render-page.js' */
-/** @import { StreamMessage, SettledMessage } from '../src/worker/stream.js' */
+/** @import { StreamMessage, SettledMessage } from '../src/threads/messages.js' */
 
 const streamType = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderStreamResponse');
 const json = (/** @type {unknown} */ v) => new TextEncoder().encode(JSON.stringify(v));

@@ -7,7 +7,7 @@ import protobuf from 'protobufjs';
 import {
   CancelledError, DeadlineError, DrainingError, WorkerDiedError, WorkerLostError, WorkerOutOfMemoryError, codes, workerLoss,
 } from '../src/errors.js';
-import { PROTO_PATH } from '../src/worker/wire.js';
+import { PROTO_PATH } from '../src/threads/wire.js';
 
 const oom = Object.assign(new Error('Worker terminated due to reaching memory limit: JS heap out of memory'), { code: 'ERR_WORKER_OUT_OF_MEMORY' });
 const exited = new Error('worker exited with code: 1');

@@ -14,7 +14,7 @@ import { service as healthService } from 'grpc-health-check';
 import { pino } from 'pino';
 import { stringify } from 'yaml';
 import { parseConfig } from '../src/config.js';
-import { PROTO_PATH } from '../src/worker/wire.js';
+import { PROTO_PATH } from '../src/threads/wire.js';
 import { start } from '../src/main.js';
 
 /** @import { Renderer } from '../src/main.js' */

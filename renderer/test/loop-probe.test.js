@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { test } from 'node:test';
 import { MessageChannel, Worker } from 'node:worker_threads';
-import { probe } from '../src/worker/loop-probe.js';
-import { sharedWords } from '../src/worker/renders.js';
+import { probe } from '../src/threads/loop-probe.js';
+import { sharedWords } from '../src/threads/words.js';
 
 test('a free worker answers its probes; a pinned one does not', async (t) => {
   const worker = new Worker(new URL('./fixtures/probe-worker.js', import.meta.url));

@@ -35,7 +35,7 @@ test('loop page: deadline, the other worker serves, the pool recovers', async (t
   for (const reply of homes) assert.equal(reply.error, undefined, String(reply.error?.message));
 
   // The looping worker is terminated once it failed to answer
-  // (src/worker/loop-probe.js), a moment after the deadline.
+  // (src/threads/loop-probe.js), a moment after the deadline.
   await waitFor(async () => /renderer_worker_exits_total\{reason="deadline"\} 1\n/.test(await metricsText(app.httpAddress)));
   await waitFor(() => app.pool.readiness().ready);
   const stats = app.pool.stats();

@@ -12,7 +12,8 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { MessageChannel } from 'node:worker_threads';
-import { Ledger, RenderAborted, WAKE, WORDS, sharedWords } from '../src/worker/renders.js';
+import { WAKE, WORDS, sharedWords } from '../src/threads/words.js';
+import { Ledger, RenderAborted } from '../src/worker/renders.js';
 
 const nodeSetTimeout = globalThis.setTimeout;
 const nodeSetImmediate = globalThis.setImmediate;

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { frame, PIECE_BYTES, Replies, responseFields } from '../src/serve/replies.js';
-import { allocMessage, encodeRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
+import { allocMessage, encodeRenderResponse, PROTO_PATH } from '../src/threads/wire.js';
 
 const responseType = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.ChannelResponse');
 const fields = {

@@ -11,11 +11,11 @@ import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../src/errors.js';
 import { preparePage } from '../src/worker/render-page.js';
 import { streamPage } from '../src/worker/stream.js';
-import { PROTO_PATH } from '../src/worker/wire.js';
+import { PROTO_PATH } from '../src/threads/wire.js';
 import { FIXTURE_BUNDLE } from './helpers.js';
 
 /** @import { Bundle } from '../src/worker/render-page.js' */
-/** @import { StreamMessage } from '../src/worker/stream.js' */
+/** @import { StreamMessage } from '../src/threads/messages.js' */
 
 const streamType = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderStreamResponse');
 const LOADING = 'data-testid="reviews-loading"';

@@ -4,11 +4,11 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import protobuf from 'protobufjs';
 import { PageTooLargeError } from '../src/errors.js';
-import { encodeIslandsResponse, encodeRenderResponse, HEADROOM, prepareRenderResponse, PROTO_PATH } from '../src/worker/wire.js';
+import { encodeIslandsResponse, encodeRenderResponse, HEADROOM, prepareRenderResponse, PROTO_PATH } from '../src/threads/wire.js';
 
 const RenderResponse = protobuf.loadSync(PROTO_PATH).lookupType('ssr.v1.RenderResponse');
 
-/** @type {import('../src/worker/wire.js').ResponseFields} */
+/** @type {import('../src/threads/wire.js').ResponseFields} */
 const fields = {
   head: '<title>héllo</title>',
   status: 404,

@@ -6,7 +6,7 @@
 import { mkdir } from 'node:fs/promises';
 
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
-/** @import { SnapshotReply, SnapshotRequest } from '../worker/heap-snapshot-writer.js' */
+/** @import { SnapshotReply, SnapshotRequest } from '../threads/messages.js' */
 /** @import { WorkerState } from '../pool/types.js' */
 
 /** A heap snapshot request that cannot be served; `status` is the HTTP one. */

@@ -5,8 +5,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** @import { PoolObserver, PoolStats, WorkerInfo } from '../pool/types.js' */
-/** @import { GcPause } from '../worker/worker.js' */
-/** @import { RetentionSample } from '../worker/heap-growth.js' */
+/** @import { GcPause, RetentionSample } from '../threads/messages.js' */
 
 /** The `page` label of a page the bundle does not export: keeps label values bounded. */
 const UNKNOWN_PAGE = '(unknown)';

@@ -14,7 +14,7 @@ import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider
 /** @import { Logger } from 'pino' */
 /** @import { Span, TextMapGetter, Tracer } from '@opentelemetry/api' */
 /** @import { RenderError } from '../errors.js' */
-/** @import { RenderTiming } from '../worker/worker.js' */
+/** @import { RenderTiming } from '../threads/messages.js' */
 
 /** The service name on the renderer's spans. */
 const SERVICE_NAME = 'sidecar-ssr-renderer';

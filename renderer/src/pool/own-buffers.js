@@ -2,8 +2,7 @@
 // postponed state and of its deferred values, each in a buffer of its own, and its islands'
 // props, in one.
 
-/** @import { PoolTask } from './types.js' */
-/** @import { WireDeferred } from '../worker/deferred-values.js' */
+/** @import { PoolTask, WireDeferred } from '../threads/messages.js' */
 
 /**
  * The task as it goes to its worker: its props, resume state, deferred values and islands'

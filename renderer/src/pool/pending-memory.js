@@ -6,7 +6,7 @@
 
 import { PageMeans } from './page-means.js';
 
-/** @import { WaitingSample } from '../worker/heap-growth.js' */
+/** @import { WaitingSample } from '../threads/messages.js' */
 
 /**
  * What a waiting render of a page not yet measured is taken to hold: about 11 times what a

@@ -18,8 +18,8 @@ import { performance } from 'node:perf_hooks';
 import { Piscina } from 'piscina';
 import { DrainingError } from '../errors.js';
 import { snapshotWarmWorker, snapshotWorker } from '../ops/heap-snapshot.js';
-import { ISLANDS_PAGE, islandPage } from '../worker/render-page.js';
-import { WAKE, WORDS, busySince } from '../worker/renders.js';
+import { ISLANDS_PAGE, islandPage } from '../threads/names.js';
+import { WAKE, WORDS, busySince } from '../threads/words.js';
 import { PENDING_RENDER_GUESS_BYTES } from './pending-memory.js';
 import { startOneMore } from './piscina-seams.js';
 import { ReloadSession } from './reload.js';
@@ -28,8 +28,8 @@ import { Scheduler } from './scheduler.js';
 import { workerInfo } from './worker-info.js';
 import { WORKER_MODULE, bootstrapFailure, workerStart } from './worker-start.js';
 
-/** @import { BundleExports, PoolOptions, PoolTask, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
-/** @import { RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
+/** @import { BundleExports, PoolOptions, PoolObserver, PoolStats, Readiness, WorkerInfo, WorkerState } from './types.js' */
+/** @import { PoolTask, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../threads/messages.js' */
 
 const LAST_GC = 10;
 
@@ -187,7 +187,7 @@ export class RenderPool {
    * @param {AbortSignal} limits.signal the deadline's: aborts the render wherever
    *   it is (its reason, a RenderError, becomes the rejection, its `deadline`
    *   saying where it was). On a worker, the render is aborted in-band and the
-   *   worker's event loop is asked whether it is free (worker/loop-probe.js);
+   *   worker's event loop is asked whether it is free (threads/loop-probe.js);
    *   only a worker that did not answer is terminated, and its render is a
    *   poison pill.
    * @param {AbortSignal} [limits.withdraw] its caller went away: aborts the render

@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads';
 import { WORKER_MODULE } from './worker-start.js';
 
 /** @import { WorkerOptions } from 'node:worker_threads' */
-/** @import { WorkerMessage } from '../worker/worker.js' */
+/** @import { WorkerMessage } from '../threads/messages.js' */
 
 
 /**

@@ -17,7 +17,7 @@
 import { Admission } from './admission.js';
 import { withOwnBuffers } from './own-buffers.js';
 import { DeadlineError, DrainingError, RenderError, abortFailure, fromDescriptor, workerLoss } from '../errors.js';
-import { WAKE } from '../worker/renders.js';
+import { WAKE } from '../threads/words.js';
 import { PageMeans } from './page-means.js';
 import { tokenOf, withToken } from './piscina-seams.js';
 import { PendingMemory } from './pending-memory.js';
@@ -26,8 +26,8 @@ import { outsideCallbacks, threadState } from './thread-use.js';
 
 /** @import { Piscina } from 'piscina' */
 /** @import { Token } from './piscina-seams.js' */
-/** @import { PoolObserver, PoolTask, WorkerState } from './types.js' */
-/** @import { RenderOutcome, RenderSuccess, RunsOnMessage, WorkerReport } from '../worker/worker.js' */
+/** @import { PoolObserver, WorkerState } from './types.js' */
+/** @import { PoolTask, RenderOutcome, RenderSuccess, RunsOnMessage, WorkerReport } from '../threads/messages.js' */
 /** @import { Logger } from 'pino' */
 
 /** Weight of the newest render in the recent mean render time. */

@@ -2,20 +2,20 @@
 // aborted render's code"). JavaScript cannot be interrupted in-band: a render that ignores
 // its abort runs on, and only ending its thread stops it.
 // - At an abort, for either reason, the worker's event loop is asked whether it is free
-//   (worker/loop-probe.js); one that does not answer is pinned and is terminated.
+//   (threads/loop-probe.js); one that does not answer is pinned and is terminated.
 // - An aborted render that takes more than abort_cpu_budget of the thread after its abort
 //   runs on: in slices, its worker counts them and tells the pool (RunsOnMessage in
-//   worker/worker.js); in one callback after its call ended, the watch below sees the same
-//   ON_CPU and ENTERED a whole budget apart (worker/renders.js). Its worker takes no more
+//   threads/messages.js); in one callback after its call ended, the watch below sees the same
+//   ON_CPU and ENTERED a whole budget apart (threads/words.js). Its worker takes no more
 //   renders and is ended: at once when pinned, else once its renders have settled.
 // The render named by the worker's ON_CPU word is the one blamed (errors.js workerLoss).
 import { performance } from 'node:perf_hooks';
-import { probe } from '../worker/loop-probe.js';
-import { WORDS } from '../worker/renders.js';
+import { probe } from '../threads/loop-probe.js';
+import { WORDS } from '../threads/words.js';
 
 /** @import { Logger } from 'pino' */
-/** @import { PoolObserver, PoolTask, WorkerState } from './types.js' */
-/** @import { RunsOnMessage } from '../worker/worker.js' */
+/** @import { PoolObserver, WorkerState } from './types.js' */
+/** @import { PoolTask, RunsOnMessage } from '../threads/messages.js' */
 
 /**
  * How long the renders beside one that runs on after its abort have to finish before

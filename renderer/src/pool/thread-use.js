@@ -10,7 +10,7 @@
 //   page never measured, a loop). What the pool does when a render holds the thread too
 //   long is thread-holds.js's.
 import { performance } from 'node:perf_hooks';
-import { WORDS } from '../worker/renders.js';
+import { WORDS } from '../threads/words.js';
 
 /** @import { WorkerState } from './types.js' */
 

@@ -1,28 +1,11 @@
-// The pool's types: what it takes, what it reports, and the state of a live worker.
+// The pool's types: how it is set up, what it reports, and the state of a live worker. What
+// it takes, a task, is the worker's too (threads/messages.js).
 /** @import { Logger } from 'pino' */
 /** @import { MessagePort, Worker } from 'node:worker_threads' */
 /** @import { DeadlineWhere } from '../errors.js' */
 /** @import { Token } from './piscina-seams.js' */
 /** @import { RetireReason } from './recycling.js' */
-/** @import { RenderTask } from '../worker/render-page.js' */
-
-/**
- * A render as the pool takes it: the worker reports the queue wait measured
- * from `arrivedAt` (epoch ms the call reached the renderer) in its response.
- * With `stream`, the page streams: each try opens a port (`open`) that moves to
- * the worker with the task as `port`, where the worker posts its messages
- * (worker/stream.js); `begun` says whether any reached the caller, after which
- * the render is never tried again. `nonce` is then RenderStreamRequest.nonce,
- * the placeholder React's inline scripts carry for the edge to replace, and
- * `prerender` and `resume` its partial prerendering (worker/prerender.js): the
- * page's shell prerendered, or its holes rendered from a prerender's postponed
- * state (JSON, moved to the worker like the props). `id` is the pool's for one
- * try (scheduler.js).
- * @typedef {RenderTask & {arrivedAt: number, id?: number, port?: MessagePort, nonce?: string,
- *   prerender?: boolean, resume?: Uint8Array, stream?: {open: () => MessagePort, begun: () => boolean}}} PoolTask
- */
-/** @import { GcPause, RenderOutcome, RenderSuccess, WorkerMessage, WorkerReport } from '../worker/worker.js' */
-/** @import { RetentionSample } from '../worker/heap-growth.js' */
+/** @import { GcPause, PoolTask, RetentionSample } from '../threads/messages.js' */
 
 /**
  * @typedef {object} PoolOptions
@@ -125,14 +108,14 @@
  * @property {number} id threadId
  * @property {Worker} worker
  * @property {MessagePort} control
- * @property {Int32Array} words what it shares (worker/renders.js): the render on its
- *   CPU, the renders it picked up, the probe's answer (worker/loop-probe.js)
+ * @property {Int32Array} words what it shares (threads/words.js): the render on its
+ *   CPU, the renders it picked up, the probe's answer (threads/loop-probe.js)
  * @property {number} probed the last probe sent to it
  * @property {Promise<boolean>} [probing] the question under way: is its loop free?
  * @property {'ready' | 'retiring'} state retiring: the balancer skips it
  * @property {RetireReason | null} retireReason
  * @property {Map<number, Token>} tasks the renders posted to it and not yet settled, by id
- * @property {Float64Array} since when its outermost callback began (worker/renders.js busySince)
+ * @property {Float64Array} since when its outermost callback began (threads/words.js busySince)
  * @property {number} assigned renders the balancer gave it (against its RECEIVED word)
  * @property {number} heldBytes what the renders it holds are estimated to hold while they
  *   wait (pending-memory.js)

@@ -1,7 +1,7 @@
 // What /debug/workers shows of the pool's workers: each live thread, warming
 // ones included, with its renders, memory and warm-up, and whether its thread is busy
 // now and with which render (thread-use.js).
-import { WORDS } from '../worker/renders.js';
+import { WORDS } from '../threads/words.js';
 import { busyMs, loopIdle, outsideCallbacks } from './thread-use.js';
 
 /** @import { WorkerInfo, WorkerState } from './types.js' */

@@ -13,7 +13,7 @@ import { Replies } from './replies.js';
 import { streamRender } from './stream-call.js';
 
 /** @import { RenderDeps } from './render-call.js' */
-/** @import { WireDeferred } from '../worker/deferred-values.js' */
+/** @import { WireDeferred } from '../threads/messages.js' */
 
 /**
  * What serveRender and the islands' handler read of a call, for one render of a channel.

@@ -12,14 +12,14 @@ import { addReflection } from './reflection.js';
 import { serveRender, toServiceError, view } from './render-call.js';
 import { streamRender } from './stream-call.js';
 import { prepareSocketPath } from './socket.js';
-import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../worker/wire.js';
+import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../threads/wire.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from '../pool/pool.js' */
 /** @import { Metrics } from '../ops/metrics.js' */
 /** @import { Quarantine } from './quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
-/** @import { WireDeferred } from '../worker/deferred-values.js' */
+/** @import { WireDeferred } from '../threads/messages.js' */
 /** @import { RenderDeps } from './render-call.js' */
 
 /** The name health checks use for the render service; "" is the whole server. */
@@ -54,7 +54,7 @@ export const RENDER_SERVICE = 'ssr.v1.RenderService';
 /**
  * Loads the service definition from the .proto. Bytes fields arrive as Buffers
  * (proto-loader's default). Render's response leaves the worker already
- * encoded (worker/wire.js), and so does RenderIslands' (or it is assembled
+ * encoded (threads/wire.js), and so does RenderIslands' (or it is assembled
  * around such bytes), and a Channel's responses are framed around them
  * (replies.js), so their serializers pass the bytes through.
  */

@@ -20,15 +20,14 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { asRenderError, codes, fromDescriptor, RenderError } from '../errors.js';
 import { OK } from '../ops/metrics.js';
-import { ISLANDS_PAGE, islandPage } from '../worker/render-page.js';
-import { encodeIslandsResponse } from '../worker/wire.js';
+import { ISLANDS_PAGE, islandPage } from '../threads/names.js';
+import { encodeIslandsResponse } from '../threads/wire.js';
 import { islandKey } from './quarantine.js';
 import { logFailure, requestIdOf, serveRender, toServiceError, view } from './render-call.js';
 
 /** @import { CallSpan } from '../ops/tracing.js' */
 /** @import { ErrorCode } from '../errors.js' */
-/** @import { IslandRequest } from '../worker/render-page.js' */
-/** @import { IslandOutcome } from '../worker/worker.js' */
+/** @import { IslandOutcome, IslandRequest } from '../threads/messages.js' */
 /** @import { Quarantine } from './quarantine.js' */
 /** @import { RenderDeps } from './render-call.js' */
 

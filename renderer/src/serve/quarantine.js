@@ -4,7 +4,7 @@
 // worker and a cold start for everyone else. After `after` such deaths within
 // `windowMs` the request is refused at once for `durationMs`, before it can
 // reach the pool. A render stopped at its deadline is a death only when it
-// pinned its worker (worker/loop-probe.js): one late because it waited, for a
+// pinned its worker (threads/loop-probe.js): one late because it waited, for a
 // worker or for data, is not, whatever it cost. A worker holds many renders:
 // one of several on a worker that ran out of memory is a suspect, and its
 // deaths count only once it is in two such deaths within the window.
@@ -18,9 +18,9 @@
 // marks a death as RenderError.poisonPill), render-call.js records it here and
 // answers the refused calls before they reach the pool.
 import { createHash } from 'node:crypto';
-import { islandPage } from '../worker/render-page.js';
+import { islandPage } from '../threads/names.js';
 
-/** @import { IslandRequest, RenderTask } from '../worker/render-page.js' */
+/** @import { IslandRequest, RenderTask } from '../threads/messages.js' */
 
 /**
  * @typedef {object} QuarantineOptions

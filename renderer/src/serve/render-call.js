@@ -5,17 +5,16 @@ import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
 import { asRenderError, codes, DeadlineError, CancelledError, QuarantinedError } from '../errors.js';
 import { OK } from '../ops/metrics.js';
+import { ISLANDS_PAGE } from '../threads/names.js';
 import { renderKey } from './quarantine.js';
-import { ISLANDS_PAGE } from '../worker/render-page.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from '../pool/pool.js' */
 /** @import { Metrics } from '../ops/metrics.js' */
 /** @import { ErrorCode, RenderError } from '../errors.js' */
-/** @import { RenderSuccess } from '../worker/worker.js' */
+/** @import { PoolTask, RenderSuccess } from '../threads/messages.js' */
 /** @import { Quarantine, Sentence } from './quarantine.js' */
 /** @import { CallSpan, Tracing } from '../ops/tracing.js' */
-/** @import { PoolTask } from '../pool/types.js' */
 
 /** The one place a render error becomes a gRPC status (render.proto's table). */
 /** @type {Record<ErrorCode, grpc.status>} */

@@ -4,13 +4,13 @@
 //
 // A response is the render's message (a RenderResponse, RenderStreamResponse or
 // RenderIslandsResponse, encoded by the worker with HEADROOM free in front of it:
-// worker/wire.js) inside a ChannelResponse, whose own fields (id, renderer_us, the part's
+// threads/wire.js) inside a ChannelResponse, whose own fields (id, renderer_us, the part's
 // tag and length) are written into that headroom: grpc-js then frames the whole as it would
 // the bare message, with the one copy it makes of any message. A response over PIECE_BYTES
 // goes as pieces (ChannelResponse.piece), each a copy of its slice with a few bytes in front,
 // and between two of its pieces go the other renders' responses waiting: a 10 MB page holds
 // a small one behind it by the pieces in flight and one more, not by the page.
-import { HEADROOM, protoType, writeVarint } from '../worker/wire.js';
+import { HEADROOM, protoType, writeVarint } from '../threads/wire.js';
 
 /** @import * as grpc from '@grpc/grpc-js' */
 

@@ -10,8 +10,7 @@ import { serveRender } from './render-call.js';
 
 /** @import * as grpc from '@grpc/grpc-js' */
 /** @import { MessagePort } from 'node:worker_threads' */
-/** @import { SettledMessage, StreamMessage } from '../worker/stream.js' */
-/** @import { WireDeferred } from '../worker/deferred-values.js' */
+/** @import { SettledMessage, StreamMessage, WireDeferred } from '../threads/messages.js' */
 /** @import { RenderError } from '../errors.js' */
 /** @import { RenderDeps } from './render-call.js' */
 

@@ -8,12 +8,7 @@ import { DEFERRED_PROP, trackedPromise } from '../deferred-prop.js';
 import { InvalidPropsError } from '../errors.js';
 
 /** @import { TrackedPromise } from '../deferred-prop.js' */
-
-/**
- * One deferred value as the task carries it: pending (neither field), or settled with its
- * value's JSON bytes (moved to this worker, not cloned: pool.js) or an error.
- * @typedef {{name: string, valueJson?: Uint8Array, error?: string}} WireDeferred
- */
+/** @import { WireDeferred } from '../threads/messages.js' */
 
 export class DeferredValues {
   /** @type {Record<string, TrackedPromise>} */

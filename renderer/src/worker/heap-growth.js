@@ -15,16 +15,7 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
-/**
- * What one measured render kept; `every` renders of a worker are counted per
- * measured one, so the estimate for the page is retainedBytes x every.
- * @typedef {{page: string, retainedBytes: number, every: number}} RetentionSample
- */
-
-/**
- * What one measured render held in the heap while it waited for data.
- * @typedef {{page: string, pendingBytes: number}} WaitingSample
- */
+/** @import { RetentionSample, WaitingSample } from '../threads/messages.js' */
 
 /** How long a forced GC's own pause entry may take to reach the observer. */
 const FORCED_WINDOW_KEEP_MS = 10_000;

@@ -5,12 +5,7 @@ import { join } from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
 
 /** @import { MessagePort } from 'node:worker_threads' */
-
-/**
- * A request on a worker's control port.
- * @typedef {{type: 'heap-snapshot', dir: string, id: number}} SnapshotRequest
- * @typedef {{id: number, ok: true, path: string} | {id: number, ok: false, message: string}} SnapshotReply
- */
+/** @import { SnapshotReply, SnapshotRequest } from '../threads/messages.js' */
 
 /**
  * The worker's end: answers snapshot requests arriving on `port` with

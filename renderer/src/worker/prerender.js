@@ -13,7 +13,7 @@ import { headMessage, htmlMessage, post } from './stream.js';
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { Bundle, PreparedPage } from './render-page.js' */
 /** @import { DeferredValues } from './deferred-values.js' */
-/** @import { ResponseFields } from './wire.js' */
+/** @import { ResponseFields } from '../threads/wire.js' */
 /** @import { HeldRender } from './renders.js' */
 
 /**

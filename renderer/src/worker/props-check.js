@@ -5,7 +5,7 @@
 // bundle has none, so production never loads it (test/props-check.test.js).
 import { threadId } from 'node:worker_threads';
 
-/** @import { RenderTask } from './render-page.js' */
+/** @import { RenderTask } from '../threads/messages.js' */
 
 /**
  * The keywords ssr-types writes, the only ones read here.

@@ -9,7 +9,7 @@ import { InvalidPropsError, PageNotFoundError, PageThrewError } from '../errors.
 import { DeferredValues, componentProps } from './deferred-values.js';
 import { RenderAborted } from './renders.js';
 
-/** @import { WireDeferred } from './deferred-values.js' */
+/** @import { RenderTask } from '../threads/messages.js' */
 /** @import { HeldRender } from './renders.js' */
 /** @import { LoadContext, LoadResult, Page as PageEntry } from '../app-contract.js' */
 
@@ -53,29 +53,6 @@ import { RenderAborted } from './renders.js';
  */
 
 /**
- * One island of a RenderIslands call: its name in the bundle's `islands` export, and its props.
- * @typedef {{name: string, propsJson?: Uint8Array}} IslandRequest
- */
-
-/**
- * @typedef {object} RenderTask
- * @property {string} page the page, or for an island its islandPage() name, or for the
- *   islands of one call ISLANDS_PAGE
- * @property {string} [island] set for an island of the bundle's `islands` export: its
- *   component is rendered with propsJson alone (no load(), no head, status 200)
- * @property {IslandRequest[]} [islands] set for the islands of one RenderIslands call,
- *   rendered in turn by one task (worker.js), each as `island` would be
- * @property {string} url
- * @property {Record<string, string>} params
- * @property {Record<string, string>} variants
- * @property {Uint8Array} [propsJson] caller props, a JSON object
- * @property {Record<string, unknown>} [props] caller props already parsed,
- *   instead of propsJson (make bench's bare-Node contender, which hands them
- *   to its workers by structured clone)
- * @property {WireDeferred[]} [deferred] the caller's deferred values (deferred-values.js)
- */
-
-/**
  * @typedef {object} PageResult
  * @property {string} page the page rendered (the not-found page after notFound)
  * @property {string} html
@@ -114,18 +91,6 @@ import { RenderAborted } from './renders.js';
  * @property {number} loadStart
  * @property {number} loadUs
  */
-
-/**
- * The name an island's renders go by where pages are named: metrics, logs, the quarantine
- * (the edge names it so too).
- * @param {string} island
- */
-export function islandPage(island) {
-  return `island:${island}`;
-}
-
-/** The name the islands of one call rendered together go by: logs, spans, heap growth. */
-export const ISLANDS_PAGE = islandPage('*');
 
 /**
  * @param {Bundle} bundle

@@ -3,7 +3,7 @@
 // resumeToPipeableStream, its output sent to the main thread over the task's own
 // MessagePort as it is produced, each message already encoded as a
 // RenderStreamResponse whose buffer is transferred (the same spirit as
-// wire.js: the main thread hands grpc-js finished bytes).
+// threads/wire.js: the main thread hands grpc-js finished bytes).
 //
 // Chunks are gathered between React's flushes: React writes many small views
 // (a 4 KB buffer, or a long string on its own) and then calls the
@@ -14,25 +14,14 @@ import { AsyncResource } from 'node:async_hooks';
 import { performance } from 'node:perf_hooks';
 import protobuf from 'protobufjs';
 import { PageThrewError, PageTooLargeError } from '../errors.js';
+import { allocMessage, encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from '../threads/wire.js';
 import { pageThrew, micros, renderHead } from './render-page.js';
-import { allocMessage, encodeRenderResponse, fieldHeaderLength, PROTO_PATH, writeFieldHeader } from './wire.js';
 
 /** @import { MessagePort } from 'node:worker_threads' */
 /** @import { Bundle, PipeableOptions, PipeableStream, PreparedPage } from './render-page.js' */
-/** @import { ResponseFields } from './wire.js' */
-/** @import { WireDeferred } from './deferred-values.js' */
+/** @import { ResponseFields } from '../threads/wire.js' */
+/** @import { SettledMessage, StreamMessage } from '../threads/messages.js' */
 /** @import { HeldRender } from './renders.js' */
-
-/**
- * What the worker posts on the task's port: an encoded RenderStreamResponse
- * (`bytes`), or `end` once every message of the render was posted.
- * @typedef {{bytes: Uint8Array} | {end: true}} StreamMessage
- */
-
-/**
- * What the main thread posts on it: a deferred value the caller settled.
- * @typedef {{settled: WireDeferred}} SettledMessage
- */
 
 /** Field numbers of RenderStreamResponse's oneof. */
 const HEAD_FIELD = 1;

@@ -6,10 +6,12 @@
 // worker's stream path cold, and waited past the render timeout (bench/cold-burst.sh).
 import { MessageChannel } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
-import { islandPage, preparePage, renderPage } from './render-page.js';
+import { islandPage } from '../threads/names.js';
+import { preparePage, renderPage } from './render-page.js';
 import { streamPage } from './stream.js';
 
-/** @import { Bundle, PageResult, RenderTask } from './render-page.js' */
+/** @import { Bundle, PageResult } from './render-page.js' */
+/** @import { RenderTask } from '../threads/messages.js' */
 
 /**
  * One entry of the bundle's `warmup` export (docs/app-contract.md).

@@ -10,101 +10,22 @@ import { pathToFileURL } from 'node:url';
 import { MessageChannel, parentPort, threadId, workerData } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { InvalidPropsError, RenderError, asRenderError } from '../errors.js';
+import { answerProbes } from '../threads/loop-probe.js';
+import { islandPage } from '../threads/names.js';
+import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from '../threads/wire.js';
+import { sharedWords } from '../threads/words.js';
 import { answerHeapSnapshots } from './heap-snapshot-writer.js';
-import { answerProbes } from './loop-probe.js';
-import { islandPage, micros, preparePage, renderPage, resumedPage } from './render-page.js';
+import { micros, preparePage, renderPage, resumedPage } from './render-page.js';
 import { prerenderPage } from './prerender.js';
-import { Ledger, RenderAborted, sharedWords } from './renders.js';
+import { Ledger, RenderAborted } from './renders.js';
 import { encodeTrailer, streamPage } from './stream.js';
 import { RetentionSampler } from './heap-growth.js';
 import { warmUp } from './warm-up.js';
-import { encodeIslandsResponse, encodeRenderResponse, prepareRenderResponse } from './wire.js';
 
 /** @import { Bundle, PageResult } from './render-page.js' */
-/** @import { PoolTask } from '../pool/types.js' */
-/** @import { ErrorDescriptor } from '../errors.js' */
-/** @import { MessagePort } from 'node:worker_threads' */
-/** @import { RetentionSample, WaitingSample } from './heap-growth.js' */
+/** @import { AbortRequest, GcPause, IslandOutcome, PoolTask, RenderFailure, RenderOutcome, RenderSuccess, RenderTiming, RunsOnMessage, WorkerMessage, WorkerReport } from '../threads/messages.js' */
 /** @import { HeldRender } from './renders.js' */
-
-/**
- * Messages a worker posts to the pool (re-emitted as the pool's 'message').
- * `pages` and `islands` are the names the bundle exports (metrics label only those), and
- * `canStream` whether it exports renderToPipeableStream (stream.js), `canPrerender` whether
- * prerenderToNodeStream and resumeToPipeableStream (prerender.js), and
- * `bundleId` a hash of its file, which each response carries (render.proto);
- * `control` is this worker's own port for requests between tasks (heap
- * snapshots) and during them (is its event loop free? loop-probe.js; abort one
- * render; and, from it, a render that runs on after its abort): Piscina owns parentPort.
- * `words` are what it shares with the pool (renders.js: the render on its CPU, the
- * renders it picked up, the probe's answer).
- * `startCpuMs` is the CPU this worker's thread spent from its start to warm (Node's
- * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], canStream: boolean, canPrerender: boolean, bundleId: string, warmupMs: number,
- *     warmupRenders: number, meanRenderMs: number, startCpuMs: number, control: MessagePort, words: Int32Array,
- *     report: WorkerReport}
- *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}
- *   | {type: 'bundle-failed', threadId: number, message: string, stack?: string}} WorkerMessage
- */
-
-/**
- * A GC pause seen by this worker's PerformanceObserver.
- * @typedef {{kind: string, ms: number}} GcPause
- */
-
-/**
- * Memory and GC after a task, on success and failure alike.
- * @typedef {object} WorkerReport
- * @property {number} workerId
- * @property {number} heapUsedBytes
- * @property {number} heapLimitBytes
- * @property {number} externalBytes
- * @property {GcPause[]} gc pauses since the previous report
- * @property {RetentionSample[]} retained renders measured since the previous report
- * @property {WaitingSample[]} waiting renders measured while they waited, since the previous report
- */
-
-/**
- * @typedef {object} RenderSuccess
- * @property {true} ok
- * @property {string} page
- * @property {Uint8Array} response the RenderResponse's wire bytes, its buffer
- *   transferred (wire.js); for islands rendered together, the RenderIslandsResponse's
- * @property {RenderTiming} timing
- * @property {IslandOutcome[]} [islands] for islands rendered together, each one's outcome
- * @property {WorkerReport} report
- * @property {number} cpuMs how long its code held this worker's thread, whichever way it
- *   resumed (renders.js)
- */
-
-/**
- * How one island of a task went, for the metrics and the log: `seconds` from the call's
- * arrival until its outcome was known; `error` when it failed.
- * @typedef {{seconds: number, cpuMs: number, error?: ErrorDescriptor}} IslandOutcome
- */
-
-/**
- * What a render cost, from this worker's clock: the pool's metrics and the
- * renderer's trace spans are built from it.
- * @typedef {object} RenderTiming
- * @property {number} startedAt epoch ms when this worker picked the task up
- * @property {number} loadAt epoch ms load() began
- * @property {number} loadUs
- * @property {number | undefined} renderAt epoch ms the render began (none for a redirect)
- * @property {number} renderUs
- * @property {number} workerUs picked up until encoded
- * @property {number} workerId
- * @property {number} heapUsedBytes
- * @property {number} heapLimitBytes
- * @property {number} externalBytes
- */
-
-/**
- * A render that failed in the worker (or was aborted by the pool); startedAt and
- * cpuMs as in RenderSuccess.
- * @typedef {{ok: false, error: ErrorDescriptor, startedAt: number, cpuMs: number, report: WorkerReport}} RenderFailure
- */
-/** @typedef {RenderSuccess | RenderFailure} RenderOutcome */
+/** @import { MessagePort } from 'node:worker_threads' */
 
 const options = /** @type {{bundle: string, warmupRounds: number, maxPageBytes: number, heapGrowthSampleEvery: number,
   abortCpuBudgetMs: number, wake?: Int32Array}} */ (workerData);
@@ -175,19 +96,6 @@ const warmMessage = {
   control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };
 parentPort?.postMessage(warmMessage, [control.port2]);
-
-/**
- * The pool stops one render (its deadline, its caller gone): React's abort() for a page
- * that streams, a rejected wait for one that awaits data. The renders beside it go on.
- * @typedef {{type: 'abort', id: number, reason: ErrorDescriptor}} AbortRequest
- */
-
-/**
- * Told to the pool on the control port: render `id`'s code took more than
- * abort_cpu_budget of this thread after its abort (JavaScript cannot be stopped
- * in-band: only ending the thread stops it).
- * @typedef {{type: 'runs-on', id: number, cpuMs: number, cpuAfterAbortMs: number}} RunsOnMessage
- */
 
 /**
  * @param {PoolTask} task

@@ -10,11 +10,13 @@
 // turns during a task's awaits and between tasks). The answer is a store
 // into a word both threads share: the main thread reads it when the grace is
 // over, whatever order its own event loop delivers messages and timers in,
-// and is woken early by Atomics.notify.
+// and is woken early by Atomics.notify. Both ends are here, the worker's
+// (answerProbes) and the pool's (probe): they are one exchange, read together.
 import { performance } from 'node:perf_hooks';
-import { WORDS } from './renders.js';
+import { WORDS } from './words.js';
 
 /** @import { MessagePort } from 'node:worker_threads' */
+/** @import { ProbeRequest } from './messages.js' */
 
 /**
  * How long a worker has to answer. An awaiting worker's thread answers
@@ -26,15 +28,10 @@ import { WORDS } from './renders.js';
 export const PROBE_GRACE_MS = 500;
 
 /**
- * A request on a worker's control port.
- * @typedef {{type: 'probe', seq: number}} ProbeRequest
- */
-
-/**
  * The main thread's side of one worker.
  * @typedef {object} ProbeTarget
  * @property {MessagePort} control the worker's control port
- * @property {Int32Array} words its shared words (renders.js): the last probe it answered in WORDS.PONG
+ * @property {Int32Array} words its shared words (words.js): the last probe it answered in WORDS.PONG
  * @property {number} probed the last probe sent to it
  */
 
