@@ -3,6 +3,7 @@ package ssr
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -135,11 +136,22 @@ func TestStaleCopyOfAnotherBundleIsNotServed(t *testing.T) {
 	f, fake := newBundleFixture(t)
 	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Millisecond, StaleIfError: time.Hour, Query: []string{}}})
 	serve(h, "/products/7")
-	time.Sleep(5 * time.Millisecond) // past the TTL, inside stale-if-error: time is the behaviour
+	fake.down.Store(true)
+	// Past the 1 ms TTL, inside stale-if-error, as the answer itself shows: while the renderer
+	// still runs the bundle that rendered the copy, the copy covers its failing render. Polled
+	// for that answer, not slept into: a Server's cache keeps package clock's time, which only
+	// the e2e tests' build can move, and no Option takes another clock.
+	var rec *httptest.ResponseRecorder
+	poll.Until(t, "the 1 ms TTL to pass (the stale copy served for the failing render)", func() bool {
+		rec = serve(h, "/products/7")
+		return strings.Contains(rec.Header().Get("Cache-Status"), "fwd=stale")
+	})
+	if rec.Code != 200 || rec.Header().Get("X-SSR-Fallback") != "" {
+		t.Fatalf("renderer down on the same bundle: got %d, X-SSR-Fallback %q; want the stale copy", rec.Code, rec.Header().Get("X-SSR-Fallback"))
+	}
 	fake.reload()
 	check(t, f)
-	fake.down.Store(true)
-	rec := serve(h, "/products/7")
+	rec = serve(h, "/products/7")
 	if status := rec.Header().Get("Cache-Status"); strings.Contains(status, "hit") || strings.Contains(status, "fwd=stale") ||
 		rec.Header().Get("X-SSR-Fallback") == "" {
 		t.Errorf("renderer down on another bundle: got Cache-Status %q, X-SSR-Fallback %q; want the fallback, not the old copy",

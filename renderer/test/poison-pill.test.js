@@ -36,17 +36,16 @@ test('poison pill: quarantined after two worker deaths, refused at once, other p
    */
   const assertRefused = async (request, details) => {
     const exitsBefore = await exits();
-    // A longer deadline than killOne's, so that "at once" has room to show.
-    const deadlineMs = 4000;
-    const { error, elapsedMs } = await render(client, request, { deadlineMs });
+    // A deadline far longer than killOne's: a backstop for a loaded host, not
+    // what the test measures.
+    const { error } = await render(client, request, { deadlineMs: 10_000 });
+    // Refused at once, told by the outcome rather than a duration: a render of
+    // this request loops until its deadline, so it could only have ended in
+    // DEADLINE_EXCEEDED; FAILED_PRECONDITION comes from the quarantine's check,
+    // made before the render goes to the pool (serve/render-call.js).
     assert.equal(error?.code, status.FAILED_PRECONDITION, String(error?.details));
     assert.deepEqual(error?.metadata.get('ssr-error'), ['RENDER_ERR_QUARANTINED']);
     assert.match(error?.details ?? '', details);
-    // Time is the behaviour: refused at once, where a render would have run
-    // into the 4 s deadline. Bound: under half that deadline, measured from
-    // before the call; a refusal is one round trip, so a loaded host has ~2 s
-    // of room. (Before: 250 ms against a 400 ms deadline.)
-    assert.ok(elapsedMs < deadlineMs / 2, `refused after ${Math.round(elapsedMs)} ms`);
     // Never in the pool, so no worker can die for it later: no need to wait and see.
     assert.equal(app.pool.stats().inFlight, 0, 'it never reached the pool');
     assert.equal(await exits(), exitsBefore, 'no worker died for it');
@@ -98,11 +97,12 @@ test('poison pill: quarantined after two worker deaths, refused at once, other p
   await t.test('a render withdrawn by its caller while it ran counts when it kills its worker', async () => {
     const request = { page: 'loops', url: '/loops?withdrawn' };
     // The caller gives up long before the deadline; the render runs on (a
-    // loop, until the deadline terminates its worker). The deadline (3 s, was
-    // 800 ms) lies past the 2 s the wait below may take: the cancel always
-    // comes before it, so the renderer sees a withdrawal, never the deadline.
-    const call = client.Render(request, { deadline: Date.now() + 3000 }, () => {});
-    await waitFor(() => app.pool.stats().inFlight === 1 && app.pool.stats().queued === 0, 2000);
+    // loop: the withdrawal's in-band abort cannot stop it, and the loop probe
+    // that follows it finds the worker pinned and terminates it). The deadline
+    // is far (60 s) only so that the renderer sees a withdrawal, never the
+    // deadline: no wait below has to end within it.
+    const call = client.Render(request, { deadline: Date.now() + 60_000 }, () => {});
+    await waitFor(() => app.pool.stats().inFlight === 1 && app.pool.stats().queued === 0);
     call.cancel();
     await waitFor(async () => (await exits()) === 3);
     await waitFor(() => app.quarantine.tracked === 1);
