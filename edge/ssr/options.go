@@ -1,6 +1,7 @@
 package ssr
 
 import (
+	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -40,7 +41,7 @@ type Options struct {
 	Lang string
 	// Head is trusted markup added to every document's head (a favicon, a font, an
 	// analytics tag), before the page's own head tags.
-	Head string
+	Head template.HTML
 	// Nonce returns the Content-Security-Policy nonce of the response to r (typically set
 	// by the shop's CSP middleware in r's context): every script element the document
 	// carries gets it, a stored page included (its copy is made without one, and each

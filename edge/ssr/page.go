@@ -142,7 +142,7 @@ type PageOptions struct {
 	// Lang overrides Options.Lang for this page's documents.
 	Lang string
 	// Head is trusted markup added to this page's documents' head, after Options.Head.
-	Head string
+	Head template.HTML
 	// Stream renders the page with React's renderToPipeableStream: the shell goes out as
 	// soon as it is ready and each Suspense boundary as it resolves; boundaries still pending
 	// Timeouts.Stream after the request arrived are left to the browser, and the render goes
@@ -200,7 +200,7 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
 		},
 	}
-	po := server.PageOptions{Lang: o.Lang, Head: o.Head, UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
+	po := server.PageOptions{Lang: o.Lang, Head: string(o.Head), UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
 	if o.Route != "" {
 		po.UsedBy += " for route " + o.Route
 	}

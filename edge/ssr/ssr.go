@@ -111,7 +111,7 @@ func New(o Options) (*Server, error) {
 	}
 	so := server.Options{
 		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(c.MaxBytes, c.MaxEntryBytes, metrics),
-		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: o.Head, Nonce: o.Nonce, ErrorPage: o.ErrorPage,
+		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
 		NotFoundTTL: c.NotFoundTTL, PassTTL: c.PassTTL, TTLJitter: c.TTLJitter, IgnoreQuery: c.IgnoreQuery,
 		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"html/template"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -29,7 +30,7 @@ func (c *Config) Options() ssr.Options {
 		MaxRendersInFlight: e.MaxRendersInFlight,
 		NotFoundPage:       e.NotFoundPage,
 		Lang:               e.Lang,
-		Head:               e.Head,
+		Head:               template.HTML(e.Head), // the file is the operator's: trusted, as Go code is
 		EarlyHints:         e.EarlyHints,
 		CrawlerUserAgent:   orMatchesNone(e.CrawlerUserAgent),
 		Cache: ssr.CacheOptions{
