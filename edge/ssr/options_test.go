@@ -206,7 +206,7 @@ func TestExplainNamesOtherOptions(t *testing.T) {
 	}
 }
 
-// TestPageErrorsNameTheField: Page's rules, through ValidatePage, name PageOptions' fields,
+// TestPageErrorsNameTheField: Page's rules, through PageOptions.Validate, name PageOptions' fields,
 // the Server's deadlines taken where the page sets none.
 func TestPageErrorsNameTheField(t *testing.T) {
 	for _, tt := range []struct {
@@ -221,12 +221,12 @@ func TestPageErrorsNameTheField(t *testing.T) {
 		{"negative window", PageOptions{Cache: CachePolicy{StaleIfError: -time.Second, Query: []string{}}}, "ssr: PageOptions.Cache.StaleIfError must not be negative"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := (Options{}).ValidatePage(tt.p); err == nil || !strings.Contains(err.Error(), tt.want) {
+			if err := tt.p.Validate(Options{}); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
-	if err := (Options{}).ValidatePage(PageOptions{Stream: true, Timeouts: Timeouts{Render: 3 * time.Second, Hard: 5 * time.Second}}); err != nil {
+	if err := (PageOptions{Stream: true, Timeouts: Timeouts{Render: 3 * time.Second, Hard: 5 * time.Second}}).Validate(Options{}); err != nil {
 		t.Errorf("a page whose deadlines move the Server's stream timeout within them: got %v", err)
 	}
 }

@@ -186,11 +186,11 @@ type CachePolicy struct {
 
 // Page returns the handler of the app's page name. Mount it on any router; path values
 // (Go 1.22 ServeMux patterns) reach the page as ctx.params. It panics when o is invalid
-// (Options.ValidatePage: a variant that is not "header:Name" or "cookie:name", a render
+// (PageOptions.Validate: a variant that is not "header:Name" or "cookie:name", a render
 // timeout above the hard one), as a ServeMux does for a bad pattern: it is a programming
 // error, found at start.
 func (s *Server) Page(name string, o PageOptions) http.Handler {
-	if err := s.o.ValidatePage(o); err != nil {
+	if err := o.Validate(s.o); err != nil {
 		panic(fmt.Errorf("ssr: page %q:\n%w", name, err))
 	}
 	r := server.Route{

@@ -463,7 +463,7 @@ func TestPerRequestNeedsACachedPage(t *testing.T) {
 		{"valid", PageOptions{Cache: cached, PerRequest: map[string]RequestValue{"cart": value}}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			err := Options{}.ValidatePage(tt.page)
+			err := tt.page.Validate(Options{})
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Errorf("got %v, want an error saying %q", err, tt.want)
 			}

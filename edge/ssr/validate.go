@@ -102,9 +102,9 @@ func (o Options) Validate() error {
 	return rs.err()
 }
 
-// ValidatePage returns the error Page would panic with for p on a Server of o, nil if p is
+// Validate returns the error Page would panic with for p on a Server of site, nil if p is
 // valid: for pages read from a file, whose mistakes are the file's, not the program's.
-func (o Options) ValidatePage(p PageOptions) error {
+func (p PageOptions) Validate(site Options) error {
 	var rs rules
 	for _, w := range []struct {
 		field string
@@ -119,7 +119,7 @@ func (o Options) ValidatePage(p PageOptions) error {
 			rs.broken(w.field, "must not be negative, got %s", w.d)
 		}
 	}
-	t := p.Timeouts.server().Over(o.withDefaults().Timeouts.server())
+	t := p.Timeouts.server().Over(site.withDefaults().Timeouts.server())
 	if t.Render > t.Hard {
 		rs.broken("PageOptions.Timeouts.Render", "%s is above the page's hard timeout (%s) %s: a request must not wait longer than its render may last",
 			t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)

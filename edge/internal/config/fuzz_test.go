@@ -41,7 +41,7 @@ func FuzzLoad(f *testing.F) {
 		mux := http.NewServeMux()
 		mux.HandleFunc(NotFoundPattern, http.NotFound)
 		for _, p := range cfg.Pages() {
-			if err := o.ValidatePage(p.Options); err != nil || p.Name == "" {
+			if err := p.Options.Validate(o); err != nil || p.Name == "" {
 				t.Fatalf("route %+v: %v", p, err)
 			}
 			if err := register(mux, p.Pattern); err != nil { // the edge mounts them all on one mux

@@ -109,7 +109,7 @@ func validate(c *Config) error {
 				bad(fmt.Sprintf("%s.per_request[%q]", key, name), "want \"header:Name\" or \"cookie:name\", got %q", part)
 			}
 		}
-		fromOptions = append(fromOptions, keyErrors(o.ValidatePage(p.Options), key+".")...)
+		fromOptions = append(fromOptions, keyErrors(p.Options.Validate(o), key+".")...)
 	}
 	said := map[string]bool{}
 	for _, err := range errs {
