@@ -127,8 +127,8 @@ func TestIslandsOfAGoTemplate(t *testing.T) {
 	if !strings.Contains(again.Header.Get("Server-Timing"), `desc="1 rendered, 2 cached, 1 left to the browser"`) {
 		t.Errorf("Server-Timing %q", again.Header.Get("Server-Timing"))
 	}
-	if n, err := site.srv.PurgeTag(context.Background(), "greetings"); err != nil || n != 2 {
-		t.Fatalf("PurgeTag(greetings) = %d, %v; want Greeting's two copies", n, err)
+	if n, err := site.srv.Purge(context.Background(), ssr.ByTag("greetings")); err != nil || n != 2 {
+		t.Fatalf("Purge(ByTag(greetings)) = %d, %v; want Greeting's two copies", n, err)
 	}
 	flaky := sum(scrape(t, metrics), "renderer_renders_total", `page="island:Flaky"`)
 	harness.Get(t, site.url+"/orders/9")

@@ -79,15 +79,15 @@ func ExampleServer_Render() {
 }
 
 // Purge the pages a change makes stale, here after a product update.
-func ExampleServer_PurgePath() {
+func ExampleServer_Purge() {
 	pages, err := ssr.New(ssr.Options{})
 	if err != nil {
 		log.Fatal(err)
 	}
 	http.HandleFunc("POST /admin/products/{id}", func(w http.ResponseWriter, r *http.Request) {
 		// ... update the product in the database ...
-		_, errProduct := pages.PurgePath(r.Context(), "/products/"+r.PathValue("id"))
-		_, errHome := pages.PurgePath(r.Context(), "/")
+		_, errProduct := pages.Purge(r.Context(), ssr.ByPath("/products/"+r.PathValue("id")))
+		_, errHome := pages.Purge(r.Context(), ssr.ByPath("/"))
 		if err := errors.Join(errProduct, errHome); err != nil {
 			// Purged here; the shared cache's store is purged once it answers again, and
 			// meanwhile no replica serves its copies of these pages.

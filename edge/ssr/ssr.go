@@ -189,7 +189,7 @@ func (s *Server) Admin(o AdminOptions) http.Handler {
 		gatherer = prometheus.NewRegistry()
 	}
 	return admin.Handler(admin.Options{
-		Draining: &s.draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: s,
+		Draining: &s.draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: adminPurges{s},
 	})
 }
 
@@ -247,39 +247,58 @@ func (s *Server) Wrap(h http.Handler) http.Handler { return s.site.Wrap(h) }
 // requests are counted under "(none)".
 func NameRoute(r *http.Request, route string) { server.NameRoute(r, route) }
 
-// PurgePath removes the stored documents of path, every variant (header and cookie
-// Variants), and keeps renders of it already running from being stored. path is a path
-// and query as the page's cache key holds it: "/products/7" is the page without a query
-// only; "/products/7?color=red" is another document (only the query parameters the page
-// keeps, CachePolicy.Query, sorted). To remove every query of a path, use
-// PurgePrefix("/products/7?") beside PurgePath("/products/7"), or tag the page
-// (Result.Tags) and use PurgeTag. It returns how many documents it removed.
+// A Purge says which stored documents Server.Purge removes: ByPath, ByPrefix, ByTag or ByKey.
+type Purge struct{ by, value string }
+
+// ByPath is the stored documents of path, every variant (header and cookie Variants). path
+// is a path and query as the page's cache key holds it: "/products/7" is the page without a
+// query only; "/products/7?color=red" is another document (only the query parameters the
+// page keeps, CachePolicy.Query, sorted). To remove every query of a path, purge
+// ByPrefix("/products/7?") beside it, or tag the page (Result.Tags) and purge ByTag.
+func ByPath(path string) Purge { return Purge{"path", path} }
+
+// ByPrefix is the stored documents of every path that starts with prefix; an empty prefix is
+// none.
+func ByPrefix(prefix string) Purge { return Purge{"prefix", prefix} }
+
+// ByTag is every stored document tagged tag (Result.Tags, or load()'s cache.tags).
+func ByTag(tag string) Purge { return Purge{"tag", tag} }
+
+// ByKey is the document stored under one cache key, as the admin endpoint's
+// /cache/purge?key= names it.
+func ByKey(key string) Purge { return Purge{"key", key} }
+
+// Purge removes the stored documents p names, and keeps renders of them already running
+// from being stored. It returns how many documents it removed.
 //
 // With a shared cache, the store and every replica's cache too; ctx bounds the store's
 // part. The error then says that the store's part failed (it was slow, unreachable, ctx
 // ended): this replica's cache is purged all the same, every replica that heard of the
 // purge refuses the store's copies it names, and the store is purged in the background
 // once it answers (for up to 10 minutes).
-func (s *Server) PurgePath(ctx context.Context, path string) (int, error) {
-	return purged(s.site.PurgePath(ctx, path))
+func (s *Server) Purge(ctx context.Context, p Purge) (int, error) {
+	switch p.by {
+	case "path":
+		return purged(s.site.PurgePath(ctx, p.value))
+	case "prefix":
+		return purged(s.site.PurgePrefix(ctx, p.value))
+	case "tag":
+		return purged(s.site.PurgeTag(ctx, p.value))
+	case "key":
+		found, err := purged(s.site.PurgeKey(ctx, p.value))
+		if found {
+			return 1, err
+		}
+		return 0, err
+	}
+	return 0, errors.New("ssr: a Purge names nothing: make it with ByPath, ByPrefix, ByTag or ByKey")
 }
 
-// PurgePrefix is PurgePath for every path that starts with prefix; an empty prefix purges
-// nothing.
-func (s *Server) PurgePrefix(ctx context.Context, prefix string) (int, error) {
-	return purged(s.site.PurgePrefix(ctx, prefix))
-}
+// adminPurges are the admin handler's purges, named as its endpoint names them.
+type adminPurges struct{ s *Server }
 
-// PurgeKey removes the document stored under one cache key, as the admin endpoint's
-// /cache/purge?key= names it, and reports whether there was one; the error is PurgePath's.
-func (s *Server) PurgeKey(ctx context.Context, key string) (bool, error) {
-	return purged(s.site.PurgeKey(ctx, key))
-}
-
-// PurgeTag removes every stored document tagged tag (Result.Tags, or load()'s cache.tags),
-// like PurgePath. It returns how many documents it removed.
-func (s *Server) PurgeTag(ctx context.Context, tag string) (int, error) {
-	return purged(s.site.PurgeTag(ctx, tag))
+func (a adminPurges) Purge(ctx context.Context, by, value string) (int, error) {
+	return a.s.Purge(ctx, Purge{by, value})
 }
 
 // purged is a purge's result as the package returns it.

@@ -420,13 +420,13 @@ func TestPurge(t *testing.T) {
 	h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}})
 	serve(h, "/products/1")
 	serve(h, "/products/2")
-	if n, err := f.srv.PurgePath(context.Background(), "/products/1"); n != 1 || err != nil {
-		t.Errorf("PurgePath removed %d (%v), want 1", n, err)
+	if n, err := f.srv.Purge(context.Background(), ByPath("/products/1")); n != 1 || err != nil {
+		t.Errorf("Purge(ByPath) removed %d (%v), want 1", n, err)
 	}
-	if n, err := f.srv.PurgePrefix(context.Background(), "/products/"); n != 1 || err != nil {
-		t.Errorf("PurgePrefix removed %d (%v), want 1", n, err)
+	if n, err := f.srv.Purge(context.Background(), ByPrefix("/products/")); n != 1 || err != nil {
+		t.Errorf("Purge(ByPrefix) removed %d (%v), want 1", n, err)
 	}
-	if n, err := f.srv.PurgePrefix(context.Background(), ""); n != 0 || err != nil {
+	if n, err := f.srv.Purge(context.Background(), ByPrefix("")); n != 0 || err != nil {
 		t.Errorf("an empty prefix purged %d (%v)", n, err)
 	}
 }

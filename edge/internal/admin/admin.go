@@ -33,13 +33,11 @@ type Options struct {
 	Cache Purger
 }
 
-// Purger removes stored documents: the public package's Server. The error
-// says the shared store's part of a purge failed.
+// Purger removes stored documents, by "key", "path", "prefix" or "tag" (the endpoint's
+// parameters): the public package's Server. The error says the shared store's part of a
+// purge failed.
 type Purger interface {
-	PurgeKey(ctx context.Context, key string) (bool, error)
-	PurgePath(ctx context.Context, path string) (int, error)
-	PurgePrefix(ctx context.Context, prefix string) (int, error)
-	PurgeTag(ctx context.Context, tag string) (int, error)
+	Purge(ctx context.Context, by, value string) (int, error)
 }
 
 // Handler returns the admin handler: liveness, readiness (false once draining), metrics, and
@@ -83,24 +81,21 @@ func Handler(o Options) http.Handler {
 func purge(c Purger) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
-		var n int
-		var err error
+		by := ""
 		switch {
 		case q.Has("key"):
-			var purged bool
-			if purged, err = c.PurgeKey(r.Context(), q.Get("key")); purged {
-				n = 1
-			}
+			by = "key"
 		case q.Has("path"):
-			n, err = c.PurgePath(r.Context(), q.Get("path"))
+			by = "path"
 		case q.Has("prefix") && q.Get("prefix") != "":
-			n, err = c.PurgePrefix(r.Context(), q.Get("prefix"))
+			by = "prefix"
 		case q.Get("tag") != "":
-			n, err = c.PurgeTag(r.Context(), q.Get("tag"))
+			by = "tag"
 		default:
 			http.Error(w, "purge needs ?key=, ?path=, a non-empty ?prefix= or a non-empty ?tag=", http.StatusBadRequest)
 			return
 		}
+		n, err := c.Purge(r.Context(), by, q.Get(by))
 		w.Header().Set("Content-Type", "application/json")
 		if err != nil {
 			msg, _ := json.Marshal(err.Error())

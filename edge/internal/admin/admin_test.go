@@ -14,10 +14,7 @@ import (
 // noCache is a Purger with nothing stored.
 type noCache struct{}
 
-func (noCache) PurgeKey(context.Context, string) (bool, error)   { return false, nil }
-func (noCache) PurgePath(context.Context, string) (int, error)   { return 0, nil }
-func (noCache) PurgePrefix(context.Context, string) (int, error) { return 0, nil }
-func (noCache) PurgeTag(context.Context, string) (int, error)    { return 0, nil }
+func (noCache) Purge(context.Context, string, string) (int, error) { return 0, nil }
 
 // TestHandler: what each endpoint answers, to whom, on a laptop (loopback trusted) and in a
 // pod (loopback shared with the renderer's app code: the token only).
