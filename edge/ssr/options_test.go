@@ -192,20 +192,6 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 	}
 }
 
-// TestExplainNamesOtherOptions: an OptionError names the other options it mentions as its
-// caller's names say (the edge binary's config keys), its own field left to the caller.
-func TestExplainNamesOtherOptions(t *testing.T) {
-	err := Options{Timeouts: Timeouts{Render: 3 * time.Second}}.Validate()
-	oe, ok := err.(interface{ Unwrap() []error }).Unwrap()[0].(*OptionError)
-	if !ok || oe.Field != "Options.Timeouts.Render" {
-		t.Fatalf("got %v, want an *OptionError of Options.Timeouts.Render", err)
-	}
-	key := map[string]string{"Options.Timeouts.Hard": "edge.hard_timeout"}
-	if got, want := oe.Explain(func(f string) string { return key[f] }), "3s is above edge.hard_timeout 2s"; !strings.HasPrefix(got, want) {
-		t.Errorf("got %q, want it to start with %q", got, want)
-	}
-}
-
 // TestPageErrorsNameTheField: Page's rules, through PageOptions.Validate, name PageOptions' fields,
 // the Server's deadlines taken where the page sets none.
 func TestPageErrorsNameTheField(t *testing.T) {

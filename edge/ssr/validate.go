@@ -25,15 +25,11 @@ type OptionError struct {
 	err error
 }
 
-func (e *OptionError) Error() string { return "ssr: " + e.Field + " " + e.Explain(asField) }
+func (e *OptionError) Error() string { return "ssr: " + e.Field + " " + e.says(asField) }
 
 // Unwrap is the cause of a value that failed in use (errors.Is(err, syscall.EADDRINUSE)),
 // nil for a broken rule.
 func (e *OptionError) Unwrap() error { return e.err }
-
-// Explain says what is wrong with the value, naming each other option it mentions as name
-// does: the edge binary names them by its config file's keys.
-func (e *OptionError) Explain(name func(field string) string) string { return e.says(name) }
 
 func asField(field string) string { return field }
 

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"html/template"
+	"maps"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -232,10 +235,29 @@ func keyErrors(err error, prefix string) []error {
 			errs = append(errs, e)
 			continue
 		}
-		name := func(field string) string { return keyOf(field, prefix) }
-		errs = append(errs, &KeyError{Key: name(oe.Field), Msg: oe.Explain(name)})
+		errs = append(errs, &KeyError{Key: keyOf(oe.Field, prefix), Msg: byKeys(strings.TrimPrefix(oe.Error(), "ssr: "+oe.Field+" "), prefix)})
 	}
 	return errs
+}
+
+// optionPaths are optionKeys' options, longest first: a path that another extends
+// (Options.Cache.TTL, Options.Cache.TTLJitter) is replaced after it.
+var optionPaths = func() []string {
+	paths := slices.Collect(maps.Keys(optionKeys))
+	slices.SortFunc(paths, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
+	return paths
+}()
+
+// byKeys is msg, the package's words about an option, with each other option it names given
+// by the key that sets it: the file's reader knows its keys.
+func byKeys(msg, prefix string) string {
+	var pairs []string
+	for _, path := range optionPaths {
+		if strings.Contains(msg, path) {
+			pairs = append(pairs, path, keyOf(path, prefix))
+		}
+	}
+	return strings.NewReplacer(pairs...).Replace(msg)
 }
 
 // Explain is err, an error of the public package's (New, ListenAndServe), with the
