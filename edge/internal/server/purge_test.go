@@ -72,17 +72,14 @@ func TestManyPurgesDuringARender(t *testing.T) {
 // localPurger is a Purger over one replica's cache, with no shared store.
 type localPurger struct{ c *htmlcache.Cache }
 
-func (l localPurger) PurgeKey(ctx context.Context, key string) (bool, error) {
-	return l.c.PurgeKey(key), nil
-}
-func (l localPurger) PurgePath(ctx context.Context, path string) (int, error) {
-	return purgeLocal(l.c, sharedcache.Purge{Kind: "path", Value: path}), nil
-}
-func (l localPurger) PurgePrefix(ctx context.Context, prefix string) (int, error) {
-	return purgeLocal(l.c, sharedcache.Purge{Kind: "prefix", Value: prefix}), nil
-}
-func (l localPurger) PurgeTag(ctx context.Context, tag string) (int, error) {
-	return purgeLocal(l.c, sharedcache.Purge{Kind: "tag", Value: tag}), nil
+func (l localPurger) Purge(ctx context.Context, by, value string) (int, error) {
+	if by == "key" {
+		if l.c.PurgeKey(value) {
+			return 1, nil
+		}
+		return 0, nil
+	}
+	return purgeLocal(l.c, sharedcache.Purge{Kind: by, Value: value}), nil
 }
 
 // storeDown purges locally, then fails as a purge whose store part failed.
@@ -90,20 +87,8 @@ type storeDown struct{ localPurger }
 
 var errStoreDown = errors.New(`sharedcache: purge not applied to the store: "i/o timeout"`)
 
-func (d storeDown) PurgeKey(ctx context.Context, key string) (bool, error) {
-	ok, _ := d.localPurger.PurgeKey(ctx, key)
-	return ok, errStoreDown
-}
-func (d storeDown) PurgePath(ctx context.Context, path string) (int, error) {
-	n, _ := d.localPurger.PurgePath(ctx, path)
-	return n, errStoreDown
-}
-func (d storeDown) PurgePrefix(ctx context.Context, prefix string) (int, error) {
-	n, _ := d.localPurger.PurgePrefix(ctx, prefix)
-	return n, errStoreDown
-}
-func (d storeDown) PurgeTag(ctx context.Context, tag string) (int, error) {
-	n, _ := d.localPurger.PurgeTag(ctx, tag)
+func (d storeDown) Purge(ctx context.Context, by, value string) (int, error) {
+	n, _ := d.localPurger.Purge(ctx, by, value)
 	return n, errStoreDown
 }
 
