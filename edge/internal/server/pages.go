@@ -221,14 +221,14 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch state {
 	case htmlcache.Fresh:
 		p.metrics.cacheResult(p.route, "hit")
-		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
+		p.serveEntry(w, r, req, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
 		return
 	case htmlcache.Stale:
 		p.metrics.cacheResult(p.route, "stale")
 		if _, started := p.flightFor(key, r, req); started {
 			p.metrics.refreshes.WithLabelValues(p.route).Inc()
 		}
-		p.serveEntry(w, r, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
+		p.serveEntry(w, r, req, entry, fmt.Sprintf("sidecar-ssr; hit; ttl=%d", seconds(entry.TTLAt(p.cache.Now()))))
 		return
 	case htmlcache.StaleIfError:
 		p.metrics.cacheResult(p.route, "stale-if-error")
@@ -324,11 +324,11 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 			status, reason = fmt.Sprintf("%s; fwd-status=%d", status, fl.Resp.GetStatus()), "server-error"
 		case fl.Entry != nil && fl.FromShared:
 			w.Header().Set("Server-Timing", "cache;desc=shared")
-			p.serveEntry(w, r, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; detail=shared", status, fl.Entry.Status))
+			p.serveEntry(w, r, req, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; detail=shared", status, fl.Entry.Status))
 			return
 		case fl.Entry != nil:
 			setTiming(w.Header(), fl)
-			p.serveEntry(w, r, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.Entry.Status))
+			p.serveEntry(w, r, req, fl.Entry, fmt.Sprintf("%s; fwd-status=%d; stored", status, fl.Entry.Status))
 			return
 		default:
 			p.write(w, r, req, fl, fmt.Sprintf("%s; fwd-status=%d", status, fl.Resp.GetStatus()))
@@ -337,7 +337,7 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 	}
 	if stale != nil {
 		p.log.Warn("serving stale copy", "reason", reason, "page", req.Page, "url", req.Url, "request_id", middleware.RequestID(r.Context()))
-		p.serveEntry(w, r, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
+		p.serveEntry(w, r, req, stale, fmt.Sprintf("%s; ttl=%d; detail=%s", status, seconds(stale.TTLAt(p.cache.Now())), reason))
 		return
 	}
 	p.fallback(w, r, req, reason, failure, status, p.decision(fl, own))

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -51,21 +52,10 @@ func (p *page) requestValues(r *http.Request) map[string]DeferredFunc {
 // holes is the prerender's list of deferred values: every per-request value, pending.
 func (p *page) holes() []*ssrv1.Deferred {
 	list := make([]*ssrv1.Deferred, 0, len(p.perRequest))
-	for name := range p.perRequest {
+	for _, name := range slices.Sorted(maps.Keys(p.perRequest)) {
 		list = append(list, &ssrv1.Deferred{Name: name})
 	}
-	slices.SortFunc(list, func(a, b *ssrv1.Deferred) int { return compareStrings(a.Name, b.Name) })
 	return list
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // prerender renders the page's shell (RenderStreamRequest.prerender): the response's HTML is
@@ -155,9 +145,8 @@ func (p *page) preludeEntry(e *htmlcache.Entry, req *ssrv1.RenderRequest, fl *fl
 // still running at the stream deadline leaves its holes to the browser, which renders them:
 // the response is never an error. The values and the resume are this request's alone, and
 // end with it.
-func (p *page) serveResumed(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry, cacheStatus string) {
+func (p *page) serveResumed(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, e *htmlcache.Entry, cacheStatus string) {
 	arrived := time.Now()
-	req := p.request(r)
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeouts.Hard)
 	defer cancel()
 	run := p.startDeferred(ctx, req, &Loaded{Deferred: p.requestValues(r)})
@@ -236,25 +225,24 @@ func (p *page) resume(ctx context.Context, r *http.Request, out *streamWriter, r
 	deadline := time.NewTimer(time.Until(arrived.Add(p.timeouts.Stream)))
 	defer deadline.Stop()
 	var nonced []byte
+	write := func(c []byte) {
+		if p.noncePlaceholder != "" {
+			nonced = document.AppendNonced(nonced[:0], c, p.noncePlaceholder, nonce)
+			c = nonced
+		}
+		out.Write(c)
+	}
 	for {
 		select {
 		case c := <-chunks:
-			if p.noncePlaceholder != "" {
-				nonced = document.AppendNonced(nonced[:0], c, p.noncePlaceholder, nonce)
-				c = nonced
-			}
-			out.Write(c)
+			write(c)
 			if err := out.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
 				return "gone", nil
 			}
 		case err := <-ended:
 			// What was received before the end, in order.
 			for len(chunks) > 0 {
-				c := <-chunks
-				if p.noncePlaceholder != "" {
-					c = document.AppendNonced(nil, c, p.noncePlaceholder, nonce)
-				}
-				out.Write(c)
+				write(<-chunks)
 			}
 			endRender(span, err)
 			if err != nil {

@@ -20,8 +20,9 @@ import (
 )
 
 // serveEntry answers from a stored entry in the coding the client prefers, with Age, a
-// strong ETag per coding, and 304 when If-None-Match matches.
-func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.Entry, cacheStatus string) {
+// strong ETag per coding, and 304 when If-None-Match matches; req is the request's render
+// request, which a stored prelude's resume sends.
+func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, e *htmlcache.Entry, cacheStatus string) {
 	h := w.Header()
 	for k, vs := range e.Header {
 		h[k] = slices.Clone(vs) // the entry is shared: never let a writer append to its slices
@@ -37,7 +38,7 @@ func (p *page) serveEntry(w http.ResponseWriter, r *http.Request, e *htmlcache.E
 		return
 	}
 	if e.Resume != nil {
-		p.serveResumed(w, r, e, cacheStatus)
+		p.serveResumed(w, r, req, e, cacheStatus)
 		return
 	}
 	if e.NonceAt != nil {
