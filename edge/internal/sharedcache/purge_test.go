@@ -57,14 +57,10 @@ func TestPurgeWhileTheStoreSleeps(t *testing.T) {
 	if err := a.Set(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	sleep(t, address, 3*time.Second)
-	began := time.Now()
+	sleep(t, address, 3*time.Second) // a purge that waited for the store would succeed
 	n, err := a.Purge(ctx, Purge{"path", "/products/7"})
 	if err == nil {
 		t.Errorf("a purge while the store sleeps: got %d, no error; want an error", n)
-	}
-	if took := time.Since(began); took > purgeTimeout+time.Second {
-		t.Errorf("the failed purge took %s", took)
 	}
 	if !a.Pending(d) {
 		t.Errorf("replica a may take the store's copy of a purge the store did not take")

@@ -96,17 +96,13 @@ func TestOneRenderLockAcrossReplicas(t *testing.T) {
 	}
 }
 
-// A store that does not answer costs a call its timeout, and then nothing: the circuit opens.
+// A store that is not there fails the calls, and then costs nothing: the circuit opens.
 func TestAbsentStoreFailsFastThenNotAtAll(t *testing.T) {
 	s := newStore(t, "unix://"+filepath.Join(t.TempDir(), "nobody.sock"), 50*time.Millisecond)
 	ctx := context.Background()
 	for i := range 3 {
-		began := time.Now()
 		if _, err := s.Get(ctx, "k"); err == nil || errors.Is(err, ErrUnavailable) {
 			t.Fatalf("call %d: got %v, want a connection error", i, err)
-		}
-		if took := time.Since(began); took > time.Second {
-			t.Fatalf("call %d took %s, want about the 50 ms timeout at most", i, took)
 		}
 	}
 	if _, err := s.Get(ctx, "k"); !errors.Is(err, ErrUnavailable) {
@@ -117,7 +113,9 @@ func TestAbsentStoreFailsFastThenNotAtAll(t *testing.T) {
 	}
 }
 
-// A store that is busy (here: DEBUG SLEEP from another client) is given its timeout, no more.
+// A store that is busy (here: DEBUG SLEEP from another client) is given its timeout, no more:
+// the call ends with a timeout while the store still sleeps (a call that waited for it would
+// get the store's answer, a miss, and no error).
 func TestSlowStoreTimesOut(t *testing.T) {
 	address := redistest.Start(t)
 	s := newStore(t, address, 50*time.Millisecond)
@@ -125,14 +123,10 @@ func TestSlowStoreTimesOut(t *testing.T) {
 	if _, err := s.Get(ctx, "warm"); err != nil { // a connection in the pool
 		t.Fatal(err)
 	}
-	redistest.Busy(t, address, time.Second)
-	began := time.Now()
+	redistest.Busy(t, address, 30*time.Second)
 	_, err := s.Get(ctx, "k")
 	if err == nil || !strings.Contains(err.Error(), "timeout") && !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want a timeout", err)
-	}
-	if took := time.Since(began); took > 500*time.Millisecond {
-		t.Errorf("took %s, want about the 50 ms timeout", took)
 	}
 }
 
