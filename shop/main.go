@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	registry := prometheus.NewRegistry()
 	registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	o := ssr.Options{
-		RendererAddress: *renderer, AssetsDir: *assets, Registerer: registry, Logger: log,
+		RendererAddress: *renderer, AssetsDir: *assets, Registerer: registry, Logger: log, AdminToken: *adminToken,
 		Timeouts: ssr.Timeouts{Render: *renderTimeout, Stream: *streamTimeout, Hard: *hardTimeout},
 	}
 	if *csp {
@@ -86,9 +86,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	// The shop's own timeouts: it has no long response (no server-sent events, no download),
 	// so every request is bounded, not only the pages.
 	public := &http.Server{Addr: *listen, Handler: handler, ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second}
-	return pages.ListenAndServe(ctx, public, ssr.ServeOptions{
-		AdminAddr: *adminListen, Admin: ssr.AdminOptions{Gatherer: registry, Token: *adminToken},
-	})
+	return pages.ListenAndServe(ctx, public, ssr.ServeOptions{AdminAddr: *adminListen})
 }
 
 // routes are the shop's pages: the listing and the product pages read the catalog in Go

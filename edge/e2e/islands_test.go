@@ -179,7 +179,7 @@ func islandMetrics(t *testing.T, socket string) string {
 	if err := srv.Template(w, httptest.NewRequest("GET", "/orders/1", nil), 0, islandPage, map[string]any{"ID": 1}); err != nil {
 		t.Fatal(err)
 	}
-	admin := httptest.NewServer(srv.Admin(ssr.AdminOptions{}))
+	admin := httptest.NewServer(srv.Admin())
 	t.Cleanup(admin.Close)
 	return admin.URL + "/metrics"
 }

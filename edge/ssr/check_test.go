@@ -3,6 +3,7 @@ package ssr
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +103,8 @@ func TestPageFromABundleThatCannotRenderIt(t *testing.T) {
 			if strings.Contains(err.Error(), `"home"`) {
 				t.Errorf("Check names a page that needs neither: %v", err)
 			}
-			if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"article"`) {
-				t.Errorf("Ready: got %v, want the same error", err)
+			if code, body := readyz(f); code != http.StatusServiceUnavailable || !strings.Contains(body, `"article"`) {
+				t.Errorf("/readyz: got %d %q, want 503 naming the page", code, body)
 			}
 			if logs := f.logs.String(); !strings.Contains(logs, "level=ERROR") || !strings.Contains(logs, "page=article") {
 				t.Errorf("the page is not logged at ERROR:\n%s", logs)
@@ -113,14 +114,21 @@ func TestPageFromABundleThatCannotRenderIt(t *testing.T) {
 }
 
 // TestReadyAfterARefusedPage: a page the renderer refuses (its bundle changed since it
-// answered, or it never did) makes Ready report it.
+// answered, or it never did) makes readiness false, naming it.
 func TestReadyAfterARefusedPage(t *testing.T) {
 	f := newFixtureOn(t, Options{}, &fakeRenderer{unknown: true})
-	if err := f.srv.Ready(); err != nil {
-		t.Fatalf("before any render: got %v, want nil", err)
+	if code, body := readyz(f); code != http.StatusOK {
+		t.Fatalf("before any render: got %d %q, want 200", code, body)
 	}
 	serve(f.srv.Page("gone", PageOptions{}), "/")
-	if err := f.srv.Ready(); err == nil || !strings.Contains(err.Error(), `"gone"`) {
-		t.Errorf("after a refused render: got %v, want an error naming the page", err)
+	if code, body := readyz(f); code != http.StatusServiceUnavailable || !strings.Contains(body, `"gone"`) {
+		t.Errorf("after a refused render: got %d %q, want 503 naming the page", code, body)
 	}
+}
+
+// readyz is what the Admin handler's readiness answers.
+func readyz(f *fixture) (int, string) {
+	rec := httptest.NewRecorder()
+	f.srv.Admin().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	return rec.Code, rec.Body.String()
 }

@@ -13,10 +13,11 @@ import (
 	"time"
 )
 
-// TestDocumentFromGo: the Go server sets the document's lang, adds head tags (per server and
-// per page) and gives every script element each response's own CSP nonce: rendered,
+// TestDocumentFromGo: the Go server sets the document's lang, adds head tags (the server's,
+// then those its loader decided) and gives every script element each response's own CSP nonce: rendered,
 // stored and served again, or the client-side-render fallback.
 func TestDocumentFromGo(t *testing.T) {
+	const noindex = `<meta name="robots" content="noindex">`
 	var n atomic.Int64
 	nonceOf := func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") }
 	f := newFixture(t, Options{
@@ -26,12 +27,11 @@ func TestDocumentFromGo(t *testing.T) {
 	})
 	h := f.srv.Page("product", PageOptions{
 		Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
-		Head:  `<meta name="robots" content="noindex">`,
 		Load: func(*http.Request) (Result, error) {
 			// A page's own markup that looks like a script must not get the nonce.
 			// (The fake renderer writes its props into the page's HTML as they are.)
 			return Result{Props: json.RawMessage(`{"html": "<script nonce=\"\">alert(1)</script>", "text": "` +
-				strings.Repeat("long enough to be worth compressing ", 100) + `"}`)}, nil
+				strings.Repeat("long enough to be worth compressing ", 100) + `"}`), Head: noindex}, nil
 		},
 	})
 	scripts := regexp.MustCompile(`<script[^>]*>`)
@@ -42,7 +42,7 @@ func TestDocumentFromGo(t *testing.T) {
 		}
 		head, _, _ := strings.Cut(body, "</head>")
 		if !strings.Contains(head, `<link rel="icon" href="/favicon.ico">`+"\n"+`<meta name="robots" content="noindex">`) {
-			t.Errorf("the server's then the page's head tags are not in the head: %s", head)
+			t.Errorf("the server's then the loader's head tags are not in the head: %s", head)
 		}
 		// The build's script and the hydration data's, never one in the page's markup.
 		var with []string
@@ -78,7 +78,8 @@ func TestDocumentFromGo(t *testing.T) {
 		t.Errorf("a stored document with a nonce is not compressed: %v", rec.Header())
 	}
 	f.renderer.down.Store(true)
-	rec := serve(f.srv.Page("product", PageOptions{Head: `<meta name="robots" content="noindex">`}), "/products/8", "X-Test-Nonce", "fb")
+	rec := serve(f.srv.Page("product", PageOptions{Load: func(*http.Request) (Result, error) { return Result{Head: noindex}, nil }}),
+		"/products/8", "X-Test-Nonce", "fb")
 	if rec.Header().Get("X-SSR-Fallback") == "" {
 		t.Fatalf("want the fallback, got %v", rec.Header())
 	}

@@ -59,11 +59,6 @@ type Options struct {
 	// Content-Encoding itself, a HEAD request, a status without a body, and responses that
 	// are not HTML are left as they are. Off by default: it is the shop's response.
 	CompressHTML bool
-	// CrawlerUserAgent is a regular expression: requests whose User-Agent matches it get a
-	// streaming page's complete document, never a stream with boundaries left to the
-	// browser. If empty, "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview";
-	// `\b\B` matches none.
-	CrawlerUserAgent string
 	// Cache sizes the HTML cache and turns on its shared second level.
 	Cache CacheOptions
 	// BuildID identifies this server's own code (its loaders): a stored page records it, and
@@ -71,14 +66,19 @@ type Options struct {
 	// store) is not served. If empty, a hash of the running executable, which changes with
 	// any change to the program.
 	BuildID string
+	// AdminToken admits "Authorization: Bearer <AdminToken>" to the Admin handler's
+	// /debug/pprof/ and POST /cache/purge. If empty, they are closed to every caller.
+	AdminToken string
 	// TracerProvider receives a span per page request (a child of the caller's when its W3C
 	// traceparent says so), its cache lookup, a wait on another request's render, the
 	// Loader, and the render call, whose trace the renderer continues (with its own
 	// renderer.otlp_endpoint). If nil, no spans, at no cost.
 	TracerProvider trace.TracerProvider
 	// Registerer receives the edge_* metrics. If nil, they are kept in a private registry,
-	// with the Go runtime's and the process's collectors, which the Admin handler serves.
-	// Register one Server per Registerer.
+	// with the Go runtime's and the process's collectors. The Admin handler serves them at
+	// /metrics when it can gather them: the private registry, or a Registerer that is also a
+	// prometheus.Gatherer (a *prometheus.Registry); with any other, /metrics answers 404 and
+	// the shop serves its registry itself. Register one Server per Registerer.
 	Registerer prometheus.Registerer
 	// Logger receives fallbacks, refused sockets and bugs. If nil, slog.Default().
 	Logger *slog.Logger
@@ -102,33 +102,19 @@ type Timeouts struct {
 
 // CacheOptions size the HTML cache and turn on its second level, shared by every replica.
 type CacheOptions struct {
-	// MaxBytes bounds the cache by the memory its documents hold. If zero, 256 MiB.
+	// MaxBytes bounds the cache by the memory its documents hold; a document above a 16th of
+	// it (every encoding counted) is not stored. If zero, 256 MiB.
 	MaxBytes int
-	// MaxEntryBytes refuses larger documents (every encoding counted). If zero, 8 MiB.
-	MaxEntryBytes int
-	// NotFoundTTL is the freshness of 404s. If zero, 10s; negative: 404s are not stored.
-	NotFoundTTL time.Duration
-	// PassTTL is how long requests render side by side after a render that may not be
-	// stored. If zero, 10s.
-	PassTTL time.Duration
-	// TTLJitter shortens each stored TTL by up to this fraction, at random, so entries
-	// stored together do not expire together. If zero, 0.1; negative: none.
-	TTLJitter float64
-	// IgnoreQuery are query parameters no page reads (a trailing * matches a prefix). If
-	// nil, common tracking parameters (utm_*, fbclid, gclid...).
-	IgnoreQuery []string
 	// SharedAddress turns on the cache's second level, shared by every replica of the
 	// server: a Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. A page
 	// one replica rendered is then a hit on the others, a cold page is rendered once across
-	// them, and purges reach them all. If empty, each replica has only its own cache.
+	// them, and purges reach them all. Each call to it waits 25ms at most; past that the
+	// server goes on without it. If empty, each replica has only its own cache.
 	SharedAddress string
 	// SharedKey, if not empty, authenticates every value in that store (HMAC-SHA256): a
 	// value something else wrote there is a miss. At least 32 bytes, the same on every
 	// replica.
 	SharedKey []byte
-	// SharedTimeout bounds each call to that store; past it the server goes on without it.
-	// If zero, 25ms.
-	SharedTimeout time.Duration
 }
 
 // The defaults of zero Options, in one place: the docs above say them, and a test holds
@@ -141,22 +127,37 @@ const (
 	defaultMaxRendersInFlight = 64
 	defaultNotFoundPage       = "not-found"
 	defaultLang               = "en"
-	defaultCrawlerUserAgent   = "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview"
 	defaultCacheMaxBytes      = 256 << 20
-	defaultCacheMaxEntryBytes = 8 << 20
-	defaultNotFoundTTL        = 10 * time.Second
-	defaultPassTTL            = 10 * time.Second
-	defaultTTLJitter          = 0.1
-	defaultSharedTimeout      = 25 * time.Millisecond
 )
 
-var (
-	defaultTimeouts    = Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second}
-	defaultIgnoreQuery = []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
+var defaultTimeouts = Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second}
+
+// What the Server decides alone, for every shop: no option sets these.
+const (
+	// crawlerUserAgent matches the User-Agent of a crawler or a link preview, which gets a
+	// streaming page's complete document: it would not run the script that fills the rest.
+	crawlerUserAgent = "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview"
+	// notFoundTTL is the freshness of the one stored not-found page.
+	notFoundTTL = 10 * time.Second
+	// passTTL is how long requests render side by side after a render that may not be
+	// stored (hit-for-miss), instead of queueing behind one another's.
+	passTTL = 10 * time.Second
+	// ttlJitter shortens each stored TTL by up to this fraction, at random, so that entries
+	// stored together do not expire together.
+	ttlJitter = 0.1
+	// sharedTimeout bounds each call to the shared cache's store: a store slower than a
+	// render is no cache.
+	sharedTimeout = 25 * time.Millisecond
+	// entryShare: a document above CacheOptions.MaxBytes / entryShare is not stored, so
+	// that one page cannot evict a cache's worth of others.
+	entryShare = 16
 )
 
-// withDefaults is o with each zero field that has a default set to it, and the negative
-// values that mean "none" made zero.
+// ignoredQuery are the query parameters an uncached page without CachePolicy.Query does
+// not see: tracking, which no page reads.
+var ignoredQuery = []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
+
+// withDefaults is o with each zero field that has a default set to it.
 func (o Options) withDefaults() Options {
 	orDefault(&o.RendererAddress, defaultRendererAddress)
 	orDefault(&o.AssetsDir, defaultAssetsDir)
@@ -168,19 +169,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
 	orDefault(&o.NotFoundPage, defaultNotFoundPage)
 	orDefault(&o.Lang, defaultLang)
-	orDefault(&o.CrawlerUserAgent, defaultCrawlerUserAgent)
-	c := &o.Cache
-	orDefault(&c.MaxBytes, defaultCacheMaxBytes)
-	orDefault(&c.MaxEntryBytes, defaultCacheMaxEntryBytes)
-	orDefault(&c.NotFoundTTL, defaultNotFoundTTL)
-	orDefault(&c.PassTTL, defaultPassTTL)
-	orDefault(&c.TTLJitter, defaultTTLJitter)
-	orDefault(&c.SharedTimeout, defaultSharedTimeout)
-	if c.IgnoreQuery == nil {
-		c.IgnoreQuery = defaultIgnoreQuery
-	}
-	c.NotFoundTTL = max(c.NotFoundTTL, 0)
-	c.TTLJitter = max(c.TTLJitter, 0)
+	orDefault(&o.Cache.MaxBytes, defaultCacheMaxBytes)
 	return o
 }
 

@@ -162,15 +162,12 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 		want []string
 	}{
 		{"page size", Options{MaxPageBytes: -1}, []string{"ssr: Options.MaxPageBytes must not be negative, got -1"}},
-		{"hit-for-miss lifetime", Options{Cache: CacheOptions{PassTTL: -time.Second}}, []string{"ssr: Options.Cache.PassTTL must not be negative, got -1s"}},
+		{"cache size", Options{Cache: CacheOptions{MaxBytes: -1}}, []string{"ssr: Options.Cache.MaxBytes must not be negative, got -1"}},
 		{"render above hard", Options{Timeouts: Timeouts{Render: 3 * time.Second}}, []string{"ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 2s"}},
-		{"entry above cache", Options{Cache: CacheOptions{MaxBytes: 4 << 20}}, []string{"ssr: Options.Cache.MaxEntryBytes 8388608 is above Options.Cache.MaxBytes 4194304"}},
-		{"jitter", Options{Cache: CacheOptions{TTLJitter: 1}}, []string{"ssr: Options.Cache.TTLJitter must be below 1, got 1"}},
 		{"short key", Options{Cache: CacheOptions{SharedKey: []byte("short")}}, []string{"ssr: Options.Cache.SharedKey must be at least 32 bytes, got 5"}},
 		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must not be negative, got -2"}},
-		{"crawlers", Options{CrawlerUserAgent: "("}, []string{"ssr: Options.CrawlerUserAgent is not a regular expression"}},
-		{"two at once", Options{MaxPropsBytes: -1, Cache: CacheOptions{SharedTimeout: -time.Millisecond}}, []string{
-			"ssr: Options.MaxPropsBytes must not be negative, got -1", "ssr: Options.Cache.SharedTimeout must not be negative, got -1ms",
+		{"two at once", Options{MaxPropsBytes: -1, Timeouts: Timeouts{Stream: -time.Millisecond}}, []string{
+			"ssr: Options.MaxPropsBytes must not be negative, got -1", "ssr: Options.Timeouts.Stream must not be negative, got -1ms",
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,21 +211,5 @@ func TestPageErrorsNameTheField(t *testing.T) {
 	}
 	if err := (PageOptions{Stream: true, Timeouts: Timeouts{Render: 3 * time.Second, Hard: 5 * time.Second}}).Validate(Options{}); err != nil {
 		t.Errorf("a page whose deadlines move the Server's stream timeout within them: got %v", err)
-	}
-}
-
-// TestNegativeMeansNone: a negative TTLJitter or NotFoundTTL means none, zero the default.
-func TestNegativeMeansNone(t *testing.T) {
-	for _, tt := range []struct {
-		in, want CacheOptions
-	}{
-		{CacheOptions{}, CacheOptions{TTLJitter: 0.1, NotFoundTTL: 10 * time.Second}},
-		{CacheOptions{TTLJitter: -1, NotFoundTTL: -1}, CacheOptions{}},
-		{CacheOptions{TTLJitter: 0.5, NotFoundTTL: time.Second}, CacheOptions{TTLJitter: 0.5, NotFoundTTL: time.Second}},
-	} {
-		got := Options{Cache: tt.in}.withDefaults().Cache
-		if got.TTLJitter != tt.want.TTLJitter || got.NotFoundTTL != tt.want.NotFoundTTL {
-			t.Errorf("%+v: got jitter %v, 404 TTL %v; want %v, %v", tt.in, got.TTLJitter, got.NotFoundTTL, tt.want.TTLJitter, tt.want.NotFoundTTL)
-		}
 	}
 }

@@ -139,10 +139,6 @@ type PageOptions struct {
 	Variants []string
 	// Timeouts override the Server's (Options.Timeouts), each one that is not zero.
 	Timeouts Timeouts
-	// Lang overrides Options.Lang for this page's documents.
-	Lang string
-	// Head is trusted markup added to this page's documents' head, after Options.Head.
-	Head template.HTML
 	// Stream renders the page with React's renderToPipeableStream: the shell goes out as
 	// soon as it is ready and each Suspense boundary as it resolves; boundaries still pending
 	// Timeouts.Stream after the request arrived are left to the browser, and the render goes
@@ -177,7 +173,7 @@ type CachePolicy struct {
 	// and of what the loader and the renderer see. A cached page (TTL above zero) must set
 	// it, []string{} for none: Page panics otherwise, since every other parameter (?u=1,
 	// ?u=2...) would cost a render and a stored copy of its own. Nil on an uncached page: all
-	// but Options.Cache.IgnoreQuery.
+	// but the tracking parameters (utm_*, fbclid, gclid, msclkid, mc_cid, mc_eid).
 	Query []string
 	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
 	// the cache, and its loader sees the whole request.
@@ -200,7 +196,7 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
 		},
 	}
-	po := server.PageOptions{Lang: o.Lang, Head: string(o.Head), UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
+	po := server.PageOptions{UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
 	if o.Route != "" {
 		po.UsedBy += " for route " + o.Route
 	}

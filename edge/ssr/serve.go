@@ -19,8 +19,6 @@ type ServeOptions struct {
 	// AdminAddr is the admin handler's address (health, readiness, metrics, purges): keep it
 	// off the public network. If empty, "127.0.0.1:9100".
 	AdminAddr string
-	// Admin configures the admin handler (Server.Admin).
-	Admin AdminOptions
 	// MaxConnections caps the public server's open connections. Each costs its buffers, and
 	// one whose client stops reading holds its response until the server's WriteTimeout:
 	// without a cap, clients could add them up at will. Past it, a newcomer takes the slot of
@@ -105,7 +103,7 @@ func (s *Server) ListenAndServe(ctx context.Context, public *http.Server, o Serv
 		// Its own timeouts: a profile or a purge of many pages takes longer than a page.
 		{"admin", "ServeOptions.AdminAddr", &http.Server{
 			Addr:              o.AdminAddr,
-			Handler:           s.Admin(o.Admin),
+			Handler:           s.Admin(),
 			ReadHeaderTimeout: 5 * time.Second,
 			ReadTimeout:       10 * time.Second,
 			WriteTimeout:      60 * time.Second,

@@ -102,7 +102,7 @@ func New(o Options) (*Server, error) {
 	c := o.Cache
 	if c.SharedAddress != "" {
 		if s.shared, err = sharedcache.New(sharedcache.Options{
-			Address: c.SharedAddress, Timeout: c.SharedTimeout, LockTTL: o.Timeouts.Hard, HMACKey: c.SharedKey, Log: log,
+			Address: c.SharedAddress, Timeout: sharedTimeout, LockTTL: o.Timeouts.Hard, HMACKey: c.SharedKey, Log: log,
 		}); err != nil {
 			renderer.Close()
 			return nil, fmt.Errorf("ssr: shared cache: %w", err)
@@ -110,12 +110,12 @@ func New(o Options) (*Server, error) {
 		reg.MustRegister(s.shared) // refused and forgotten purges, dropped local tiers
 	}
 	so := server.Options{
-		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(c.MaxBytes, c.MaxEntryBytes, metrics),
+		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(c.MaxBytes, c.MaxBytes/entryShare, metrics),
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
-		NotFoundTTL: c.NotFoundTTL, PassTTL: c.PassTTL, TTLJitter: c.TTLJitter, IgnoreQuery: c.IgnoreQuery,
+		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter, IgnoreQuery: ignoredQuery,
 		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
-		Crawler: regexp.MustCompile(o.CrawlerUserAgent), // Validate compiled it
+		Crawler: crawlers,
 	}
 	if s.site, err = server.NewSite(so); err != nil {
 		s.Close()
@@ -123,6 +123,9 @@ func New(o Options) (*Server, error) {
 	}
 	return s, nil
 }
+
+// crawlers matches crawlerUserAgent.
+var crawlers = regexp.MustCompile(crawlerUserAgent)
 
 // executableHash is a short hash of the running program, or "" when it cannot be read.
 var executableHash = sync.OnceValue(func() string {
@@ -146,7 +149,8 @@ var executableHash = sync.OnceValue(func() string {
 // page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
 // pages so far) that the renderer's bundle lacks, and every page that streams while the
 // bundle cannot. Call it after mounting the pages, before serving, so a typo stops the
-// start:
+// start (the Admin handler's /readyz says the same without waiting; a readiness probe of
+// the shop's own calls Check with the probe's context):
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 //	defer cancel()
@@ -160,36 +164,15 @@ func (s *Server) Check(ctx context.Context) error {
 	return nil
 }
 
-// AdminOptions configure the Server's admin handler.
-type AdminOptions struct {
-	// Gatherer is served at /metrics. If nil, the Server's own metrics: Options.Registerer
-	// when it can be gathered (a *prometheus.Registry), or, without one, the private
-	// registry the Server keeps them in, with the Go runtime's and the process's collectors.
-	Gatherer prometheus.Gatherer
-	// Token admits "Authorization: Bearer <Token>" to /debug/pprof/ and POST /cache/purge
-	// from any address. If empty, only TrustLoopback callers are admitted.
-	Token string
-	// TrustLoopback admits loopback callers to them without the token. Off, no address is
-	// trusted. Keep it off wherever the loopback is shared with other code: in the pod, the
-	// renderer's app code (a load() that fetches a URL it was given) could purge the cache.
-	TrustLoopback bool
-}
-
 // Admin returns the handler of the admin listener, the one the edge binary serves: GET
-// /healthz (liveness), GET /readyz (false once Drain is called, or while Ready reports a
-// page name the renderer's bundle lacks), GET /metrics, and, for the token's bearers and
-// trusted loopback callers, /debug/pprof/ and POST /cache/purge?path=|prefix=|tag=|key=.
-// Serve it on an address of its own, never on the public one.
-func (s *Server) Admin(o AdminOptions) http.Handler {
-	gatherer := o.Gatherer
-	if gatherer == nil {
-		gatherer = s.gatherer
-	}
-	if gatherer == nil { // Options.Registerer cannot be gathered: the caller serves it
-		gatherer = prometheus.NewRegistry()
-	}
+// /healthz (liveness), GET /readyz (false once Drain is called, or while the renderer's
+// bundle lacks a page name the Server uses, as Check would say), GET /metrics (see
+// Options.Registerer), and, for bearers of Options.AdminToken, /debug/pprof/ and POST
+// /cache/purge?path=|prefix=|tag=|key=. Serve it on an address of its own, never on the
+// public one.
+func (s *Server) Admin() http.Handler {
 	return admin.Handler(admin.Options{
-		Draining: &s.draining, Ready: s.Ready, Gatherer: gatherer, Token: o.Token, TrustLoopback: o.TrustLoopback, Cache: adminPurges{s},
+		Draining: &s.draining, Ready: s.site.Missing, Gatherer: s.gatherer, Token: s.o.AdminToken, Cache: adminPurges{s},
 	})
 }
 
@@ -197,16 +180,6 @@ func (s *Server) Admin(o AdminOptions) http.Handler {
 // told to stop (SIGTERM), before closing its listeners, so that load balancers stop
 // sending it requests first. ListenAndServe calls it.
 func (s *Server) Drain() { s.draining.Store(true) }
-
-// Ready returns, without waiting, the error Check would return as far as the renderer has
-// answered (nil before it has): for a readiness probe, so that a deploy with a page name
-// its bundle lacks never becomes ready.
-func (s *Server) Ready() error {
-	if err := s.site.Missing(); err != nil {
-		return fmt.Errorf("ssr: %w", err)
-	}
-	return nil
-}
 
 // Close closes the connections to the renderer and the shared cache. Requests still being
 // served fall back.

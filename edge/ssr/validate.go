@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -64,7 +63,6 @@ func (o Options) Validate() error {
 	for field, n := range map[string]int{
 		"Options.MaxPageBytes": o.MaxPageBytes, "Options.MaxPropsBytes": o.MaxPropsBytes,
 		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.Cache.MaxBytes": o.Cache.MaxBytes,
-		"Options.Cache.MaxEntryBytes": o.Cache.MaxEntryBytes,
 	} {
 		if n < 0 {
 			rs.broken(field, "must not be negative, got %d", n)
@@ -72,8 +70,7 @@ func (o Options) Validate() error {
 	}
 	for field, d := range map[string]time.Duration{
 		"Options.Timeouts.Render": o.Timeouts.Render, "Options.Timeouts.Hard": o.Timeouts.Hard,
-		"Options.Timeouts.Stream": o.Timeouts.Stream, "Options.Cache.PassTTL": o.Cache.PassTTL,
-		"Options.Cache.SharedTimeout": o.Cache.SharedTimeout,
+		"Options.Timeouts.Stream": o.Timeouts.Stream,
 	} {
 		if d < 0 {
 			rs.broken(field, "must not be negative, got %s", d)
@@ -83,17 +80,8 @@ func (o Options) Validate() error {
 		rs.broken("Options.Timeouts.Render", "%s is above %s %s: a request must not wait longer than its render may last",
 			o.Timeouts.Render, fieldName("Options.Timeouts.Hard"), o.Timeouts.Hard)
 	}
-	if m := o.Cache.MaxEntryBytes; m > o.Cache.MaxBytes {
-		rs.broken("Options.Cache.MaxEntryBytes", "%d is above %s %d", m, fieldName("Options.Cache.MaxBytes"), o.Cache.MaxBytes)
-	}
-	if j := o.Cache.TTLJitter; j >= 1 {
-		rs.broken("Options.Cache.TTLJitter", "must be below 1, got %v", j)
-	}
 	if n := len(o.Cache.SharedKey); n > 0 && n < 32 {
 		rs.broken("Options.Cache.SharedKey", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
-	}
-	if _, err := regexp.Compile(o.CrawlerUserAgent); err != nil {
-		rs.broken("Options.CrawlerUserAgent", "is not a regular expression: %v", err)
 	}
 	return rs.err()
 }

@@ -79,9 +79,7 @@ func run(ctx context.Context, args, environ []string, stdout io.Writer) error {
 	log.Info("edge started", "renderer", cfg.Renderer.GRPCAddress, "routes", len(e.Routes), "tracing", cmp.Or(e.OTLPEndpoint, "off"))
 	public := cfg.PublicServer()
 	public.Handler = pages.Wrap(routes(pages, cfg.Pages()))
-	serve := cfg.ServeOptions()
-	serve.Admin.Gatherer = registry
-	return config.Explain(pages.ListenAndServe(ctx, public, serve))
+	return config.Explain(pages.ListenAndServe(ctx, public, cfg.ServeOptions()))
 }
 
 // routes mounts the config's pages (their own load() runs in the renderer), the client

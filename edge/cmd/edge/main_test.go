@@ -28,7 +28,7 @@ func TestErrorsNameTheFileKeys(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"a value the package refuses", []string{"SSR_EDGE_CACHE_MAX_MB=4"}, "config: edge.cache_max_entry_mb: 8388608 is above edge.cache_max_mb 4194304"},
+		{"a value the package refuses", []string{"SSR_EDGE_RENDER_TIMEOUT=3s"}, "config: edge.render_timeout: 3s is above edge.hard_timeout 2s"},
 		{"an address in use", []string{"SSR_EDGE_ADMIN_LISTEN=" + taken.Addr().String()}, "config: edge.admin_listen: cannot be listened on: listen tcp " + taken.Addr().String()},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -220,9 +220,6 @@ func TestManifestBudgets(t *testing.T) {
 		})
 
 		t.Run("admin needs the token", func(t *testing.T) {
-			if podConfig(t, r, pod).Edge.AdminTrustLoopback {
-				t.Errorf("ssr.yaml: edge.admin_trust_loopback must be false in a pod: the renderer's app code shares its loopback")
-			}
 			var fromSecret bool
 			for _, e := range pod.container(t, "edge").Env {
 				if e.Name == "SSR_EDGE_ADMIN_TOKEN" && fromSecretKey(e.ValueFrom) {

@@ -149,7 +149,7 @@ func TestBehindEachRouter(t *testing.T) {
 					t.Fatal(err)
 				}
 				rec := httptest.NewRecorder()
-				srv.Admin(ssr.AdminOptions{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+				srv.Admin().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 				want := `route="/books"` // chi and Gin: named by a middleware
 				if rt.name == "ServeMux" {
 					want = `route="GET /books"`

@@ -22,13 +22,12 @@ type Options struct {
 	// Ready, if not nil, is asked by readiness too: an error makes it false, with the
 	// error's text.
 	Ready func() error
-	// Gatherer is served at /metrics.
+	// Gatherer is served at /metrics; nil: /metrics is not served.
 	Gatherer prometheus.Gatherer
 	// Token, when set, admits callers with "Authorization: Bearer <Token>" to the debug and
-	// purge endpoints from any address.
+	// purge endpoints, whatever their address: the loopback is not trusted, since in a pod
+	// the renderer's app code (a load() that fetches a URL it was given) shares it.
 	Token string
-	// TrustLoopback admits loopback callers to them without the token.
-	TrustLoopback bool
 	// Cache is purged by POST /cache/purge.
 	Cache Purger
 }
@@ -41,7 +40,7 @@ type Purger interface {
 }
 
 // Handler returns the admin handler: liveness, readiness (false once draining), metrics, and
-// /debug/pprof/ and purges for bearers of the admin token (and loopback callers if trusted).
+// /debug/pprof/ and purges for bearers of the admin token.
 func Handler(o Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -60,8 +59,10 @@ func Handler(o Options) http.Handler {
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
-	debug := privileged(o.Token, o.TrustLoopback)
+	if o.Gatherer != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(o.Gatherer, promhttp.HandlerOpts{}))
+	}
+	debug := privileged(o.Token)
 	mux.Handle("GET /debug/pprof/", debug(http.HandlerFunc(pprof.Index)))
 	mux.Handle("GET /debug/pprof/cmdline", debug(http.HandlerFunc(pprof.Cmdline)))
 	mux.Handle("GET /debug/pprof/profile", debug(http.HandlerFunc(pprof.Profile)))

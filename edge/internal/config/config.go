@@ -71,30 +71,13 @@ type Edge struct {
 	// X-Forwarded-For names.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	LogLevel       string   `yaml:"log_level"`
-	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints.
+	// AdminToken admits callers bearing it to the admin port's debug and purge endpoints,
+	// which no one else reaches: not even loopback callers, since in a pod the renderer's app
+	// code (a load() that fetches a URL it was given) shares the loopback.
 	AdminToken string `yaml:"admin_token"`
-	// AdminTrustLoopback admits loopback callers to them without the token. Turn it off
-	// wherever something else shares the loopback interface: in a pod, the renderer's app code
-	// (a load() that fetches a URL it was given) could otherwise purge the cache or read pprof.
-	AdminTrustLoopback bool `yaml:"admin_trust_loopback"`
-
-	// CacheMaxMB bounds the HTML cache by bytes (W-TinyLFU: what is asked for again stays).
+	// CacheMaxMB bounds the HTML cache by bytes (W-TinyLFU: what is asked for again stays);
+	// a document above a 16th of it is not stored.
 	CacheMaxMB int `yaml:"cache_max_mb"`
-	// CacheMaxEntryMB refuses to store larger documents (all encodings together).
-	CacheMaxEntryMB int `yaml:"cache_max_entry_mb"`
-	// CacheNotFoundTTL is the freshness of 404 pages: the one entry shared by unmatched paths,
-	// and 404s a page chose (capped by the route's ttl).
-	CacheNotFoundTTL time.Duration `yaml:"cache_not_found_ttl"`
-	// CacheTTLJitter shortens each stored TTL by up to this fraction, at random, so the
-	// entries of one deploy do not all expire together.
-	CacheTTLJitter float64 `yaml:"cache_ttl_jitter"`
-	// CachePassTTL is how long a hit-for-miss marker lives: after a render that may not be
-	// stored, requests for its key render side by side (no coalescing) for this long, unless
-	// a storable render replaces the marker first.
-	CachePassTTL time.Duration `yaml:"cache_pass_ttl"`
-	// CacheIgnoreQuery are query parameters left out of cache keys and render requests on
-	// routes that do not list their own; a trailing * matches a prefix.
-	CacheIgnoreQuery []string `yaml:"cache_ignore_query"`
 	// MaxRendersInFlight caps the renders that take CPU at once, background ones included:
 	// a page's Go loader, then its render call (up to the shell, for a page that streams).
 	// A render that only waits for data holds none: a streamed page past its shell, a page
@@ -107,9 +90,8 @@ type Edge struct {
 	EarlyHints bool `yaml:"early_hints"`
 	// SharedCacheAddress turns on the cache's second level, shared by every replica: a
 	// Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. Empty: off.
+	// Each call to it waits 25ms at most; past that the edge goes on without it.
 	SharedCacheAddress string `yaml:"shared_cache_address"`
-	// SharedCacheTimeout bounds every call to that store; past it the edge goes on without.
-	SharedCacheTimeout time.Duration `yaml:"shared_cache_timeout"`
 	// SharedCacheKey, if set, authenticates every value in that store (HMAC-SHA256): a value
 	// that something else wrote there is a miss. At least 32 bytes, the same on every
 	// replica; from a Secret.
@@ -124,10 +106,6 @@ type Edge struct {
 	// Suspense boundaries pending: past it the edge closes the document and the browser renders
 	// those boundaries itself; the render goes on to hard_timeout and fills the cache.
 	StreamTimeout time.Duration `yaml:"stream_timeout"`
-	// CrawlerUserAgent is a regular expression: requests whose User-Agent matches it get a
-	// streaming page's complete document, never a stream with boundaries left to the browser.
-	// Empty: none.
-	CrawlerUserAgent string `yaml:"crawler_user_agent"`
 
 	Routes []Route `yaml:"routes"`
 }
@@ -139,8 +117,8 @@ type RouteCache struct {
 	StaleIfError         time.Duration `yaml:"stale_if_error"`
 	// Query lists the query parameters the page depends on; the others are left out of the
 	// key and of the render. A cached route must set it ([] for none): a parameter no page
-	// reads must not buy a render. Unset on an uncached route: all but
-	// edge.cache_ignore_query reach the render.
+	// reads must not buy a render. Unset on an uncached route: all but the tracking ones
+	// (utm_*, fbclid, gclid, msclkid, mc_cid, mc_eid) reach the render.
 	Query []string `yaml:"query"`
 	// PersonalizeCookies name cookies whose presence makes a request personal: it bypasses
 	// the cache.

@@ -55,7 +55,7 @@ renderer:
   grpc_address: unix:///run/ssr/renderer.sock
   threads: 4
 `)
-	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_EDGE_ADMIN_TRUST_LOOPBACK=true", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
+	cfg, err := Load(path, []string{"SSR_EDGE_LISTEN=127.0.0.1:0", "SSR_EDGE_HARD_TIMEOUT=3s", "SSR_EDGE_EARLY_HINTS=false", "SSR_RENDERER_THREADS=2", "PATH=/bin"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +66,8 @@ renderer:
 	if e.Listen != "127.0.0.1:0" || e.HardTimeout != 3*time.Second {
 		t.Errorf("env: got listen %q hard_timeout %s", e.Listen, e.HardTimeout)
 	}
-	if !e.AdminTrustLoopback {
-		t.Errorf("env: admin_trust_loopback is still false")
+	if e.EarlyHints {
+		t.Errorf("env: early_hints is still true")
 	}
 	if e.AdminListen != "127.0.0.1:9100" {
 		t.Errorf("untouched key lost its default: admin_listen %q", e.AdminListen)
@@ -99,13 +99,11 @@ func TestRejected(t *testing.T) {
 		{"unknown env key", "", []string{"SSR_EDGE_LISTNE=:1"}, "SSR_EDGE_LISTNE: no key edge.listne"},
 		{"routes from env", "", []string{"SSR_EDGE_ROUTES=x"}, "edge.routes can only be set in the config file"},
 		{"bad duration", "", []string{"SSR_EDGE_RENDER_TIMEOUT=soon"}, `edge.render_timeout: not a duration: "soon"`},
-		{"bad boolean", "", []string{"SSR_EDGE_ADMIN_TRUST_LOOPBACK=maybe"}, `edge.admin_trust_loopback: not a boolean: "maybe"`},
-		{"no hit-for-miss lifetime", "", []string{"SSR_EDGE_CACHE_PASS_TTL=0s"}, `edge.cache_pass_ttl: must be positive`},
+		{"bad boolean", "", []string{"SSR_EDGE_EARLY_HINTS=maybe"}, `edge.early_hints: not a boolean: "maybe"`},
 		{"soft above hard", "edge:\n  render_timeout: 3s\n", nil, "edge.render_timeout: 3s is above edge.hard_timeout 2s"},
 		{"route soft above hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, hard_timeout: 100ms}\n", nil, "edge.routes[0].render_timeout: 150ms is above the page's hard timeout (edge.routes[0].hard_timeout) 100ms"},
 		{"stream deadline past hard", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 3s}\n", nil, "edge.routes[0].stream_timeout: 3s must lie between the page's render timeout (edge.routes[0].render_timeout) 150ms and its hard timeout (edge.routes[0].hard_timeout) 2s"},
 		{"stream deadline before soft", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, stream: true, stream_timeout: 100ms}\n", nil, "edge.routes[0].stream_timeout: 100ms must lie between"},
-		{"bad crawler match", "edge:\n  crawler_user_agent: '('\n", nil, "edge.crawler_user_agent: is not a regular expression"},
 		{"conflicting routes", "edge:\n  routes:\n    - {pattern: 'GET /a/{x}', page: a}\n    - {pattern: 'GET /{y}/b', page: b}\n", nil, "edge.routes[1].pattern: pattern \"GET /{y}/b\""},
 		{"duplicate route", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a}\n    - {pattern: 'GET /a', page: b}\n", nil, "edge.routes[1].pattern"},
 		{"route without GET", "edge:\n  routes:\n    - {pattern: '/a', page: a}\n", nil, `edge.routes[0].pattern: must start with "GET "`},
@@ -117,9 +115,7 @@ func TestRejected(t *testing.T) {
 		{"cached route without its query", "edge:\n  routes:\n    - {pattern: 'GET /a', page: a, cache: {ttl: 1m}}\n", nil, "edge.routes[0].cache.query: must list the query parameters the page reads ([] for none)"},
 		{"bad listen", "", []string{"SSR_EDGE_LISTEN=8080"}, `edge.listen: want host:port, got "8080"`},
 		{"zero page size", "edge:\n  max_page_mb: 0\n", nil, "edge.max_page_mb: must be at least 1"},
-		{"entry above the cache", "edge:\n  cache_max_mb: 4\n", nil, "edge.cache_max_entry_mb: 8388608 is above edge.cache_max_mb 4194304"},
 		{"short store key", "", []string{"SSR_EDGE_SHARED_CACHE_KEY=short"}, "edge.shared_cache_key: must be at least 32 bytes, got 5"},
-		{"negative jitter", "edge:\n  cache_ttl_jitter: -0.1\n", nil, "edge.cache_ttl_jitter: must not be negative (0 means none)"},
 		{"bad log level", "edge:\n  log_level: loud\n", nil, "edge.log_level"},
 		{"sample ratio above 1", "", []string{"SSR_EDGE_TRACE_SAMPLE_RATIO=2"}, "edge.trace_sample_ratio: must be in [0, 1]"},
 		{"no routes", "edge:\n  routes: []\n", nil, "edge.routes: at least one route is needed"},
@@ -172,7 +168,7 @@ func TestEmptyFileKeepsDefaults(t *testing.T) {
 // TestErrorsAreKeyErrors: every broken rule, the file's own or the public package's, is
 // one *KeyError naming its key, once.
 func TestErrorsAreKeyErrors(t *testing.T) {
-	path := writeFile(t, "edge:\n  max_page_mb: -1\n  cache_pass_ttl: -1s\n  routes:\n    - {pattern: 'GET /a', variants: [locale]}\n")
+	path := writeFile(t, "edge:\n  max_page_mb: -1\n  stream_timeout: -1s\n  routes:\n    - {pattern: 'GET /a', variants: [locale]}\n")
 	_, err := Load(path, nil)
 	var got []string
 	for _, err := range err.(interface{ Unwrap() []error }).Unwrap() {
@@ -184,10 +180,10 @@ func TestErrorsAreKeyErrors(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
-		"edge.cache_pass_ttl: must be positive, got -1s",
 		"edge.max_page_mb: must be at least 1, got -1",
 		"edge.routes[0].page: must be set",
 		`edge.routes[0].variants[0]: want "header:Name" or "cookie:name", got "locale"`,
+		"edge.stream_timeout: must be positive, got -1s",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

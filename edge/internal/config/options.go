@@ -35,28 +35,20 @@ func (c *Config) Options() ssr.Options {
 		Lang:               e.Lang,
 		Head:               template.HTML(e.Head), // the file is the operator's: trusted, as Go code is
 		EarlyHints:         e.EarlyHints,
-		CrawlerUserAgent:   orMatchesNone(e.CrawlerUserAgent),
+		AdminToken:         e.AdminToken,
 		Cache: ssr.CacheOptions{
 			MaxBytes:      e.CacheMaxMB << 20,
-			MaxEntryBytes: e.CacheMaxEntryMB << 20,
-			NotFoundTTL:   zeroIsNone(e.CacheNotFoundTTL),
-			PassTTL:       e.CachePassTTL,
-			TTLJitter:     zeroIsNone(e.CacheTTLJitter),
-			IgnoreQuery:   nonNil(e.CacheIgnoreQuery),
 			SharedAddress: e.SharedCacheAddress,
 			SharedKey:     orNil([]byte(e.SharedCacheKey)),
-			SharedTimeout: e.SharedCacheTimeout,
 		},
 	}
 }
 
-// ServeOptions are ListenAndServe's options the file sets; the admin handler's Gatherer is
-// the binary's registry.
+// ServeOptions are ListenAndServe's options the file sets.
 func (c *Config) ServeOptions() ssr.ServeOptions {
 	e := &c.Edge
 	return ssr.ServeOptions{
 		AdminAddr:               e.AdminListen,
-		Admin:                   ssr.AdminOptions{Token: e.AdminToken, TrustLoopback: e.AdminTrustLoopback},
 		MaxConnections:          e.MaxConnections,
 		MaxConnectionsPerClient: e.MaxConnectionsPerClient,
 		TrustedProxies:          prefixes(e.TrustedProxies),
@@ -167,19 +159,11 @@ var optionKeys = map[string]string{
 	"Options.Lang":                           "edge.lang",
 	"Options.Head":                           "edge.head",
 	"Options.EarlyHints":                     "edge.early_hints",
-	"Options.CrawlerUserAgent":               "edge.crawler_user_agent",
 	"Options.Cache.MaxBytes":                 "edge.cache_max_mb",
-	"Options.Cache.MaxEntryBytes":            "edge.cache_max_entry_mb",
-	"Options.Cache.NotFoundTTL":              "edge.cache_not_found_ttl",
-	"Options.Cache.PassTTL":                  "edge.cache_pass_ttl",
-	"Options.Cache.TTLJitter":                "edge.cache_ttl_jitter",
-	"Options.Cache.IgnoreQuery":              "edge.cache_ignore_query",
 	"Options.Cache.SharedAddress":            "edge.shared_cache_address",
 	"Options.Cache.SharedKey":                "edge.shared_cache_key",
-	"Options.Cache.SharedTimeout":            "edge.shared_cache_timeout",
 	"ServeOptions.AdminAddr":                 "edge.admin_listen",
-	"ServeOptions.Admin.Token":               "edge.admin_token",
-	"ServeOptions.Admin.TrustLoopback":       "edge.admin_trust_loopback",
+	"Options.AdminToken":                     "edge.admin_token",
 	"ServeOptions.MaxConnections":            "edge.max_connections",
 	"ServeOptions.MaxConnectionsPerClient":   "edge.max_connections_per_client",
 	"ServeOptions.TrustedProxies":            "edge.trusted_proxies",
@@ -241,7 +225,7 @@ func keyErrors(err error, prefix string) []error {
 }
 
 // optionPaths are optionKeys' options, longest first: a path that another extends
-// (Options.Cache.TTL, Options.Cache.TTLJitter) is replaced after it.
+// (Options.Timeouts.Stream, PageOptions.Timeouts.Stream) is replaced after it.
 var optionPaths = func() []string {
 	paths := slices.Collect(maps.Keys(optionKeys))
 	slices.SortFunc(paths, func(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) })
@@ -277,21 +261,9 @@ func unjoin(err error) []error {
 	return []error{err}
 }
 
-// matchesNone is a regular expression that matches no User-Agent.
-const matchesNone = `\b\B`
-
-// orMatchesNone is the file's crawler_user_agent, where empty means none, as the package
-// takes it, where empty means its default.
-func orMatchesNone(pattern string) string {
-	if pattern == "" {
-		return matchesNone
-	}
-	return pattern
-}
-
 // zeroIsNone is a value of the file's, where zero means none, as the package takes it,
 // where zero means its default and a negative value none.
-func zeroIsNone[T time.Duration | float64](v T) T {
+func zeroIsNone(v time.Duration) time.Duration {
 	if v == 0 {
 		return -1
 	}
@@ -304,13 +276,4 @@ func orNil(b []byte) []byte {
 		return nil
 	}
 	return b
-}
-
-// nonNil is a list of the file's, where empty means none, as the package takes it, where
-// nil means its default.
-func nonNil(list []string) []string {
-	if list == nil {
-		return []string{}
-	}
-	return list
 }

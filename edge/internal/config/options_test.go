@@ -16,12 +16,10 @@ var sampleValues = map[string]string{
 	"hard_timeout": "2001ms", "max_page_mb": "17", "max_props_mb": "2", "not_found_page": "gone", "lang": "fr",
 	"head": `"<link rel=icon href=/i.png>"`, "read_header_timeout": "6s", "read_timeout": "0s", "write_timeout": "31s",
 	"idle_timeout": "121s", "shutdown_timeout": "11s", "shutdown_delay": "3s", "max_header_bytes": "8192",
-	"max_connections": "99", "max_connections_per_client": "7", "trusted_proxies": `["10.0.0.0/8", "192.0.2.1"]`, "log_level": "debug", "admin_token": "t0ken", "admin_trust_loopback": "true",
-	"cache_max_mb": "257", "cache_max_entry_mb": "9", "cache_not_found_ttl": "0s", "cache_ttl_jitter": "0",
-	"cache_pass_ttl": "11s", "cache_ignore_query": "[]", "max_renders_in_flight": "65", "early_hints": "false",
-	"shared_cache_address": "redis://cache:6379/0", "shared_cache_timeout": "26ms",
+	"max_connections": "99", "max_connections_per_client": "7", "trusted_proxies": `["10.0.0.0/8", "192.0.2.1"]`, "log_level": "debug", "admin_token": "t0ken",
+	"cache_max_mb": "257", "max_renders_in_flight": "65", "early_hints": "false", "shared_cache_address": "redis://cache:6379/0",
 	"shared_cache_key": `"0123456789abcdef0123456789abcdef"`, "otlp_endpoint": "http://collector:4317",
-	"trace_sample_ratio": "0.5", "stream_timeout": "1001ms", "crawler_user_agent": `""`,
+	"trace_sample_ratio": "0.5", "stream_timeout": "1001ms",
 	// A route's keys, set on the one route of the file.
 	"pattern": `"GET /b/{id}"`, "page": "b", "variants": `["header:X-Region"]`, "stream": "true", "per_request": `{cart: "cookie:cart"}`,
 	"cache.ttl": "1m", "cache.stale_while_revalidate": "2m", "cache.stale_if_error": "3m",
@@ -39,17 +37,14 @@ var binaryKeys = map[string]string{
 
 // notFromFile are the options no key sets, and why.
 var notFromFile = map[string]string{
-	"Options.ErrorPage":           "for a Go Loader's failure: the binary's pages have no Go loader",
-	"Options.Nonce":               "a Go function (the shop's CSP middleware)",
-	"Options.BuildID":             "identifies the code of Go loaders: the binary has none",
-	"Options.CompressHTML":        "the HTML of the shop's own handlers: the binary has none",
-	"Options.TracerProvider":      "made by the binary from otlp_endpoint and trace_sample_ratio",
-	"Options.Registerer":          "the binary's registry, which its admin listener serves",
-	"Options.Logger":              "made by the binary at log_level",
-	"ServeOptions.Admin.Gatherer": "the binary's registry",
-	"PageOptions.Load":            "a Go function: the binary's pages load in the renderer",
-	"PageOptions.Lang":            "edge.lang serves every page of the binary",
-	"PageOptions.Head":            "edge.head serves every page of the binary",
+	"Options.ErrorPage":      "for a Go Loader's failure: the binary's pages have no Go loader",
+	"Options.Nonce":          "a Go function (the shop's CSP middleware)",
+	"Options.BuildID":        "identifies the code of Go loaders: the binary has none",
+	"Options.CompressHTML":   "the HTML of the shop's own handlers: the binary has none",
+	"Options.TracerProvider": "made by the binary from otlp_endpoint and trace_sample_ratio",
+	"Options.Registerer":     "the binary's registry, which its admin listener serves",
+	"Options.Logger":         "made by the binary at log_level",
+	"PageOptions.Load":       "a Go function: the binary's pages load in the renderer",
 }
 
 // snapshot is every option c sets, by path ("Options.Cache.MaxBytes", "http.Server.Addr",

@@ -37,7 +37,6 @@ func validate(c *Config) error {
 	for key, d := range map[string]time.Duration{
 		"edge.render_timeout": e.RenderTimeout, "edge.hard_timeout": e.HardTimeout, "edge.stream_timeout": e.StreamTimeout,
 		"edge.read_header_timeout": e.ReadHeaderTimeout, "edge.shutdown_timeout": e.ShutdownTimeout,
-		"edge.cache_pass_ttl": e.CachePassTTL, "edge.shared_cache_timeout": e.SharedCacheTimeout,
 	} {
 		if d <= 0 {
 			bad(key, "must be positive, got %s", d)
@@ -45,8 +44,7 @@ func validate(c *Config) error {
 	}
 	for key, n := range map[string]int{
 		"edge.max_page_mb": e.MaxPageMB, "edge.max_props_mb": e.MaxPropsMB, "edge.cache_max_mb": e.CacheMaxMB,
-		"edge.cache_max_entry_mb": e.CacheMaxEntryMB, "edge.max_renders_in_flight": e.MaxRendersInFlight,
-		"edge.max_connections":            e.MaxConnections,
+		"edge.max_renders_in_flight": e.MaxRendersInFlight, "edge.max_connections": e.MaxConnections,
 		"edge.max_connections_per_client": e.MaxConnectionsPerClient,
 	} {
 		if n < 1 {
@@ -63,14 +61,10 @@ func validate(c *Config) error {
 	// Zero means none for these, as in net/http.
 	for key, d := range map[string]time.Duration{
 		"edge.read_timeout": e.ReadTimeout, "edge.write_timeout": e.WriteTimeout, "edge.idle_timeout": e.IdleTimeout,
-		"edge.cache_not_found_ttl": e.CacheNotFoundTTL,
 	} {
 		if d < 0 {
 			bad(key, "must not be negative (0 means none), got %s", d)
 		}
-	}
-	if e.CacheTTLJitter < 0 {
-		bad("edge.cache_ttl_jitter", "must not be negative (0 means none), got %v", e.CacheTTLJitter)
 	}
 	if e.MaxHeaderBytes < 4096 {
 		bad("edge.max_header_bytes", "must be at least 4096, got %d", e.MaxHeaderBytes)

@@ -103,7 +103,7 @@ func TestUnstorableRefreshKeepsTheGoodCopy(t *testing.T) {
 	}
 }
 
-// TestHitForMissIsShortAndGivesWay: a marker lives cache_pass_ttl, not the route's windows,
+// TestHitForMissIsShortAndGivesWay: a marker lives Options.PassTTL, not the route's windows,
 // and the next storable render replaces it.
 func TestHitForMissIsShortAndGivesWay(t *testing.T) {
 	s := start(t, func(e *testSite) { cached(e); e.PassTTL = 2 * time.Second })
@@ -118,7 +118,7 @@ func TestHitForMissIsShortAndGivesWay(t *testing.T) {
 	}
 	s.clock.advance(2 * time.Second)
 	if e, _ := s.cache.Get(homeKey); e != nil {
-		t.Errorf("the marker outlived cache_pass_ttl")
+		t.Errorf("the marker outlived Options.PassTTL")
 	}
 
 	get(t, s.url+"/") // a marker again
@@ -217,7 +217,7 @@ func TestPurgeCoversRendersInFlight(t *testing.T) {
 	}
 }
 
-// TestTooLargeToStoreLeavesAMarker: a document over cache_max_entry_mb is not compressed
+// TestTooLargeToStoreLeavesAMarker: a document over the cache's entry bound is not compressed
 // and stored in vain on every miss; a marker lets the next requests render side by side.
 func TestTooLargeToStoreLeavesAMarker(t *testing.T) {
 	s := start(t, func(e *testSite) { cached(e); e.MaxPageBytes = 4 << 20; e.CacheMaxEntryBytes = 1 << 20 })

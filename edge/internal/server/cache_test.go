@@ -213,7 +213,7 @@ func TestStoredStatuses(t *testing.T) {
 		wantCode int
 	}{
 		{"permanent redirect", "/", &ssrv1.RenderResponse{Status: 301, Headers: []*ssrv1.Header{{Name: "Location", Value: "/new"}}}, "ttl=10", 301},
-		{"page's 404 keeps cache_not_found_ttl", "/", &ssrv1.RenderResponse{Status: 404, Html: []byte("nf")}, "ttl=3", 404},
+		{"page's 404 keeps Options.NotFoundTTL", "/", &ssrv1.RenderResponse{Status: 404, Html: []byte("nf")}, "ttl=3", 404},
 		{"app hint shortens ttl", "/", &ssrv1.RenderResponse{Status: 200, Html: []byte("x"), Cache: &ssrv1.CacheHint{MaxAgeSeconds: 4}}, "ttl=4", 200},
 		{"unmatched paths share the not-found entry", "/a/b", &ssrv1.RenderResponse{Status: 200, Html: []byte("nf")}, "ttl=3", 404},
 	}
@@ -414,10 +414,10 @@ func TestPurge(t *testing.T) {
 	for _, p := range []string{"/", "/products/1", "/products/2"} {
 		get(t, s.url+p)
 	}
-	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: localPurger{s.cache}})
+	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, Token: "t", Cache: localPurger{s.cache}})
 	purge := func(query string) string {
 		req, _ := http.NewRequest("POST", "/cache/purge?"+query, nil)
-		req.RemoteAddr = "127.0.0.1:9"
+		req.Header.Set("Authorization", "Bearer t")
 		rec := &recorder{header: http.Header{}}
 		adminHandler.ServeHTTP(rec, req)
 		return rec.body.String()

@@ -97,7 +97,7 @@ type page struct {
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
 	// cache entry, and answers 404 whatever the page says.
 	unmatched bool
-	// lang and head are the document's lang and the Go server's head markup.
+	// lang and head are the document's lang and the Go server's head markup (the site's).
 	lang, head string
 	// stream: the page streams (stream.go).
 	stream bool
@@ -120,7 +120,7 @@ func newPage(r Route, o *Options, d deps) *page {
 		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
 		keys: newKeyRule(r, o.IgnoreQuery), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
-		notFoundPage: o.NotFoundPage, maxPropsBytes: o.MaxPropsBytes, stream: r.Stream,
+		notFoundPage: o.NotFoundPage, maxPropsBytes: o.MaxPropsBytes, stream: r.Stream, lang: o.Lang, head: o.Head,
 		unflushedSaid: new(atomic.Bool),
 	}
 	p.params = wildcards(r.Pattern)

@@ -98,10 +98,10 @@ func TestPurgeSaysTheStoreFailed(t *testing.T) {
 	s := start(t, cached)
 	counting(s, body("x"))
 	get(t, s.url+"/")
-	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, TrustLoopback: true, Cache: storeDown{localPurger{s.cache}}})
+	adminHandler := admin.Handler(admin.Options{Draining: new(atomic.Bool), Gatherer: s.registry, Token: "t", Cache: storeDown{localPurger{s.cache}}})
 	for _, query := range []string{"path=/", "key=" + url.QueryEscape(homeKey), "prefix=/", "tag=t"} {
 		req := httptest.NewRequest("POST", "/cache/purge?"+query, nil)
-		req.RemoteAddr = "127.0.0.1:9"
+		req.Header.Set("Authorization", "Bearer t")
 		rec := httptest.NewRecorder()
 		adminHandler.ServeHTTP(rec, req)
 		var got struct {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,8 +86,6 @@ type Site struct {
 	d      deps
 	assets http.Handler
 	pages  PageLister
-	lang   string
-	head   string
 
 	mu     sync.Mutex
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
@@ -127,7 +124,7 @@ func NewSite(o Options) (*Site, error) {
 	}
 	s := &Site{
 		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, islands: map[string]IslandPolicy{}, stop: stop,
-		pages: o.Pages, lang: o.Lang, head: o.Head,
+		pages: o.Pages,
 	}
 	if o.Pages != nil {
 		go s.followBundle(ctx)
@@ -188,9 +185,6 @@ func (s *Site) Missing() error { return errors.Join(s.d.names.missing(), s.d.unl
 type PageOptions struct {
 	// Load computes the props in Go; nil: the page's own load() does.
 	Load Loader
-	// Lang is the document's lang; empty: the site's. Head is trusted markup after the
-	// site's.
-	Lang, Head string
 	// UsedBy says where the page is used, in the error naming a page the bundle lacks;
 	// empty: "route <pattern>".
 	UsedBy string
@@ -209,10 +203,6 @@ func (s *Site) Page(r Route, o PageOptions) http.Handler {
 	if p.prerendered() {
 		s.d.names.use(r.Page, usedBy, prerendering)
 	}
-	p.lang = cmp.Or(o.Lang, p.lang)
-	if o.Head != "" {
-		p.head = strings.TrimPrefix(p.head+"\n"+o.Head, "\n")
-	}
 	return s.wrap(p.route, p)
 }
 
@@ -220,7 +210,6 @@ func (s *Site) Page(r Route, o PageOptions) http.Handler {
 func (s *Site) newPage(r Route, usedBy string) *page {
 	r.Timeouts = r.Timeouts.Over(s.o.Timeouts)
 	p := newPage(r, &s.o, s.d)
-	p.lang, p.head = s.lang, s.head
 	if r.Stream {
 		s.d.names.use(r.Page, usedBy, streaming)
 	} else {
