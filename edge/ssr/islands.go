@@ -1,7 +1,6 @@
 package ssr
 
 import (
-	"fmt"
 	"html/template"
 	"net/http"
 	"time"
@@ -35,15 +34,20 @@ type IslandOptions struct {
 
 // Island declares an island of the app's bundle that templates use (IslandFuncs), with how
 // its HTML is kept. Check finds a name the bundle lacks, as it does a page's. An island used
-// without being declared renders for every page, uncached. Island panics when o is invalid
-// (a name that is not 1 to 128 letters, digits, '_' and '-', a negative TTL): a programming
-// error, found at start.
+// without being declared renders for every page, uncached. A name that is not 1 to 128
+// letters, digits, '_' and '-', or a negative TTL, is a programming error, reported as
+// Page reports its own (Check, readiness, the log); the island is then not declared.
 func (s *Server) Island(name string, o IslandOptions) {
+	var rs rules
 	if !server.IsIslandName(name) {
-		panic(fmt.Sprintf("ssr: island %q: a name is 1 to 128 letters, digits, '_' and '-'", name))
+		rs.broken("Island", "%q: a name is 1 to 128 letters, digits, '_' and '-'", name)
 	}
 	if o.TTL < 0 {
-		panic(fmt.Sprintf("ssr: island %q: IslandOptions.TTL is negative", name))
+		rs.broken("IslandOptions.TTL", "of island %q must not be negative, got %s", name, o.TTL)
+	}
+	if err := rs.err(); err != nil {
+		s.refuse(err)
+		return
 	}
 	s.site.Island(name, server.IslandPolicy{TTL: o.TTL, Tags: o.Tags})
 }

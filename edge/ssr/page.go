@@ -171,7 +171,7 @@ type CachePolicy struct {
 	StaleIfError time.Duration
 	// Query lists the query parameters the page reads; the others are left out of the key
 	// and of what the loader and the renderer see. A cached page (TTL above zero) must set
-	// it, []string{} for none: Page panics otherwise, since every other parameter (?u=1,
+	// it, []string{} for none: Page refuses it otherwise, since every other parameter (?u=1,
 	// ?u=2...) would cost a render and a stored copy of its own. Nil on an uncached page: all
 	// but the tracking parameters (utm_*, fbclid, gclid, msclkid, mc_cid, mc_eid).
 	Query []string
@@ -181,13 +181,18 @@ type CachePolicy struct {
 }
 
 // Page returns the handler of the app's page name. Mount it on any router; path values
-// (Go 1.22 ServeMux patterns) reach the page as ctx.params. It panics when o is invalid
+// (Go 1.22 ServeMux patterns) reach the page as ctx.params. Options that are invalid
 // (PageOptions.Validate: a variant that is not "header:Name" or "cookie:name", a render
-// timeout above the hard one), as a ServeMux does for a bad pattern: it is a programming
-// error, found at start.
+// timeout above the hard one) are a programming error, reported as a page name the bundle
+// lacks is: logged at ERROR, returned by Check, readiness false, and the handler answers
+// every request with 500.
 func (s *Server) Page(name string, o PageOptions) http.Handler {
 	if err := o.Validate(s.o); err != nil {
-		panic(fmt.Errorf("ssr: page %q:\n%w", name, err))
+		err = fmt.Errorf("ssr: page %q:\n%w", name, err)
+		s.refuse(err)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "500 the page's options were refused at start (see the log)", http.StatusInternalServerError)
+		})
 	}
 	r := server.Route{
 		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.server(), Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil,

@@ -1,6 +1,7 @@
 package ssr
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,15 +13,22 @@ import (
 // parameters it reads is refused where it is mounted, naming the option; an uncached one
 // need not say.
 func TestCachedPageMustDeclareItsQuery(t *testing.T) {
-	f := newFixture(t, Options{})
-	defer func() {
-		got := fmt.Sprint(recover())
-		if !strings.Contains(got, "PageOptions.Cache.Query") || !strings.Contains(got, "[] for none") {
-			t.Errorf("got panic %q, want one naming PageOptions.Cache.Query and how to declare none", got)
-		}
-	}()
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"home"}})
 	f.srv.Page("home", PageOptions{})
-	f.srv.Page("home", PageOptions{Cache: CachePolicy{TTL: time.Minute}})
+	if err := f.srv.Check(context.Background()); err != nil {
+		t.Fatalf("an uncached page without Query: %v", err)
+	}
+	h := f.srv.Page("home", PageOptions{Cache: CachePolicy{TTL: time.Minute}})
+	err := f.srv.Check(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "PageOptions.Cache.Query") || !strings.Contains(err.Error(), "[] for none") {
+		t.Errorf("Check: got %v, want an error naming PageOptions.Cache.Query and how to declare none", err)
+	}
+	if rec := serve(h, "/?u=1"); rec.Code != http.StatusInternalServerError {
+		t.Errorf("the refused page answered %d, want 500", rec.Code)
+	}
+	if !strings.Contains(f.logs.String(), "level=ERROR") {
+		t.Errorf("the refusal is not logged at ERROR:\n%s", f.logs)
+	}
 }
 
 // TestUnknownQueryBuysNoRender: 1,000 requests with query parameters the page does not read

@@ -54,6 +54,11 @@ type Server struct {
 	metrics  *server.Metrics
 	shared   *sharedcache.Store // nil: no second level
 	draining atomic.Bool
+
+	mu sync.Mutex
+	// mistakes are the refused options of Page and Island calls, reported where a page name
+	// the bundle lacks is: Check, readiness, the log. Guarded by mu.
+	mistakes []error
 }
 
 // tracerName is the instrumentation's name.
@@ -147,9 +152,9 @@ var executableHash = sync.OnceValue(func() string {
 
 // Check waits until the renderer answers (or ctx ends) and returns an error naming every
 // page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
-// pages so far) that the renderer's bundle lacks, and every page that streams while the
-// bundle cannot. Call it after mounting the pages, before serving, so a typo stops the
-// start (the Admin handler's /readyz says the same without waiting; a readiness probe of
+// pages so far) that the renderer's bundle lacks, every page that streams while the bundle
+// cannot, and every Page and Island call whose options were refused. Call it after
+// mounting the pages, before serving, so a typo stops the start (the Admin handler's /readyz says the same without waiting; a readiness probe of
 // the shop's own calls Check with the probe's context):
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -158,21 +163,41 @@ var executableHash = sync.OnceValue(func() string {
 //		log.Fatal(err)
 //	}
 func (s *Server) Check(ctx context.Context) error {
-	if err := s.site.Check(ctx); err != nil {
-		return fmt.Errorf("ssr: %w", err)
+	err := s.site.Check(ctx)
+	if err != nil {
+		err = fmt.Errorf("ssr: %w", err)
 	}
-	return nil
+	return errors.Join(s.refused(), err)
 }
 
+// refuse records a Page or Island call whose options are invalid, and logs it: a
+// programming error, which Check and readiness report until the program is mended.
+func (s *Server) refuse(err error) {
+	s.log.Error("refused", "err", err)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mistakes = append(s.mistakes, err)
+}
+
+// refused joins the mistakes recorded so far.
+func (s *Server) refused() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(s.mistakes...)
+}
+
+// ready is readiness's answer: Check's, as far as known, without waiting.
+func (s *Server) ready() error { return errors.Join(s.refused(), s.site.Missing()) }
+
 // Admin returns the handler of the admin listener, the one the edge binary serves: GET
-// /healthz (liveness), GET /readyz (false once Drain is called, or while the renderer's
-// bundle lacks a page name the Server uses, as Check would say), GET /metrics (see
+// /healthz (liveness), GET /readyz (false once Drain is called, or while Check would return
+// an error: a page name the renderer's bundle lacks, options refused), GET /metrics (see
 // Options.Registerer), and, for bearers of Options.AdminToken, /debug/pprof/ and POST
 // /cache/purge?path=|prefix=|tag=|key=. Serve it on an address of its own, never on the
 // public one.
 func (s *Server) Admin() http.Handler {
 	return admin.Handler(admin.Options{
-		Draining: &s.draining, Ready: s.site.Missing, Gatherer: s.gatherer, Token: s.o.AdminToken, Cache: adminPurges{s},
+		Draining: &s.draining, Ready: s.ready, Gatherer: s.gatherer, Token: s.o.AdminToken, Cache: adminPurges{s},
 	})
 }
 

@@ -441,12 +441,15 @@ func TestInvalidOptions(t *testing.T) {
 		t.Errorf("no client build: got %v", err)
 	}
 	f := newFixture(t, Options{})
-	defer func() {
-		if v := recover(); v == nil || !strings.Contains(fmt.Sprint(v), "PageOptions.Variants[0]") {
-			t.Errorf("a bad variant: got panic %v", v)
-		}
-	}()
 	f.srv.Page("home", PageOptions{Variants: []string{"query:x"}})
+	f.srv.Island("Cart", IslandOptions{TTL: -time.Second})
+	f.srv.Island("no spaces", IslandOptions{})
+	code, body := readyz(f)
+	for _, want := range []string{"PageOptions.Variants[0]", "IslandOptions.TTL of island \"Cart\" must not be negative", `"no spaces": a name is`} {
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
+			t.Errorf("/readyz: got %d %q, want 503 saying %s", code, body, want)
+		}
+	}
 }
 
 // TestPerRequestNeedsACachedPage: a partially prerendered page's options are checked where

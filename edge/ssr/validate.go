@@ -86,7 +86,7 @@ func (o Options) Validate() error {
 	return rs.err()
 }
 
-// Validate returns the error Page would panic with for p on a Server of site, nil if p is
+// Validate returns the error Page would refuse p with on a Server of site, nil if p is
 // valid: for pages read from a file, whose mistakes are the file's, not the program's.
 func (p PageOptions) Validate(site Options) error {
 	var rs rules
