@@ -1,5 +1,7 @@
 // Package flights coalesces renders: one flight per cache key, which every request for that
-// key joins while it runs, on a goroutine and context of its own.
+// key joins while it runs, on a goroutine and context of its own. It knows neither what a
+// render returns nor how the cache stores it: the server names both (R and E) and says what
+// the table needs of its cache (Cache).
 package flights
 
 import (
@@ -8,28 +10,37 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
-	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
 )
 
+// A Cache is what a Table needs of the cache its flights fill, whose entries are E.
+type Cache[E any] interface {
+	// Generation marks the cache's purges so far.
+	Generation() uint64
+	// Purged reports whether a purge since gen covers the entry of key and path.
+	Purged(gen uint64, key, path string) bool
+	// Landed is the entry a flight for key left behind, fresh and servable as if the
+	// request had joined that flight: not one rendered by other code, nor a hit-for-miss
+	// marker.
+	Landed(key string) (E, bool)
+}
+
 // A Flight is one render shared by every request for its key that arrives while it runs.
-// D is what a Go loader decided for it.
-type Flight[D any] struct {
+// D is what a Go loader decided for it, R the render's response, E the cache's entry.
+type Flight[D, R, E any] struct {
 	Done chan struct{} // closed when the fields below are set
 	// Gen is the cache's purge generation when the render began: a purge since then that
 	// matches it keeps its result out of the cache and new requests out of the flight.
-	Gen  htmlcache.Generation
-	Resp *ssrv1.RenderResponse
-	// Entry is the stored document, nil when the result was not storable.
-	Entry *htmlcache.Entry
+	Gen  uint64
+	Resp R
+	// Entry is the stored document, the zero E when the result was not storable.
+	Entry E
 	// Private: the response may set a cookie or is marked private or no-store; it belongs
 	// to the request that started the flight, never to those that joined it.
 	Private bool
 	Err     error
 	// Call is how long the renderer call took, as the edge saw it (Server-Timing).
 	Call time.Duration
-	// FromShared: Entry came from the shared cache, with no render here (Resp is nil).
+	// FromShared: Entry came from the shared cache, with no render here (Resp is zero).
 	FromShared bool
 	// Origin is the span of the request that started the flight, which the render's spans
 	// belong to: the requests that join it link their wait to it. Invalid with tracing off.
@@ -39,7 +50,7 @@ type Flight[D any] struct {
 	// for pages without a loader.
 	Decided atomic.Pointer[D]
 	// Tee holds a streaming render's output as it comes; nil for pages that do not stream.
-	Tee *Tee
+	Tee *Tee[R]
 	// Postponed is a prerender's postponed state, Resp's HTML its prelude; nil for any other
 	// render, and for a prerender that left no hole (its prelude is the whole page).
 	Postponed []byte
@@ -54,12 +65,12 @@ type Flight[D any] struct {
 
 // Alone reports whether only the request that started fl waits for it (Table.Alone): its Resp
 // may then borrow memory (Lend).
-func (fl *Flight[D]) Alone() bool { return fl.alone }
+func (fl *Flight[D, R, E]) Alone() bool { return fl.alone }
 
 // Lend gives fl the release of memory its Resp borrows, to be called once the request that
 // waits for fl has left it and the flight's work is done. Only the flight's work calls it,
 // and only on a flight that is Alone.
-func (fl *Flight[D]) Lend(release func()) {
+func (fl *Flight[D, R, E]) Lend(release func()) {
 	if !fl.alone {
 		panic("flights: Lend on a flight others may join")
 	}
@@ -68,14 +79,14 @@ func (fl *Flight[D]) Lend(release func()) {
 
 // Leave says that the request that waited for fl no longer reads its Resp; a no-op for a
 // flight others may join.
-func (fl *Flight[D]) Leave() {
+func (fl *Flight[D, R, E]) Leave() {
 	if fl.alone {
 		fl.let()
 	}
 }
 
 // let is one holder letting go; the last one releases what Resp borrows.
-func (fl *Flight[D]) let() {
+func (fl *Flight[D, R, E]) let() {
 	if fl.holders.Add(-1) == 0 && fl.release != nil {
 		fl.release()
 	}
@@ -91,20 +102,16 @@ var landed = func() chan struct{} {
 // A Table coalesces renders per cache key, like singleflight, except that the work runs on
 // its own goroutine and context: no waiter's deadline or disconnect can fail the others, and
 // a render that outlives every waiter still completes and fills the cache.
-type Table[D any] struct {
-	cache *htmlcache.Cache
-	// current reports whether an entry was rendered by the code that renders now: a copy
-	// of another bundle is no flight that landed.
-	current func(*htmlcache.Entry) bool
+type Table[D, R, E any] struct {
+	cache Cache[E]
 
 	mu sync.Mutex
-	m  map[string]*Flight[D] // guarded by mu
+	m  map[string]*Flight[D, R, E] // guarded by mu
 }
 
-// NewTable coalesces the renders of cache; current says whether a stored entry was
-// rendered by the code that renders now.
-func NewTable[D any](cache *htmlcache.Cache, current func(*htmlcache.Entry) bool) *Table[D] {
-	return &Table[D]{cache: cache, current: current}
+// NewTable coalesces the renders that fill cache.
+func NewTable[D, R, E any](cache Cache[E]) *Table[D, R, E] {
+	return &Table[D, R, E]{cache: cache}
 }
 
 // Join returns the flight for key, starting the work that prepare returns in the background
@@ -115,22 +122,22 @@ func NewTable[D any](cache *htmlcache.Cache, current func(*htmlcache.Entry) bool
 // A flight that landed between the caller's cache lookup and this call left a fresh copy
 // behind: the caller gets that, as a flight already done, instead of rendering again. A fresh
 // copy rendered by other code (the renderer reloaded another bundle since) is not one.
-func (f *Table[D]) Join(key, path string, origin trace.SpanContext, streamed bool, prepare func() func(*Flight[D])) (fl *Flight[D], started bool) {
+func (f *Table[D, R, E]) Join(key, path string, origin trace.SpanContext, streamed bool, prepare func() func(*Flight[D, R, E])) (fl *Flight[D, R, E], started bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.Gen, &htmlcache.Entry{Key: key, Path: path}) {
+	if fl, ok := f.m[key]; ok && !f.cache.Purged(fl.Gen, key, path) {
 		return fl, false
 	}
-	if e, state := f.cache.Get(key); state == htmlcache.Fresh && !e.Pass && f.current(e) {
-		return &Flight[D]{Done: landed, Entry: e}, false
+	if e, ok := f.cache.Landed(key); ok {
+		return &Flight[D, R, E]{Done: landed, Entry: e}, false
 	}
 	if f.m == nil {
-		f.m = map[string]*Flight[D]{}
+		f.m = map[string]*Flight[D, R, E]{}
 	}
 	// The flight leaves the map before it is done, so a request arriving after that finds the
 	// stored entry instead; the delete waits for this lock, so it follows the insert.
 	run := prepare()
-	fl = f.start(streamed, false, func(fl *Flight[D]) {
+	fl = f.start(streamed, false, func(fl *Flight[D, R, E]) {
 		run(fl)
 		f.mu.Lock()
 		if f.m[key] == fl { // not if a purge replaced it
@@ -147,15 +154,15 @@ func (f *Table[D]) Join(key, path string, origin trace.SpanContext, streamed boo
 // Alone runs a flight no one else can join (bypass, hit-for-miss and private renders).
 // streamed: the flight's render streams, into a Tee. The request that starts it calls
 // Leave once it is done with it.
-func (f *Table[D]) Alone(streamed bool, run func(*Flight[D])) *Flight[D] {
+func (f *Table[D, R, E]) Alone(streamed bool, run func(*Flight[D, R, E])) *Flight[D, R, E] {
 	return f.start(streamed, true, run)
 }
 
 // start runs a new flight's work on a goroutine of its own.
-func (f *Table[D]) start(streamed, alone bool, run func(*Flight[D])) *Flight[D] {
-	fl := &Flight[D]{Done: make(chan struct{}), Gen: f.cache.Generation(), alone: alone}
+func (f *Table[D, R, E]) start(streamed, alone bool, run func(*Flight[D, R, E])) *Flight[D, R, E] {
+	fl := &Flight[D, R, E]{Done: make(chan struct{}), Gen: f.cache.Generation(), alone: alone}
 	if streamed {
-		fl.Tee = NewTee()
+		fl.Tee = NewTee[R]()
 	}
 	if alone {
 		fl.holders.Store(2) // the flight's work, and the request

@@ -8,7 +8,7 @@ import (
 // TestTee: a reader that starts late gets every chunk from its own position, is woken by
 // each new one, and learns how the render ended.
 func TestTee(t *testing.T) {
-	tee := NewTee()
+	tee := NewTee[string]()
 	tee.Add([]byte("a"))
 	chunks, ended, _, more := tee.From(0)
 	if len(chunks) != 1 || ended {

@@ -20,7 +20,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/flights"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
@@ -45,7 +44,7 @@ type deps struct {
 	renderer Renderer
 	shell    *document.Shell
 	cache    *htmlcache.Cache
-	flights  *flights.Table[Loaded]
+	flights  *flightTable
 	// slots caps the renders that take CPU at once (a Go loader, a render call up to its
 	// shell), background ones included: see slot.
 	slots   chan struct{}

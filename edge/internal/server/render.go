@@ -22,8 +22,34 @@ import (
 )
 
 // flight is one render shared by every request for its key, with what its Go loader
-// decided.
-type flight = flights.Flight[Loaded]
+// decided, the renderer's response and the entry it stored.
+type flight = flights.Flight[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry]
+
+// flightTable coalesces the site's flights.
+type flightTable = flights.Table[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry]
+
+// flightCache is the HTML cache as the flights table needs it; current says whether an
+// entry was rendered by the code that renders now, for a copy of another bundle is no
+// flight that landed.
+type flightCache struct {
+	cache   *htmlcache.Cache
+	current func(*htmlcache.Entry) bool
+}
+
+func newFlights(c flightCache) *flightTable {
+	return flights.NewTable[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry](c)
+}
+
+func (c flightCache) Generation() uint64 { return uint64(c.cache.Generation()) }
+
+func (c flightCache) Purged(gen uint64, key, path string) bool {
+	return c.cache.Purged(htmlcache.Generation(gen), &htmlcache.Entry{Key: key, Path: path})
+}
+
+func (c flightCache) Landed(key string) (*htmlcache.Entry, bool) {
+	e, state := c.cache.Get(key)
+	return e, state == htmlcache.Fresh && !e.Pass && c.current(e)
+}
 
 // callRenderer calls the renderer (ctx carries the hard timeout) and notes the call's duration
 // in the flight. It runs holding s, which a streamed render gives back at its shell.
@@ -110,7 +136,7 @@ func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.R
 		var e *htmlcache.Entry
 		// A copy purged since this flight began is not kept: render instead.
 		// A copy rendered by other code (an older deploy's) is not kept either.
-		if e, unlock = p.shared.fetch(key, p.timeouts.Hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, fl.Gen) {
+		if e, unlock = p.shared.fetch(key, p.timeouts.Hard, p.cache.Now); e != nil && p.build.matches(e) && p.cache.Set(e, htmlcache.Generation(fl.Gen)) {
 			fl.Entry, fl.FromShared = e, true
 			return
 		}
@@ -125,7 +151,7 @@ func (p *page) fillCache(ctx context.Context, fl *flight, key string, lr *http.R
 	if e == nil {
 		e = &htmlcache.Entry{Key: key, Path: req.Url, Pass: true, Stored: p.cache.Now(), TTL: p.passTTL}
 	}
-	stored := p.cache.Set(e, fl.Gen)
+	stored := p.cache.Set(e, htmlcache.Generation(fl.Gen))
 	if stored && !e.Pass {
 		fl.Entry = e
 	}
@@ -146,7 +172,7 @@ func (p *page) renderForOne(ctx context.Context, key string, lr *http.Request, r
 			return
 		}
 		if e := p.entryFor(key, req, fl); e != nil {
-			p.cache.Set(e, fl.Gen)
+			p.cache.Set(e, htmlcache.Generation(fl.Gen))
 		}
 	})
 }

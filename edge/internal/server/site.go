@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
-	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/flights"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
@@ -103,7 +102,7 @@ func NewSite(o Options) (*Site, error) {
 	build := &builds{server: o.ServerBuild}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
-		cache: o.Cache, flights: flights.NewTable[Loaded](o.Cache, build.matches), slots: make(chan struct{}, o.MaxRendersInFlight),
+		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
 	}
