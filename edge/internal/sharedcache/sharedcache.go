@@ -9,9 +9,6 @@ package sharedcache
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -56,59 +53,6 @@ type Options struct {
 	// PurgeLog bounds what this replica takes from the purge stream, which any client of the
 	// store can write to, with or without HMACKey. Its zero value means the defaults.
 	PurgeLog PurgeLogOptions
-}
-
-// PurgeLogOptions bound what a replica takes from the purge stream (Subscribe): its memory
-// of purges stays within MaxReadBytes and the 8 MiB of purges it remembers, however large
-// the stream's entries, and a writer of the store who can only delete or trim the stream
-// empties its own cache at most once per FlushInterval.
-type PurgeLogOptions struct {
-	// MaxEntryBytes bounds an entry of the purge stream, its fields' names and values: a
-	// larger one is refused and counted (edge_shared_cache_purges_refused_total, reason
-	// too_large), and never read into memory; Purge refuses to write one. If zero,
-	// defaults to 512 KiB: the largest purge this version writes (a 64 KiB URL, every byte
-	// JSON-escaped) fits. At least 1 KiB.
-	MaxEntryBytes int
-	// MaxReadBytes bounds what one read of the stream holds, whatever the store answers. If
-	// zero, defaults to 4 MiB, or twice MaxEntryBytes if that is more. At least twice
-	// MaxEntryBytes.
-	MaxReadBytes int
-	// FlushInterval is the least time between two flushes of this replica's own cache
-	// because the stream lost entries it had not read (trimmed past them, deleted, the
-	// store restarted empty): a loss within it empties the cache once it has passed. If
-	// zero, defaults to one minute.
-	FlushInterval time.Duration
-}
-
-// The defaults of PurgeLogOptions, and the least MaxEntryBytes (a Done with its MAC takes
-// about 150 bytes).
-const (
-	defaultMaxEntryBytes = 512 << 10
-	defaultMaxReadBytes  = 4 << 20
-	defaultFlushInterval = time.Minute
-	minEntryBytes        = 1 << 10
-)
-
-// defaults fills o's zero fields, and says what is wrong with the others.
-func (o *PurgeLogOptions) defaults() error {
-	if o.MaxEntryBytes == 0 {
-		o.MaxEntryBytes = defaultMaxEntryBytes
-	}
-	if o.MaxReadBytes == 0 {
-		o.MaxReadBytes = max(defaultMaxReadBytes, 2*o.MaxEntryBytes)
-	}
-	if o.FlushInterval == 0 {
-		o.FlushInterval = defaultFlushInterval
-	}
-	switch {
-	case o.MaxEntryBytes < minEntryBytes:
-		return fmt.Errorf("sharedcache: PurgeLog.MaxEntryBytes %d, want at least %d", o.MaxEntryBytes, minEntryBytes)
-	case o.MaxReadBytes < 2*o.MaxEntryBytes:
-		return fmt.Errorf("sharedcache: PurgeLog.MaxReadBytes %d, want at least twice MaxEntryBytes (%d)", o.MaxReadBytes, 2*o.MaxEntryBytes)
-	case o.FlushInterval < 0:
-		return fmt.Errorf("sharedcache: PurgeLog.FlushInterval %s, negative", o.FlushInterval)
-	}
-	return nil
 }
 
 // minHMACKey is the shortest HMACKey New takes: SHA-256's output size (RFC 2104 §3).
@@ -312,89 +256,3 @@ func (s *Store) Set(ctx context.Context, e *htmlcache.Entry) error {
 // transferTime is what sending n bytes to the store may take beyond a round trip: 64 KiB a
 // millisecond, a quarter of what a unix socket was measured to take.
 func transferTime(n int) time.Duration { return time.Duration(n>>16) * time.Millisecond }
-
-// assetTimeout bounds the upload of one of a build's files.
-const assetTimeout = 30 * time.Second
-
-// PutAsset stores one of the client build's files for ttl. Their names are content hashes:
-// a name means the same bytes in every build, so any build's edge can serve it. A file is
-// stored as it is, byte for byte (edges of earlier builds serve it so); with an HMAC key, its
-// MAC is stored beside it, under "assetmac:", in the same transaction.
-func (s *Store) PutAsset(ctx context.Context, name string, body []byte, ttl time.Duration) error {
-	storeKey := s.opts.Prefix + "asset:" + name
-	return s.within(ctx, assetTimeout, func(ctx context.Context) error {
-		if s.opts.HMACKey == nil {
-			return s.rdb.Set(ctx, storeKey, body, ttl).Err()
-		}
-		_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.Set(ctx, storeKey, body, ttl)
-			p.Set(ctx, s.opts.Prefix+"assetmac:"+name, s.assetMAC(storeKey, body), ttl)
-			return nil
-		})
-		return err
-	})
-}
-
-// Asset returns a file some build stored (PutAsset), or nil when none did. With an HMAC
-// key, a file without a valid MAC beside it is an error wrapping ErrInvalid: a miss, which the
-// caller counts; the first of them is logged.
-func (s *Store) Asset(ctx context.Context, name string) ([]byte, error) {
-	storeKey := s.opts.Prefix + "asset:" + name
-	if s.opts.HMACKey == nil {
-		return s.value(ctx, storeKey)
-	}
-	var values []any
-	err := s.do(ctx, func(ctx context.Context) (err error) {
-		values, err = s.rdb.MGet(ctx, storeKey, s.opts.Prefix+"assetmac:"+name).Result()
-		return err
-	})
-	if err != nil || len(values) != 2 || values[0] == nil {
-		return nil, err
-	}
-	body, _ := values[0].(string)
-	sum, _ := values[1].(string)
-	if !hmac.Equal([]byte(sum), s.assetMAC(storeKey, []byte(body))) {
-		err := fmt.Errorf("sharedcache: asset %q: %w", name, invalid("no valid MAC beside it (edge.shared_cache_key)"))
-		s.logInvalid(&s.loggedAsset, "asset", name, err)
-		return nil, err
-	}
-	return []byte(body), nil
-}
-
-// assetMAC is the MAC of an asset's body stored under storeKey.
-func (s *Store) assetMAC(storeKey string, body []byte) []byte {
-	return signature(s.opts.HMACKey, storeKey, nil, body)
-}
-
-// release deletes a lock only if it still holds this holder's token: a lock that expired
-// and was taken by another replica is not theirs to release.
-var release = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) end return 0`)
-
-// Lock tries to become the one replica that renders key. It does not wait: acquired false
-// means another replica holds the lock (and will store the result). unlock releases it.
-func (s *Store) Lock(ctx context.Context, key string) (unlock func(), acquired bool, err error) {
-	return s.LockFor(ctx, key, s.opts.LockTTL)
-}
-
-// LockFor is Lock for a render that may take up to ttl (its page's hard timeout and a
-// margin): a holder that crashed loses the lock after ttl or Options.LockTTL, whichever
-// is longer, and a live holder keeps it until it stored its result.
-func (s *Store) LockFor(ctx context.Context, key string, ttl time.Duration) (unlock func(), acquired bool, err error) {
-	ttl = max(ttl, s.opts.LockTTL)
-	var token [12]byte
-	rand.Read(token[:])
-	holder := hex.EncodeToString(token[:])
-	lockKey := s.opts.Prefix + "lock:" + key
-	err = s.do(ctx, func(ctx context.Context) (err error) {
-		acquired, err = s.rdb.SetNX(ctx, lockKey, holder, ttl).Result()
-		return err
-	})
-	if err != nil || !acquired {
-		return func() {}, false, err
-	}
-	return func() {
-		s.do(context.Background(), func(ctx context.Context) error {
-			return release.Run(ctx, s.rdb, []string{lockKey}, holder).Err()
-		})
-	}, true, nil
-}
