@@ -60,7 +60,6 @@ export * from ${JSON.stringify(pathToFileURL(FIXTURE_BUNDLE).href)};
   // below must all be answered before the drain ends and the server goes.
   const inFlight = render(client, { page: 'sleep', url: '/sleep?ms=1000' }, { deadlineMs: 10_000 });
   await waitFor(() => app.pool.stats().inFlight === 1);
-  const closedAt = performance.now();
   const closing = app.close();
   closed = true;
   assert.equal(await check(health, ''), 'NOT_SERVING');
@@ -70,11 +69,11 @@ export * from ${JSON.stringify(pathToFileURL(FIXTURE_BUNDLE).href)};
   assert.deepEqual(refused.error?.metadata.get('ssr-error'), ['RENDER_ERR_DRAINING']);
   assert.equal((await inFlight).response?.status, 200);
   await closing;
-  // The Watch stream did not hold the shutdown up until drain_timeout (10 s).
-  // Bound: half of drain_timeout (was 3 s), measured from close(); the 1 s
-  // render in flight and the shutdown leave ~4 s of room on a loaded host.
-  const drainTimeoutMs = 10_000;
-  assert.ok(performance.now() - closedAt < drainTimeoutMs / 2, `close took ${Math.round(performance.now() - closedAt)} ms`);
+  // The Watch stream did not hold the shutdown up: the server ended it and
+  // shut down cleanly, not by force once its grace (drain_timeout) had passed.
+  const stopped = lines.find((l) => l.msg === 'stopped');
+  assert.equal(stopped?.drained, true, 'the render in flight drained');
+  assert.equal(stopped?.clean, true, 'the gRPC server shut down without forcing a call');
 
   const ended = /** @type {grpc.StatusObject} */ (await watchEnded);
   assert.equal(ended.code, grpc.status.OK);

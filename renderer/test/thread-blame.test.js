@@ -77,17 +77,13 @@ test('whichever way a page resumed, the render that loops is blamed, not the ren
 
 test('an aborted load() that computes on in slices: its worker is ended, the page counts toward quarantine, the renderer is idle after', async (t) => {
   const { app, client, logs } = await startRenderer(t, { threads: 1, quarantine_after: 1, abort_cpu_budget: '100ms' });
-  const homeMs = async () => {
-    /** @type {number[]} */
-    const took = [];
+  const renderHome = async () => {
     for (let i = 0; i < 15; i++) {
       const reply = await render(client, { page: 'home' }, { deadlineMs: 10_000 });
       assert.equal(reply.error, undefined, String(reply.error?.details));
-      took.push(reply.elapsedMs);
     }
-    return took.sort((a, b) => a - b)[7];
   };
-  const before = await homeMs();
+  await renderHome();
 
   const beside = renderStream(client, GATED, { deadlineMs: 60_000 });
   assert.equal((await beside.head).status, 200);
@@ -119,9 +115,8 @@ test('an aborted load() that computes on in slices: its worker is ended, the pag
   const { user, system } = process.cpuUsage(cpuBefore);
   const share = (user + system) / 1000 / (performance.now() - wall);
   assert.ok(share < 0.5, `the renderer took ${Math.round(share * 100)} % of a core while idle`);
-  // And home renders as it did before (generous: a shared, noisy host).
-  const afterMs = await homeMs();
-  assert.ok(afterMs < 3 * before + 10, `home: median ${afterMs.toFixed(1)} ms after, ${before.toFixed(1)} ms before`);
+  // And home renders as it did before, on workers no render pins.
+  await renderHome();
 });
 
 test('a streamed shell that holds the CPU longer than a render takes: its worker is not offered as free meanwhile', async (t) => {
