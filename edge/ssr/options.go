@@ -21,8 +21,6 @@ type Options struct {
 	Timeouts Timeouts
 	// MaxPageBytes bounds a rendered page: a larger one falls back. If zero, 16 MiB.
 	MaxPageBytes int
-	// MaxPropsBytes bounds the props a Loader returns. If zero, 3 MiB.
-	MaxPropsBytes int
 	// MaxRendersInFlight caps the renders that take CPU at once: a page's Loader, then its
 	// render call (up to the shell, for a page that streams). A render that only waits for
 	// data holds none: a streamed page past its shell, a page waiting for its Deferred
@@ -123,7 +121,6 @@ const (
 	defaultRendererAddress    = "unix:///tmp/sidecar-ssr/renderer.sock"
 	defaultAssetsDir          = "app/dist/client"
 	defaultMaxPageBytes       = 16 << 20
-	defaultMaxPropsBytes      = 3 << 20 // below the renderer's max_request_mb (4): the request's other fields fit
 	defaultMaxRendersInFlight = 64
 	defaultNotFoundPage       = "not-found"
 	defaultLang               = "en"
@@ -165,7 +162,6 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.Timeouts.Hard, defaultTimeouts.Hard)
 	orDefault(&o.Timeouts.Stream, defaultTimeouts.Stream)
 	orDefault(&o.MaxPageBytes, defaultMaxPageBytes)
-	orDefault(&o.MaxPropsBytes, defaultMaxPropsBytes)
 	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
 	orDefault(&o.NotFoundPage, defaultNotFoundPage)
 	orDefault(&o.Lang, defaultLang)

@@ -166,8 +166,8 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 		{"render above hard", Options{Timeouts: Timeouts{Render: 3 * time.Second}}, []string{"ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 2s"}},
 		{"short key", Options{Cache: CacheOptions{SharedKey: []byte("short")}}, []string{"ssr: Options.Cache.SharedKey must be at least 32 bytes, got 5"}},
 		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must not be negative, got -2"}},
-		{"two at once", Options{MaxPropsBytes: -1, Timeouts: Timeouts{Stream: -time.Millisecond}}, []string{
-			"ssr: Options.MaxPropsBytes must not be negative, got -1", "ssr: Options.Timeouts.Stream must not be negative, got -1ms",
+		{"two at once", Options{MaxPageBytes: -1, Timeouts: Timeouts{Stream: -time.Millisecond}}, []string{
+			"ssr: Options.MaxPageBytes must not be negative, got -1", "ssr: Options.Timeouts.Stream must not be negative, got -1ms",
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

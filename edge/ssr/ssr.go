@@ -119,7 +119,7 @@ func New(o Options) (*Server, error) {
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter, IgnoreQuery: ignoredQuery,
-		MaxPropsBytes: o.MaxPropsBytes, MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
+		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
 		Crawler: crawlers,
 	}
 	if s.site, err = server.NewSite(so); err != nil {

@@ -44,13 +44,15 @@ type fakeRenderer struct {
 	// cannotStream: the bundle does not export renderToPipeableStream; cannotPrerender,
 	// prerenderToNodeStream and resumeToPipeableStream.
 	cannotStream, cannotPrerender bool
+	// maxRequest is the largest request ListPages says the renderer accepts.
+	maxRequest int
 }
 
 func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssrv1.ListPagesResponse, error) {
 	if f.pages == nil {
 		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
 	}
-	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender}
+	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender, MaxRequestBytes: uint64(f.maxRequest)}
 	if b := f.bundle.Load(); b != nil {
 		resp.BundleId = *b
 	}
@@ -235,13 +237,16 @@ func TestLoaderFailures(t *testing.T) {
 		{"props a nil pointer", func(*http.Request) (Result, error) { return Result{Props: (*struct{})(nil)}, nil }, "props must be a JSON object"},
 		{"raw props not JSON", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(`{"a":`)}, nil }, "props must be a JSON object"},
 		{"raw props not an object", func(*http.Request) (Result, error) { return Result{Props: json.RawMessage(` [1]`)}, nil }, "props must be a JSON object"},
-		{"props over MaxPropsBytes", func(*http.Request) (Result, error) {
-			return Result{Props: map[string]string{"blob": strings.Repeat("x", 1<<20+1)}}, nil
-		}, "Options.MaxPropsBytes"},
+		{"props too large for the renderer's requests", func(*http.Request) (Result, error) {
+			return Result{Props: map[string]string{"blob": strings.Repeat("x", 3<<20)}}, nil // over its 4 MiB, less a quarter
+		}, "over the limit of 3145728 bytes (three quarters of the renderer's max_request_mb"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{MaxPropsBytes: 1 << 20})
+			f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product"}, maxRequest: 4 << 20})
+			if err := f.srv.Check(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			rec := serve(f.srv.Page("product", PageOptions{Load: tt.load}), "/products/1")
 			if rec.Code != 503 || rec.Header().Get("X-SSR-Fallback") != "load-error" || rec.Header().Get("Cache-Control") != "no-store" {
 				t.Errorf("got %d X-SSR-Fallback %q, want 503 load-error no-store", rec.Code, rec.Header().Get("X-SSR-Fallback"))

@@ -61,7 +61,7 @@ func (o Options) Validate() error {
 	o = o.withDefaults()
 	var rs rules
 	for field, n := range map[string]int{
-		"Options.MaxPageBytes": o.MaxPageBytes, "Options.MaxPropsBytes": o.MaxPropsBytes,
+		"Options.MaxPageBytes":       o.MaxPageBytes,
 		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.Cache.MaxBytes": o.Cache.MaxBytes,
 	} {
 		if n < 0 {

@@ -47,7 +47,6 @@ test('the defaults both processes read agree with the edge\'s embedded defaults'
   const config = parseConfig(undefined, { env: {} });
   assert.equal(config.grpcAddress, edgeDefaults.renderer.grpc_address, 'renderer.grpc_address: where one listens, the other dials');
   assert.equal(config.maxPageMb, edgeDefaults.edge.max_page_mb, 'renderer.max_page_mb = edge.max_page_mb: the worker refuses what the edge would');
-  assert.ok(edgeDefaults.edge.max_props_mb < config.maxRequestMb, 'edge.max_props_mb < renderer.max_request_mb: props a Go loader may return fit in a render request');
 });
 
 test('page size cap and quarantine keys', () => {

@@ -40,10 +40,7 @@ type Edge struct {
 	// HardTimeout is the gRPC deadline of a render; past it the renderer aborts the render.
 	HardTimeout time.Duration `yaml:"hard_timeout"`
 	// MaxPageMB bounds a render response; a larger page falls back instead of failing.
-	MaxPageMB int `yaml:"max_page_mb"`
-	// MaxPropsMB bounds the props a Go loader hands a page (the renderer's max_request_mb
-	// bounds the whole request).
-	MaxPropsMB   int    `yaml:"max_props_mb"`
+	MaxPageMB    int    `yaml:"max_page_mb"`
 	NotFoundPage string `yaml:"not_found_page"`
 	// Lang is every document's lang; Head trusted markup in every document's head (a
 	// favicon, a font), before the page's own head tags.

@@ -13,7 +13,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte(""), "")
 	f.Add([]byte("edge:\n  render_timeout: 3s\n"), "SSR_EDGE_HARD_TIMEOUT=1s")
 	f.Add([]byte("edge:\n  routes:\n    - {pattern: \"GET /p/{id}\", page: p, render_timeout: 5s}\n"), "")
-	f.Add([]byte("edge:\n  cache_max_mb: 1\n  max_props_mb: 2\n"), "")
+	f.Add([]byte("edge:\n  cache_max_mb: 1\n  max_page_mb: 2\n"), "")
 	f.Add([]byte("edge:\n  routes:\n    - pattern: \"GET /{$}\"\n      page: home\n      variants: [\"header:x\"]\n      cache: {ttl: 1m, query: [a]}\n"), "SSR_EDGE_STREAM_TIMEOUT=500ms")
 	f.Add([]byte("renderer:\n  grpc_address: \"\"\n"), "SSR_EDGE_LISTEN=:0")
 	f.Fuzz(func(t *testing.T, data []byte, env string) {

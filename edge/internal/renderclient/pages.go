@@ -2,6 +2,7 @@ package renderclient
 
 import (
 	"context"
+	"math"
 	"os"
 	"time"
 
@@ -26,6 +27,8 @@ type Bundle struct {
 	CanPrerender bool
 	// Islands are the names of its `islands` export (RenderIslands).
 	Islands []string
+	// MaxRequestBytes is the largest request the renderer accepts (its max_request_mb).
+	MaxRequestBytes int
 }
 
 // ListPages returns what the renderer's bundle exports. It waits until the renderer is
@@ -48,7 +51,8 @@ func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 	for {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
-			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), CanPrerender: resp.GetCanPrerender(), Islands: resp.GetIslands()}, nil
+			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), CanPrerender: resp.GetCanPrerender(), Islands: resp.GetIslands(),
+				MaxRequestBytes: int(min(resp.GetMaxRequestBytes(), math.MaxInt32))}, nil
 		}
 		if ctx.Err() != nil {
 			return Bundle{}, ctx.Err()

@@ -71,6 +71,9 @@ type deps struct {
 	// unknownBuilds are the client builds renders named that the document could not link,
 	// each logged once (clientBuild).
 	unknownBuilds *sync.Map
+	// maxProps bounds the props a Go loader hands a page, from the renderer's answer
+	// (propsLimit); zero until it answered.
+	maxProps *atomic.Int64
 }
 
 // page serves one route.
@@ -88,9 +91,8 @@ type page struct {
 	loader Loader
 	// perRequest are the request's own values of a partially prerendered page (prerender.go),
 	// by name; nil for any other page.
-	perRequest    map[string]RequestFunc
-	notFoundPage  string
-	maxPropsBytes int
+	perRequest   map[string]RequestFunc
+	notFoundPage string
 	// vary names every request header a rendered response depends on.
 	vary string
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
@@ -119,7 +121,7 @@ func newPage(r Route, o *Options, d deps) *page {
 		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
 		keys: newKeyRule(r, o.IgnoreQuery), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
-		notFoundPage: o.NotFoundPage, maxPropsBytes: o.MaxPropsBytes, stream: r.Stream, lang: o.Lang, head: o.Head,
+		notFoundPage: o.NotFoundPage, stream: r.Stream, lang: o.Lang, head: o.Head,
 		unflushedSaid: new(atomic.Bool),
 	}
 	p.params = wildcards(r.Pattern)

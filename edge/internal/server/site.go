@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -64,8 +65,6 @@ type Options struct {
 	TTLJitter float64
 	// IgnoreQuery are the query parameters no page reads (a trailing * matches a prefix).
 	IgnoreQuery []string
-	// MaxPropsBytes bounds the props a Go loader hands a page.
-	MaxPropsBytes int
 	// MaxRendersInFlight caps the renders that take CPU at once (see slot).
 	MaxRendersInFlight int
 	// EarlyHints: a 103 with the build's Link header before waiting for a render.
@@ -104,7 +103,7 @@ func NewSite(o Options) (*Site, error) {
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
 		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
-		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build,
+		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
 	}
 	if o.ErrorPage != "" {
 		d.names.use(o.ErrorPage, "the error page")
@@ -172,6 +171,7 @@ func (s *Site) Check(ctx context.Context) error {
 	}
 	s.d.names.learn(bundle)
 	s.d.build.bundle.Store(&bundle.ID)
+	s.d.maxProps.Store(propsLimit(bundle.MaxRequestBytes))
 	return s.d.names.missing()
 }
 

@@ -87,7 +87,7 @@ export async function startGrpcServer({ address, maxRequestMb, maxPageMb, defaul
     Render: renderHandler(deps),
     RenderStream: renderStreamHandler(deps),
     RenderIslands: renderIslandsHandler(deps, maxPageMb * 1024 * 1024),
-    ListPages: listPagesHandler(pool),
+    ListPages: listPagesHandler(pool, maxRequestMb * 1024 * 1024),
     Channel: channels.handler(deps, maxPageMb * 1024 * 1024),
   });
 
@@ -174,9 +174,10 @@ function widenReceiveWindows(server) {
 
 /**
  * @param {RenderPool} pool
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], bundleId: string, canStream: boolean, canPrerender: boolean}>}
+ * @param {number} maxRequestBytes the largest request this server receives (max_request_mb)
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], bundleId: string, canStream: boolean, canPrerender: boolean, maxRequestBytes: number}>}
  */
-function listPagesHandler(pool) {
+function listPagesHandler(pool, maxRequestBytes) {
   return (_call, callback) => {
     const pages = pool.pages();
     if (pages.length === 0) {
@@ -184,7 +185,7 @@ function listPagesHandler(pool) {
       return;
     }
     callback(null, {
-      pages, islands: pool.islands(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(),
+      pages, islands: pool.islands(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(), maxRequestBytes,
     });
   };
 }

@@ -921,9 +921,13 @@ type ListPagesResponse struct {
 	// Whether the server bundle exports react-dom/static's prerenderToNodeStream and
 	// react-dom/server's resumeToPipeableStream: without them a partially prerendered page
 	// (RenderStreamRequest.prerender, resume) cannot render, and the edge refuses to start.
-	CanPrerender  bool `protobuf:"varint,5,opt,name=can_prerender,json=canPrerender,proto3" json:"can_prerender,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CanPrerender bool `protobuf:"varint,5,opt,name=can_prerender,json=canPrerender,proto3" json:"can_prerender,omitempty"`
+	// The largest request the renderer accepts (its max_request_mb), in bytes: the edge
+	// bounds the props a Go loader hands a page so that a render request carrying them fits,
+	// and says so, instead of a call the renderer refuses.
+	MaxRequestBytes uint64 `protobuf:"varint,6,opt,name=max_request_bytes,json=maxRequestBytes,proto3" json:"max_request_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ListPagesResponse) Reset() {
@@ -989,6 +993,13 @@ func (x *ListPagesResponse) GetCanPrerender() bool {
 		return x.CanPrerender
 	}
 	return false
+}
+
+func (x *ListPagesResponse) GetMaxRequestBytes() uint64 {
+	if x != nil {
+		return x.MaxRequestBytes
+	}
+	return 0
 }
 
 type RenderRequest struct {
@@ -1861,14 +1872,15 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\vIslandError\x12%\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
-	"\x10ListPagesRequest\"\xa4\x01\n" +
+	"\x10ListPagesRequest\"\xd0\x01\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
 	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
 	"\n" +
 	"can_stream\x18\x03 \x01(\bR\tcanStream\x12\x18\n" +
 	"\aislands\x18\x04 \x03(\tR\aislands\x12#\n" +
-	"\rcan_prerender\x18\x05 \x01(\bR\fcanPrerender\"\xf6\x02\n" +
+	"\rcan_prerender\x18\x05 \x01(\bR\fcanPrerender\x12*\n" +
+	"\x11max_request_bytes\x18\x06 \x01(\x04R\x0fmaxRequestBytes\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
