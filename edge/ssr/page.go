@@ -206,21 +206,22 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 		po.UsedBy += " for route " + o.Route
 	}
 	if o.Load != nil {
-		po.Load = func(r *http.Request) (*server.Loaded, error) {
+		po.Load = func(r *http.Request) (*server.Result, error) {
 			res, err := o.Load(r)
 			if le, ok := errors.AsType[*LoadError](err); ok {
-				return nil, &server.LoadFailure{Status: le.Status, Err: err}
+				return nil, &server.LoadError{Status: le.Status, Err: err}
 			}
 			if err != nil {
 				return nil, err
 			}
-			return res.loaded()
+			return res.marshalled()
 		}
 	}
 	return s.site.Page(r, po)
 }
 
-func (res Result) loaded() (*server.Loaded, error) {
+// marshalled is res as the server takes it: its props marshalled, its windows in seconds.
+func (res Result) marshalled() (*server.Result, error) {
 	props, err := marshalProps(res.Props)
 	if err != nil {
 		return nil, err
@@ -229,7 +230,7 @@ func (res Result) loaded() (*server.Loaded, error) {
 	if res.Redirect != "" {
 		status, redirectStatus = 0, res.Status
 	}
-	return &server.Loaded{
+	return &server.Result{
 		Props: props, Status: status, Header: res.Header, Redirect: res.Redirect, RedirectStatus: redirectStatus,
 		NotFound: res.NotFound, MaxAgeSeconds: uint32(res.MaxAge / time.Second), Tags: res.Tags,
 		Deferred: deferredJSON(res.Deferred), Head: string(res.Head),
@@ -321,7 +322,7 @@ var ErrFallback = errors.New("the page was not rendered on the server")
 // Render returns; the error (wrapping ErrFallback) says that it is the client-side-render
 // document, and why, for the handler's logs and metrics.
 func (s *Server) Render(w http.ResponseWriter, r *http.Request, page string, res Result) error {
-	loaded, err := res.loaded()
+	loaded, err := res.marshalled()
 	if reason := s.site.RespondWith(w, r, page, loaded, err); reason != "" {
 		return fmt.Errorf("ssr: page %q: %w (%s)", page, ErrFallback, reason)
 	}

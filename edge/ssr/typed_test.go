@@ -52,7 +52,7 @@ func TestTypedPropsReachThePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := res.loaded()
+	loaded, err := res.marshalled()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ type Cache[E any] interface {
 }
 
 // A Flight is one render shared by every request for its key that arrives while it runs.
-// D is what a Go loader decided for it, R the render's response, E the cache's entry.
+// D is what its Go loader returned, R the render's response, E the cache's entry.
 type Flight[D, R, E any] struct {
 	Done chan struct{} // closed when the fields below are set
 	// Gen is the cache's purge generation when the render began: a purge since then that
@@ -45,10 +45,10 @@ type Flight[D, R, E any] struct {
 	// Origin is the span of the request that started the flight, which the render's spans
 	// belong to: the requests that join it link their wait to it. Invalid with tracing off.
 	Origin trace.SpanContext
-	// Decided is what a Go loader decided, once it has: a request whose render fails or is
-	// late still gets its status, redirect, not-found page and props. Nil while loading and
-	// for pages without a loader.
-	Decided atomic.Pointer[D]
+	// Result is what the page's Go loader returned, once it has: a request whose render
+	// fails or is late still gets its status, redirect, not-found page and props. Nil while
+	// loading and for pages without a loader.
+	Result atomic.Pointer[D]
 	// Tee holds a streaming render's output as it comes; nil for pages that do not stream.
 	Tee *Tee[R]
 	// Postponed is a prerender's postponed state, Resp's HTML its prelude; nil for any other

@@ -26,7 +26,7 @@ var redirectStatuses = []int{
 
 // decide is l's decision. A status no response can have is the loader's bug, told rather
 // than sent (net/http would panic on it).
-func decide(l *Loaded) (decision, error) {
+func decide(l *Result) (decision, error) {
 	if l.Redirect != "" {
 		status := cmp.Or(l.RedirectStatus, http.StatusFound)
 		if !slices.Contains(redirectStatuses, status) {

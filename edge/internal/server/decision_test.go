@@ -49,7 +49,7 @@ func TestDecideAsTheRendererDoes(t *testing.T) {
 			continue
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			l := &Loaded{NotFound: c.Load.NotFound, Status: int(c.Load.Status)}
+			l := &Result{NotFound: c.Load.NotFound, Status: int(c.Load.Status)}
 			if c.Load.Redirect != nil {
 				l.Redirect, l.RedirectStatus = c.Load.Redirect.Location, c.Load.Redirect.Status
 			}

@@ -1,6 +1,6 @@
 package server
 
-// Deferred values: a Go loader's slow data (Loaded.Deferred), computed while its page renders.
+// Deferred values: a Go loader's slow data (Result.Deferred), computed while its page renders.
 // A page that streams starts rendering with them pending, and each is sent into the running
 // render as its function returns (RenderStream's `settled`), so the shell does not wait for
 // any of them. A page that does not stream renders once all have settled. Every value settles
@@ -96,7 +96,7 @@ func (r *deferredRun) end(err error) {
 // deadline shortened by the margin, not its end; nil when l has none. A value not settled by
 // then settles as late, whether or not its function heeds ctx; one not settled when the
 // render is done with them (end) as cancelled.
-func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *Loaded) *deferredRun {
+func (p *page) startDeferred(ctx context.Context, req *ssrv1.RenderRequest, l *Result) *deferredRun {
 	if len(l.Deferred) == 0 {
 		return nil
 	}
@@ -265,7 +265,7 @@ func deferredOf(fl *flight) *deferredRun {
 	if fl == nil {
 		return nil
 	}
-	if l := fl.Decided.Load(); l != nil {
+	if l := fl.Result.Load(); l != nil {
 		return l.deferred
 	}
 	return nil

@@ -112,7 +112,7 @@ func reasonFor(err error) string {
 // with props when a Go loader computed them (else the app gets its data its own way). What
 // the loader decided (decision, nil when it did not run or is not done) holds as it would
 // have with the render: its redirect, its not-found page, its status, its headers.
-func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, decision *Loaded) {
+func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, reason string, err error, cacheStatus string, decision *Result) {
 	attrs := []any{"reason", reason, "page", req.Page, "url", req.Url, "request_id", middleware.RequestID(r.Context())}
 	if err != nil {
 		attrs = append(attrs, "err", err.Error())

@@ -22,7 +22,7 @@ func TestReasonFor(t *testing.T) {
 		want string
 	}{
 		{"no render slot", errShed, ReasonOverloaded},
-		{"the Go loader failed", &errLoad{errors.New("db down")}, ReasonLoadError},
+		{"the Go loader failed", &LoadError{Err: errors.New("db down")}, ReasonLoadError},
 		{"the hard timeout, before the call", fmt.Errorf("call: %w", context.DeadlineExceeded), ReasonDeadline},
 		{"anything else", errors.New("?"), ReasonRenderError},
 		{"renderer unreachable", renderer(codes.Unavailable, ""), ReasonUnavailable},

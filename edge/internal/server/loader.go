@@ -14,10 +14,11 @@ import (
 // Loader computes a page's props in Go (the shop's database, services). It runs only when a
 // render is needed, inside the coalescing: a cache hit never calls it. The request it gets
 // holds only what the cache key holds (see loaderRequest).
-type Loader func(*http.Request) (*Loaded, error)
+type Loader func(*http.Request) (*Result, error)
 
-// Loaded is what a Loader decided for one render.
-type Loaded struct {
+// Result is what a Loader decided for one render: the public package's Result, its props
+// marshalled.
+type Result struct {
 	// Props is the page's props as a JSON object, which the Loader checked (the public
 	// package's does): a scan here would cost every render.
 	Props []byte
@@ -31,10 +32,8 @@ type Loaded struct {
 	RedirectStatus int
 	// NotFound renders the app's not-found page with status 404.
 	NotFound bool
-	// MaxAgeSeconds, if not zero, caps the route's TTL; NoStore keeps the response from being
-	// stored (and makes it private: it reaches only the request that loaded it).
+	// MaxAgeSeconds, if not zero, caps the route's TTL.
 	MaxAgeSeconds uint32
-	NoStore       bool
 	// Tags are the page's surrogate keys, for purges by tag.
 	Tags []string
 	// Head is trusted markup for the document's head, after the server's (Options.Head) and
@@ -52,8 +51,8 @@ type Loaded struct {
 
 // private: a decision that sets a cookie or is marked private or no-store belongs to the
 // request whose loader made it, in a fallback as in a render.
-func (l *Loaded) private() bool {
-	if l.NoStore || l.Header.Get("Set-Cookie") != "" {
+func (l *Result) private() bool {
+	if l.Header.Get("Set-Cookie") != "" {
 		return true
 	}
 	for _, v := range l.Header.Values("Cache-Control") {
@@ -65,25 +64,28 @@ func (l *Loaded) private() bool {
 	return false
 }
 
-// LoadFailure is a loader's error that names the status to answer with (500, 502, 503...);
-// any other error answers 503.
-type LoadFailure struct {
+// LoadError is a loader's failure: its own error, a panic, or props that cannot be sent.
+// Status, if the loader chose one (500, 502, 503...), is the status to answer with; any
+// other answers 503.
+type LoadError struct {
 	Status int
 	Err    error
 }
 
-func (e *LoadFailure) Error() string { return e.Err.Error() }
-func (e *LoadFailure) Unwrap() error { return e.Err }
+func (e *LoadError) Error() string { return "props loader: " + e.Err.Error() }
+func (e *LoadError) Unwrap() error { return e.Err }
 
-// errLoad wraps a loader's failure: its own error, a panic, or props that cannot be sent.
-type errLoad struct{ err error }
-
-func (e *errLoad) Error() string { return "props loader: " + e.err.Error() }
-func (e *errLoad) Unwrap() error { return e.err }
+// asLoadError is err, a loader's failure, as a LoadError: as it is when it is one.
+func asLoadError(err error) *LoadError {
+	if le, ok := err.(*LoadError); ok {
+		return le
+	}
+	return &LoadError{Err: err}
+}
 
 // loadStatus is the status of a response whose loader failed with err.
 func loadStatus(err error) int {
-	var f *LoadFailure
+	var f *LoadError
 	if errors.As(err, &f) && f.Status >= 500 && f.Status <= 599 {
 		return f.Status
 	}
@@ -92,7 +94,7 @@ func loadStatus(err error) int {
 
 // load calls the loader with a request that holds only what the cache key holds, turns a
 // panic into an error, and checks the props can be sent.
-func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded, err error) {
+func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Result, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -106,7 +108,7 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Loaded,
 		return nil, err
 	}
 	if loaded == nil {
-		loaded = &Loaded{}
+		loaded = &Result{}
 	}
 	if loaded.decided, err = decide(loaded); err != nil {
 		return nil, fmt.Errorf("page %q: the loader returned %w", req.Page, err)
@@ -184,15 +186,15 @@ func headerList(h http.Header) []*ssrv1.Header {
 	return list
 }
 
-func cacheHint(l *Loaded) *ssrv1.CacheHint {
-	if l.MaxAgeSeconds == 0 && !l.NoStore && len(l.Tags) == 0 {
+func cacheHint(l *Result) *ssrv1.CacheHint {
+	if l.MaxAgeSeconds == 0 && len(l.Tags) == 0 {
 		return nil
 	}
-	return &ssrv1.CacheHint{MaxAgeSeconds: l.MaxAgeSeconds, NoStore: l.NoStore, Tags: l.Tags}
+	return &ssrv1.CacheHint{MaxAgeSeconds: l.MaxAgeSeconds, Tags: l.Tags}
 }
 
 // isLoadError reports whether err is a loader's failure.
 func isLoadError(err error) bool {
-	var e *errLoad
+	var e *LoadError
 	return errors.As(err, &e)
 }

@@ -346,8 +346,8 @@ func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRe
 
 // decision is what the flight's loader decided, for a request that falls back: nil before
 // the loader is done, and for a request that joined a flight whose decision is private.
-func (p *page) decision(fl *flight, own bool) *Loaded {
-	l := fl.Decided.Load()
+func (p *page) decision(fl *flight, own bool) *Result {
+	l := fl.Result.Load()
 	if l == nil || (!own && l.private()) {
 		return nil
 	}

@@ -149,7 +149,7 @@ func (p *page) serveResumed(w http.ResponseWriter, r *http.Request, req *ssrv1.R
 	arrived := time.Now()
 	ctx, cancel := context.WithTimeout(r.Context(), p.timeouts.Hard)
 	defer cancel()
-	run := p.startDeferred(ctx, req, &Loaded{Deferred: p.requestValues(r)})
+	run := p.startDeferred(ctx, req, &Result{Deferred: p.requestValues(r)})
 	// Once the response has ended (its client gone too), nothing needs the values still
 	// running: they are stopped.
 	defer run.end(nil)

@@ -23,10 +23,10 @@ import (
 
 // flight is one render shared by every request for its key, with what its Go loader
 // decided, the renderer's response and the entry it stored.
-type flight = flights.Flight[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry]
+type flight = flights.Flight[Result, *ssrv1.RenderResponse, *htmlcache.Entry]
 
 // flightTable coalesces the site's flights.
-type flightTable = flights.Table[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry]
+type flightTable = flights.Table[Result, *ssrv1.RenderResponse, *htmlcache.Entry]
 
 // flightCache is the HTML cache as the flights table needs it; current says whether an
 // entry was rendered by the code that renders now, for a copy of another bundle is no
@@ -37,7 +37,7 @@ type flightCache struct {
 }
 
 func newFlights(c flightCache) *flightTable {
-	return flights.NewTable[Loaded, *ssrv1.RenderResponse, *htmlcache.Entry](c)
+	return flights.NewTable[Result, *ssrv1.RenderResponse, *htmlcache.Entry](c)
 }
 
 func (c flightCache) Generation() uint64 { return uint64(c.cache.Generation()) }
@@ -306,7 +306,7 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, p.timeouts.Hard)
 	defer cancel()
-	loaded := &Loaded{} // a prerendered page's values, with no loader
+	loaded := &Result{} // a prerendered page's values, with no loader
 	switch {
 	case p.loader != nil:
 		loadCtx, span := p.span(ctx, "loader")
@@ -314,10 +314,10 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 		loaded, err = p.load(lr.WithContext(loadCtx), req)
 		span.End()
 		if err != nil {
-			return nil, &errLoad{err}
+			return nil, asLoadError(err)
 		}
 		if p.prerendered() && len(loaded.Deferred) > 0 {
-			return nil, &errLoad{fmt.Errorf("page %q: the loader returned deferred values, which a partially prerendered page does not store: its values per request come from PerRequest", req.Page)}
+			return nil, asLoadError(fmt.Errorf("page %q: the loader returned deferred values, which a partially prerendered page does not store: its values per request come from PerRequest", req.Page))
 		}
 	case !p.prerendered():
 		return p.callRenderer(ctx, fl, req, s)
@@ -337,7 +337,7 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 	}
 	// Made before the render: a render that fails or is late still answers with the
 	// loader's status, redirect, not-found page and props, and the deferred values so far.
-	fl.Decided.Store(loaded)
+	fl.Result.Store(loaded)
 	if d.redirect != "" {
 		return &ssrv1.RenderResponse{Page: req.Page, Status: int32(d.status), Headers: append(headerList(loaded.Header),
 			&ssrv1.Header{Name: "Location", Value: d.redirect}), Cache: cacheHint(loaded)}, nil
@@ -374,12 +374,12 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 	if err != nil {
 		return nil, err
 	}
-	applyLoaded(resp, loaded)
+	applyResult(resp, loaded)
 	return resp, nil
 }
 
-// applyLoaded gives resp the Go loader's status, headers and cache hint.
-func applyLoaded(resp *ssrv1.RenderResponse, loaded *Loaded) {
+// applyResult gives resp the Go loader's status, headers and cache hint.
+func applyResult(resp *ssrv1.RenderResponse, loaded *Result) {
 	if d := loaded.decided; d.status != 0 {
 		resp.Status = int32(d.status)
 	}

@@ -256,9 +256,9 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	if len(props) == 0 {
 		props = []byte("{}")
 	}
-	var decided *Loaded
+	var decided *Result
 	if fl != nil {
-		decided = fl.Decided.Load()
+		decided = fl.Result.Load()
 	}
 	return p.dress(document.Page{
 		Name: name, URL: req.Url, Params: req.Params,
@@ -269,7 +269,7 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 
 // dress adds what the Go server sets on the page's document: its lang, the server's head and
 // the one its loader decided for this render (decided: nil when none ran).
-func (p *page) dress(doc document.Page, decided *Loaded) document.Page {
+func (p *page) dress(doc document.Page, decided *Result) document.Page {
 	doc.Lang, doc.ExtraHead = p.lang, p.head
 	if decided != nil && decided.Head != "" {
 		if doc.ExtraHead != "" {

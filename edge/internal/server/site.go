@@ -241,7 +241,7 @@ func (s *Site) Assets() http.Handler { return s.assets }
 // uncached, within the render timeout, with the fallbacks of any page: the public package's
 // Server.Render. It returns the fallback's reason, or "" when the page was rendered.
 // ("Render", in this package, is the renderer's call.)
-func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, decided *Loaded, err error) string {
+func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, decided *Result, err error) string {
 	s.mu.Lock()
 	p, ok := s.direct[page]
 	if !ok {
@@ -250,7 +250,7 @@ func (s *Site) RespondWith(w http.ResponseWriter, r *http.Request, page string, 
 	}
 	s.mu.Unlock()
 	one := *p
-	one.loader = func(*http.Request) (*Loaded, error) { return decided, err }
+	one.loader = func(*http.Request) (*Result, error) { return decided, err }
 	s.wrap(one.route, &one).ServeHTTP(w, r)
 	return w.Header().Get("X-SSR-Fallback")
 }

@@ -154,11 +154,11 @@ func TestRenderSlots(t *testing.T) {
 			r := &holdingRenderer{url: "/held", where: tt.where, held: sync.OnceFunc(func() { close(held) }), release: release}
 			var load Loader
 			if tt.loader {
-				load = func(req *http.Request) (*Loaded, error) {
+				load = func(req *http.Request) (*Result, error) {
 					if err := r.hold(req.Context(), req.URL.Path, inLoader); err != nil {
 						return nil, err
 					}
-					l := &Loaded{Props: []byte(`{"fast":1}`)}
+					l := &Result{Props: []byte(`{"fast":1}`)}
 					if tt.deferred {
 						l.Deferred = map[string]DeferredFunc{"slow": func(ctx context.Context) ([]byte, error) {
 							return []byte("2"), r.hold(ctx, "/held", inDeferred)
@@ -198,8 +198,8 @@ func TestDeferredValuesInWithNoSlotFree(t *testing.T) {
 	held, release := make(chan struct{}), make(chan struct{})
 	valueHeld, valueIn := make(chan struct{}), make(chan struct{})
 	r := &holdingRenderer{url: "/other", where: inRender, held: sync.OnceFunc(func() { close(held) }), release: release}
-	url := slotSite(t, r, false, func(*http.Request) (*Loaded, error) {
-		return &Loaded{Props: []byte(`{"fast":1}`), Deferred: map[string]DeferredFunc{"slow": func(context.Context) ([]byte, error) {
+	url := slotSite(t, r, false, func(*http.Request) (*Result, error) {
+		return &Result{Props: []byte(`{"fast":1}`), Deferred: map[string]DeferredFunc{"slow": func(context.Context) ([]byte, error) {
 			close(valueHeld)
 			<-valueIn
 			return []byte(`"the value"`), nil

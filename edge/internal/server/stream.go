@@ -49,8 +49,8 @@ func (p *page) renderStream(ctx context.Context, sr StreamRenderer, fl *flight, 
 	resp, _, err = receive(stream, func(head *ssrv1.RenderResponse) {
 		head.PropsJson = renderedProps(req, head)
 		shown := proto.Clone(head).(*ssrv1.RenderResponse)
-		if l := fl.Decided.Load(); l != nil {
-			applyLoaded(shown, l)
+		if l := fl.Result.Load(); l != nil {
+			applyResult(shown, l)
 		}
 		t.Head, t.Private, t.ShellAt = shown, private(shown), time.Now()
 		// Before ready: whoever sees the shell may count on the slot being free.
