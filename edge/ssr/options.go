@@ -98,6 +98,22 @@ type Timeouts struct {
 	Stream time.Duration
 }
 
+// over is t with each zero deadline taken from site's. A Stream deadline the page does not
+// set is site's brought within the page's Render and Hard (a page that waits 2 s for its
+// shell streams from 2 s, not from a site-wide 1 s).
+func (t Timeouts) over(site Timeouts) Timeouts {
+	if t.Render == 0 {
+		t.Render = site.Render
+	}
+	if t.Hard == 0 {
+		t.Hard = site.Hard
+	}
+	if t.Stream == 0 {
+		t.Stream = min(max(site.Stream, t.Render), t.Hard)
+	}
+	return t
+}
+
 // CacheOptions size the HTML cache and turn on its second level, shared by every replica.
 type CacheOptions struct {
 	// MaxBytes bounds the cache by the memory its documents hold; a document above a 16th of

@@ -195,7 +195,7 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 		})
 	}
 	r := server.Route{
-		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.server(), Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil,
+		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.over(s.o.Timeouts).server(), Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil,
 		Cache: server.CachePolicy{
 			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
 			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,

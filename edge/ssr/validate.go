@@ -103,7 +103,7 @@ func (p PageOptions) Validate(site Options) error {
 			rs.broken(w.field, "must not be negative, got %s", w.d)
 		}
 	}
-	t := p.Timeouts.server().Over(site.withDefaults().Timeouts.server())
+	t := p.Timeouts.over(site.withDefaults().Timeouts)
 	if t.Render > t.Hard {
 		rs.broken("PageOptions.Timeouts.Render", "%s is above the page's hard timeout (%s) %s: a request must not wait longer than its render may last",
 			t.Render, fieldName("PageOptions.Timeouts.Hard"), t.Hard)

@@ -15,22 +15,6 @@ type Timeouts struct {
 	Stream time.Duration
 }
 
-// Over is t with each zero deadline taken from site's. A Stream deadline the page does not
-// set is site's brought within the page's Render and Hard (a page that waits 2 s for its
-// shell streams from 2 s, not from a site-wide 1 s).
-func (t Timeouts) Over(site Timeouts) Timeouts {
-	if t.Render == 0 {
-		t.Render = site.Render
-	}
-	if t.Hard == 0 {
-		t.Hard = site.Hard
-	}
-	if t.Stream == 0 {
-		t.Stream = min(max(site.Stream, t.Render), t.Hard)
-	}
-	return t
-}
-
 // CachePolicy is a page's cache policy (RFC 5861 windows). A zero TTL: not cached.
 type CachePolicy struct {
 	TTL, StaleWhileRevalidate, StaleIfError time.Duration
@@ -46,7 +30,8 @@ type Route struct {
 	Pattern string
 	// Page is the app's page name.
 	Page string
-	// Timeouts override the site's (Timeouts.Over).
+	// Timeouts are the page's deadlines, already resolved against the site's (the public
+	// package resolves and validates them once, in Page); zero: the site's.
 	Timeouts Timeouts
 	// Variants name the request parts the page depends on: "header:Name", "cookie:name".
 	Variants []string

@@ -207,7 +207,9 @@ func (s *Site) Page(r Route, o PageOptions) http.Handler {
 
 // newPage is a page of the site's, its name checked against the renderer's bundle.
 func (s *Site) newPage(r Route, usedBy string) *page {
-	r.Timeouts = r.Timeouts.Over(s.o.Timeouts)
+	if r.Timeouts == (Timeouts{}) {
+		r.Timeouts = s.o.Timeouts
+	}
 	p := newPage(r, &s.o, s.d)
 	if r.Stream {
 		s.d.names.use(r.Page, usedBy, streaming)
