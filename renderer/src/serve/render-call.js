@@ -102,28 +102,28 @@ export async function serveRender(deps, call, req, reply) {
   // Hashing props costs time: only when something is quarantined, or a
   // render killed its worker.
   const keyOf = () => (key ??= renderKey(task));
-  const expired = new AbortController();
+  const pastDeadline = new AbortController();
   const withdrawn = new AbortController();
   // The hard timeout (the edge's hard_timeout) arrives as the call's gRPC
-  // deadline: `deadline`, epoch ms, Infinity when the call carries none.
-  // hardTimeoutMs is the render's budget here: what is left of the hard
-  // timeout as the call arrives, or default_deadline when it carries none.
-  const deadline = Number(call.getDeadline());
-  const hardTimeoutMs = Number.isFinite(deadline) ? deadline - Date.now() : defaultDeadlineMs;
+  // deadline, epoch ms (Infinity when the call carries none: then
+  // default_deadline from its arrival). One name here, from the call to the
+  // pool: the deadline.
+  const callDeadline = Number(call.getDeadline());
+  const deadline = Number.isFinite(callDeadline) ? callDeadline : arrivedAt + defaultDeadlineMs;
   // Past the deadline the pool aborts the render on its worker (in-band), and
   // asks the worker's event loop whether it is free: only a worker pinned by
   // a render (an endless loop, which nothing else stops) is terminated.
-  const deadlineError = () => new DeadlineError(Number.isFinite(deadline)
-    ? `render did not finish before the call's deadline (${Math.round(hardTimeoutMs)} ms after it arrived)`
-    : `render did not finish within default_deadline (${hardTimeoutMs} ms)`);
-  const timer = setTimeout(() => expired.abort(deadlineError()), Math.max(0, hardTimeoutMs));
+  const deadlineError = () => new DeadlineError(Number.isFinite(callDeadline)
+    ? `render did not finish before the call's deadline (${Math.round(deadline - arrivedAt)} ms after it arrived)`
+    : `render did not finish within default_deadline (${defaultDeadlineMs} ms)`);
+  const timer = setTimeout(() => pastDeadline.abort(deadlineError()), Math.max(0, deadline - Date.now()));
   // At the deadline the caller resets the stream and grpc-js ends the call on
   // its own timer; both fire before ours and look like a cancellation: tell
   // them apart from a caller that gave up by the clock. A caller that gave up
   // (its client left a render nobody else waits for) aborts the render, on its
   // worker too: see RenderPool.run.
   const onCancelled = () => {
-    if (Date.now() >= deadline - DEADLINE_SLACK_MS) expired.abort(deadlineError());
+    if (Date.now() >= deadline - DEADLINE_SLACK_MS) pastDeadline.abort(deadlineError());
     else withdrawn.abort(new CancelledError('the caller cancelled the call'));
   };
   call.once('cancelled', onCancelled);
@@ -134,7 +134,7 @@ export async function serveRender(deps, call, req, reply) {
       metrics?.observeQuarantineRefusal(req.page);
       throw quarantinedError(sentence, req);
     }
-    const result = await pool.run(task, { signal: expired.signal, withdraw: withdrawn.signal, deadline: arrivedAt + hardTimeoutMs });
+    const result = await pool.run(task, { signal: pastDeadline.signal, withdraw: withdrawn.signal, deadline });
     // How long the call spent here, the worker's part and the hand-offs on
     // this thread included: with it the edge tells time in the renderer from
     // time on the socket. Only known now, so it goes in the trailer.
