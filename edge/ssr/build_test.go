@@ -22,7 +22,7 @@ func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 	cached := PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{Props: map[string]int{"n": 1}}, nil
 	}}
-	old := newFixture(t, Options{Cache: CacheOptions{SharedAddress: store}, BuildID: "v1"})
+	old := newFixture(t, Options{SharedCacheAddress: store, BuildID: "v1"})
 	if rec := serve(old.srv.Page("product", cached), "/products/7"); rec.Code != 200 {
 		t.Fatalf("v1: got %d", rec.Code)
 	}
@@ -31,7 +31,7 @@ func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 		build      string
 		wantRender bool
 	}{{"v1", false}, {"v2", true}} {
-		f := newFixture(t, Options{Cache: CacheOptions{SharedAddress: store}, BuildID: tt.build})
+		f := newFixture(t, Options{SharedCacheAddress: store, BuildID: tt.build})
 		rec := serve(f.srv.Page("product", cached), "/products/7")
 		if rendered := f.renderer.calls.Load() > 0; rendered != tt.wantRender {
 			t.Errorf("a server of build %s: rendered %v (Cache-Status %q), want %v", tt.build, rendered, rec.Header().Get("Cache-Status"), tt.wantRender)

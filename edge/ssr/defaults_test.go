@@ -38,7 +38,6 @@ func TestDefaultsAreTheBinarys(t *testing.T) {
 	file, zero := ssr.WithDefaults(cfg.Options()), ssr.WithDefaults(ssr.Options{})
 	compare("Options", file, zero)
 	compare("Options.Timeouts", file.Timeouts, zero.Timeouts)
-	compare("Options.Cache", file.Cache, zero.Cache)
 
 	public := cfg.PublicServer()
 	serve := ssr.ServeWithDefaults(cfg.ServeOptions(), public)

@@ -57,8 +57,19 @@ type Options struct {
 	// Content-Encoding itself, a HEAD request, a status without a body, and responses that
 	// are not HTML are left as they are. Off by default: it is the shop's response.
 	CompressHTML bool
-	// Cache sizes the HTML cache and turns on its shared second level.
-	Cache CacheOptions
+	// CacheMaxBytes bounds the HTML cache by the memory its documents hold; a document above
+	// a 16th of it (every encoding counted) is not stored. If zero, 256 MiB.
+	CacheMaxBytes int
+	// SharedCacheAddress turns on the cache's second level, shared by every replica of the
+	// server: a Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. A page
+	// one replica rendered is then a hit on the others, a cold page is rendered once across
+	// them, and purges reach them all. Each call to it waits 25ms at most; past that the
+	// server goes on without it. If empty, each replica has only its own cache.
+	SharedCacheAddress string
+	// SharedCacheKey, if not empty, authenticates every value in that store (HMAC-SHA256): a
+	// value something else wrote there is a miss. At least 32 bytes, the same on every
+	// replica.
+	SharedCacheKey []byte
 	// BuildID identifies this server's own code (its loaders): a stored page records it, and
 	// a page stored by a server of another BuildID (an older deploy, sharing the cache's
 	// store) is not served. If empty, a hash of the running executable, which changes with
@@ -114,23 +125,6 @@ func (t Timeouts) over(site Timeouts) Timeouts {
 	return t
 }
 
-// CacheOptions size the HTML cache and turn on its second level, shared by every replica.
-type CacheOptions struct {
-	// MaxBytes bounds the cache by the memory its documents hold; a document above a 16th of
-	// it (every encoding counted) is not stored. If zero, 256 MiB.
-	MaxBytes int
-	// SharedAddress turns on the cache's second level, shared by every replica of the
-	// server: a Redis or Valkey at redis://host:port/db, rediss://…, or unix:///path. A page
-	// one replica rendered is then a hit on the others, a cold page is rendered once across
-	// them, and purges reach them all. Each call to it waits 25ms at most; past that the
-	// server goes on without it. If empty, each replica has only its own cache.
-	SharedAddress string
-	// SharedKey, if not empty, authenticates every value in that store (HMAC-SHA256): a
-	// value something else wrote there is a miss. At least 32 bytes, the same on every
-	// replica.
-	SharedKey []byte
-}
-
 // The defaults of zero Options, in one place: the docs above say them, and a test holds
 // the two equal.
 const (
@@ -161,7 +155,7 @@ const (
 	// sharedTimeout bounds each call to the shared cache's store: a store slower than a
 	// render is no cache.
 	sharedTimeout = 25 * time.Millisecond
-	// entryShare: a document above CacheOptions.MaxBytes / entryShare is not stored, so
+	// entryShare: a document above Options.CacheMaxBytes / entryShare is not stored, so
 	// that one page cannot evict a cache's worth of others.
 	entryShare = 16
 )
@@ -181,7 +175,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
 	orDefault(&o.NotFoundPage, defaultNotFoundPage)
 	orDefault(&o.Lang, defaultLang)
-	orDefault(&o.Cache.MaxBytes, defaultCacheMaxBytes)
+	orDefault(&o.CacheMaxBytes, defaultCacheMaxBytes)
 	return o
 }
 

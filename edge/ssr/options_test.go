@@ -48,7 +48,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 	o := Options{}.withDefaults()
 	defaults := map[string]any{}
 	for name, v := range map[string]reflect.Value{
-		"Options": reflect.ValueOf(o), "Timeouts": reflect.ValueOf(o.Timeouts), "CacheOptions": reflect.ValueOf(o.Cache),
+		"Options": reflect.ValueOf(o), "Timeouts": reflect.ValueOf(o.Timeouts),
 	} {
 		for i := range v.NumField() {
 			defaults[name+"."+v.Type().Field(i).Name] = v.Field(i).Interface()
@@ -60,7 +60,7 @@ func TestOptionsDocsMatchDefaults(t *testing.T) {
 	defaults["ServeOptions.ShutdownTimeout"] = defaultShutdownTimeout
 	defaults["ServeOptions.TrustedProxies"] = []netip.Prefix(nil)
 	defaults["ServeOptions.ShutdownDelay"] = time.Duration(0)
-	docs := fieldDocs(t, "options.go", "Options", "Timeouts", "CacheOptions")
+	docs := fieldDocs(t, "options.go", "Options", "Timeouts")
 	for field, doc := range fieldDocs(t, "serve.go", "ServeOptions") {
 		docs[field] = doc
 	}
@@ -162,9 +162,9 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 		want []string
 	}{
 		{"page size", Options{MaxPageBytes: -1}, []string{"ssr: Options.MaxPageBytes must not be negative, got -1"}},
-		{"cache size", Options{Cache: CacheOptions{MaxBytes: -1}}, []string{"ssr: Options.Cache.MaxBytes must not be negative, got -1"}},
+		{"cache size", Options{CacheMaxBytes: -1}, []string{"ssr: Options.CacheMaxBytes must not be negative, got -1"}},
 		{"render above hard", Options{Timeouts: Timeouts{Render: 3 * time.Second}}, []string{"ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 2s"}},
-		{"short key", Options{Cache: CacheOptions{SharedKey: []byte("short")}}, []string{"ssr: Options.Cache.SharedKey must be at least 32 bytes, got 5"}},
+		{"short key", Options{SharedCacheKey: []byte("short")}, []string{"ssr: Options.SharedCacheKey must be at least 32 bytes, got 5"}},
 		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must not be negative, got -2"}},
 		{"two at once", Options{MaxPageBytes: -1, Timeouts: Timeouts{Stream: -time.Millisecond}}, []string{
 			"ssr: Options.MaxPageBytes must not be negative, got -1", "ssr: Options.Timeouts.Stream must not be negative, got -1ms",

@@ -104,10 +104,9 @@ func New(o Options) (*Server, error) {
 		return nil, fmt.Errorf("ssr: renderer %q: %w", o.RendererAddress, err)
 	}
 	s := &Server{o: o, gatherer: gatherer, log: log, renderer: renderer, metrics: metrics}
-	c := o.Cache
-	if c.SharedAddress != "" {
+	if o.SharedCacheAddress != "" {
 		if s.shared, err = sharedcache.New(sharedcache.Options{
-			Address: c.SharedAddress, Timeout: sharedTimeout, LockTTL: o.Timeouts.Hard, HMACKey: c.SharedKey, Log: log,
+			Address: o.SharedCacheAddress, Timeout: sharedTimeout, LockTTL: o.Timeouts.Hard, HMACKey: o.SharedCacheKey, Log: log,
 		}); err != nil {
 			renderer.Close()
 			return nil, fmt.Errorf("ssr: shared cache: %w", err)
@@ -115,7 +114,7 @@ func New(o Options) (*Server, error) {
 		reg.MustRegister(s.shared) // refused and forgotten purges, dropped local tiers
 	}
 	so := server.Options{
-		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(c.MaxBytes, c.MaxBytes/entryShare, metrics),
+		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(o.CacheMaxBytes, o.CacheMaxBytes/entryShare, metrics),
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: o.Timeouts.server(), NotFoundPage: o.NotFoundPage,
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter, IgnoreQuery: ignoredQuery,

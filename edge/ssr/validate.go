@@ -14,7 +14,7 @@ import (
 // An OptionError is one broken rule of one option: New's, Page's and ListenAndServe's
 // errors join one per rule.
 type OptionError struct {
-	// Field is the option's path: "Options.Cache.MaxEntryBytes",
+	// Field is the option's path: "Options.CacheMaxBytes",
 	// "PageOptions.Timeouts.Stream", "ServeOptions.AdminAddr", "http.Server.Addr" (the public
 	// server's, given to ListenAndServe).
 	Field string
@@ -62,7 +62,7 @@ func (o Options) Validate() error {
 	var rs rules
 	for field, n := range map[string]int{
 		"Options.MaxPageBytes":       o.MaxPageBytes,
-		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.Cache.MaxBytes": o.Cache.MaxBytes,
+		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.CacheMaxBytes": o.CacheMaxBytes,
 	} {
 		if n < 0 {
 			rs.broken(field, "must not be negative, got %d", n)
@@ -80,8 +80,8 @@ func (o Options) Validate() error {
 		rs.broken("Options.Timeouts.Render", "%s is above %s %s: a request must not wait longer than its render may last",
 			o.Timeouts.Render, fieldName("Options.Timeouts.Hard"), o.Timeouts.Hard)
 	}
-	if n := len(o.Cache.SharedKey); n > 0 && n < 32 {
-		rs.broken("Options.Cache.SharedKey", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
+	if n := len(o.SharedCacheKey); n > 0 && n < 32 {
+		rs.broken("Options.SharedCacheKey", "must be at least 32 bytes, got %d (the key itself is not shown)", n)
 	}
 	return rs.err()
 }

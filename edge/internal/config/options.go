@@ -35,11 +35,9 @@ func (c *Config) Options() ssr.Options {
 		Head:               template.HTML(e.Head), // the file is the operator's: trusted, as Go code is
 		EarlyHints:         e.EarlyHints,
 		AdminToken:         e.AdminToken,
-		Cache: ssr.CacheOptions{
-			MaxBytes:      e.CacheMaxMB << 20,
-			SharedAddress: e.SharedCacheAddress,
-			SharedKey:     orNil([]byte(e.SharedCacheKey)),
-		},
+		CacheMaxBytes:      e.CacheMaxMB << 20,
+		SharedCacheAddress: e.SharedCacheAddress,
+		SharedCacheKey:     orNil([]byte(e.SharedCacheKey)),
 	}
 }
 
@@ -157,9 +155,9 @@ var optionKeys = map[string]string{
 	"Options.Lang":                           "edge.lang",
 	"Options.Head":                           "edge.head",
 	"Options.EarlyHints":                     "edge.early_hints",
-	"Options.Cache.MaxBytes":                 "edge.cache_max_mb",
-	"Options.Cache.SharedAddress":            "edge.shared_cache_address",
-	"Options.Cache.SharedKey":                "edge.shared_cache_key",
+	"Options.CacheMaxBytes":                  "edge.cache_max_mb",
+	"Options.SharedCacheAddress":             "edge.shared_cache_address",
+	"Options.SharedCacheKey":                 "edge.shared_cache_key",
 	"ServeOptions.AdminAddr":                 "edge.admin_listen",
 	"Options.AdminToken":                     "edge.admin_token",
 	"ServeOptions.MaxConnections":            "edge.max_connections",

@@ -47,7 +47,7 @@ var notFromFile = map[string]string{
 	"PageOptions.Load":       "a Go function: the binary's pages load in the renderer",
 }
 
-// snapshot is every option c sets, by path ("Options.Cache.MaxBytes", "http.Server.Addr",
+// snapshot is every option c sets, by path ("Options.CacheMaxBytes", "http.Server.Addr",
 // "PageOptions.Stream" for its first route), with the first route's pattern and name.
 func snapshot(c *Config) map[string]any {
 	out := map[string]any{}

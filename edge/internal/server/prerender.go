@@ -127,7 +127,7 @@ func (p *page) preludeEntry(e *htmlcache.Entry, req *ssrv1.RenderRequest, fl *fl
 	doc, slots := p.shell.AppendOpenTemplate(nil, page)
 	if !p.cache.Fits(len(doc)) {
 		p.log.Warn("prelude too large to cache: requests for it render whole, side by side (hit-for-miss)",
-			"for", p.passTTL, "page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "a 16th of the cache (edge.cache_max_mb, ssr.CacheOptions.MaxBytes)")
+			"for", p.passTTL, "page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "a 16th of the cache (edge.cache_max_mb, ssr.Options.CacheMaxBytes)")
 		return false
 	}
 	e.Bodies = map[string][]byte{"": doc}

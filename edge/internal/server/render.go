@@ -218,7 +218,7 @@ func (p *page) entryFor(key string, req *ssrv1.RenderRequest, fl *flight) *htmlc
 	// Checked before compressing: a document that cannot be stored is not worth encoding.
 	if !p.cache.Fits(len(doc)) {
 		p.log.Warn("page too large to cache: requests for it render side by side (hit-for-miss)",
-			"for", p.passTTL, "page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "a 16th of the cache (edge.cache_max_mb, ssr.CacheOptions.MaxBytes)")
+			"for", p.passTTL, "page", req.Page, "url", req.Url, "bytes", len(doc), "limit", "a 16th of the cache (edge.cache_max_mb, ssr.Options.CacheMaxBytes)")
 		return nil
 	}
 	if e.NonceAt != nil {
