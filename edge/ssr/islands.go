@@ -49,7 +49,7 @@ func (s *Server) Island(name string, o IslandOptions) {
 		s.refuse(err)
 		return
 	}
-	s.site.Island(name, server.IslandPolicy{TTL: o.TTL, Tags: o.Tags})
+	s.site.Island(name, server.IslandPolicy(o))
 }
 
 // TypedIsland declares island name as Server.Island does, with props of the Go type P:

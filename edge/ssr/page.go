@@ -194,12 +194,11 @@ func (s *Server) Page(name string, o PageOptions) http.Handler {
 			http.Error(w, "500 the page's options were refused at start (see the log)", http.StatusInternalServerError)
 		})
 	}
+	// The public option types are the server's, documented for the shop: a conversion, which
+	// the compiler refuses the day their fields differ, not a copy.
 	r := server.Route{
-		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: o.Timeouts.over(s.o.Timeouts).server(), Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil,
-		Cache: server.CachePolicy{
-			TTL: o.Cache.TTL, StaleWhileRevalidate: o.Cache.StaleWhileRevalidate, StaleIfError: o.Cache.StaleIfError,
-			Query: o.Cache.Query, PersonalizeCookies: o.Cache.PersonalizeCookies,
-		},
+		Pattern: cmp.Or(o.Route, name), Page: name, Timeouts: server.Timeouts(o.Timeouts.over(s.o.Timeouts)),
+		Variants: o.Variants, Stream: o.Stream || o.PerRequest != nil, Cache: server.CachePolicy(o.Cache),
 	}
 	po := server.PageOptions{UsedBy: fmt.Sprintf("Page(%q)", name), PerRequest: requestJSON(o.PerRequest)}
 	if o.Route != "" {

@@ -135,8 +135,3 @@ func (p PageOptions) Validate(site Options) error {
 	}
 	return rs.err()
 }
-
-// server is t as the server's rooms take it.
-func (t Timeouts) server() server.Timeouts {
-	return server.Timeouts{Render: t.Render, Hard: t.Hard, Stream: t.Stream}
-}

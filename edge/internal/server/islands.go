@@ -26,7 +26,8 @@ type IslandRenderer interface {
 }
 
 // IslandPolicy is how an island's HTML is kept: per island, its props and the code that
-// rendered it. A zero TTL renders it for every page that shows it.
+// rendered it. A zero TTL renders it for every page that shows it. The public package's
+// ssr.IslandOptions, converted (their fields are the same, which the compiler holds).
 type IslandPolicy struct {
 	TTL  time.Duration
 	Tags []string
