@@ -89,7 +89,8 @@ type Options struct {
 	// prometheus.Gatherer (a *prometheus.Registry); with any other, /metrics answers 404 and
 	// the shop serves its registry itself. Register one Server per Registerer.
 	Registerer prometheus.Registerer
-	// Logger receives fallbacks, refused sockets and bugs. If nil, slog.Default().
+	// Logger receives fallbacks, refused sockets and options, and bugs. If nil,
+	// slog.Default().
 	Logger *slog.Logger
 }
 
