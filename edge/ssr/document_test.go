@@ -14,8 +14,8 @@ import (
 )
 
 // TestDocumentFromGo: the Go server sets the document's lang, adds head tags (the server's,
-// then those its loader decided) and gives every script element each response's own CSP nonce: rendered,
-// stored and served again, or the client-side-render fallback.
+// then those its loader decided) and gives every script element each response's own CSP
+// nonce: rendered, stored and served again, or the client-side-render fallback.
 func TestDocumentFromGo(t *testing.T) {
 	const noindex = `<meta name="robots" content="noindex">`
 	var n atomic.Int64

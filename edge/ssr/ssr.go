@@ -153,8 +153,9 @@ var executableHash = sync.OnceValue(func() string {
 // page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
 // pages so far) that the renderer's bundle lacks, every page that streams while the bundle
 // cannot, and every Page and Island call whose options were refused. Call it after
-// mounting the pages, before serving, so a typo stops the start (the Admin handler's /readyz says the same without waiting; a readiness probe of
-// the shop's own calls Check with the probe's context):
+// mounting the pages, before serving, so a typo stops the start. The Admin handler's
+// /readyz says the same without waiting; a readiness probe of the shop's own calls Check
+// with the probe's context.
 //
 //	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 //	defer cancel()
@@ -172,7 +173,7 @@ func (s *Server) Check(ctx context.Context) error {
 // refuse records a Page or Island call whose options are invalid, and logs it: a
 // programming error, which Check and readiness report until the program is mended.
 func (s *Server) refuse(err error) {
-	s.log.Error("refused", "err", err)
+	s.log.Error("options refused: the handler answers 500 until the program is mended", "err", err)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mistakes = append(s.mistakes, err)

@@ -3,7 +3,8 @@ package server
 import "time"
 
 // Timeouts are a page's three deadlines, each counted from the request's arrival: the
-// public package's ssr.Timeouts, converted (their fields are the same, which the compiler holds).
+// public package's ssr.Timeouts, converted (their fields are the same, which the compiler
+// holds).
 type Timeouts struct {
 	// Render is how long a request waits for its page (loader and render) before it gets
 	// the stale copy or the client-side-render document.
@@ -16,8 +17,9 @@ type Timeouts struct {
 	Stream time.Duration
 }
 
-// CachePolicy is a page's cache policy (RFC 5861 windows); a zero TTL: not cached. The public
-// package's ssr.CachePolicy, converted (their fields are the same, which the compiler holds).
+// CachePolicy is a page's cache policy (RFC 5861 windows); a zero TTL: not cached. The
+// public package's ssr.CachePolicy, converted (their fields are the same, which the
+// compiler holds).
 type CachePolicy struct {
 	TTL, StaleWhileRevalidate, StaleIfError time.Duration
 	// Query lists the query parameters the page reads; nil: every one not ignored.
