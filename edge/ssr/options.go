@@ -142,9 +142,6 @@ var defaultTimeouts = Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Se
 
 // What the Server decides alone, for every shop: no option sets these.
 const (
-	// crawlerUserAgent matches the User-Agent of a crawler or a link preview, which gets a
-	// streaming page's complete document: it would not run the script that fills the rest.
-	crawlerUserAgent = "(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview"
 	// notFoundTTL is the freshness of the one stored not-found page.
 	notFoundTTL = 10 * time.Second
 	// passTTL is how long requests render side by side after a render that may not be
@@ -160,10 +157,6 @@ const (
 	// that one page cannot evict a cache's worth of others.
 	entryShare = 16
 )
-
-// ignoredQuery are the query parameters an uncached page without CachePolicy.Query does
-// not see: tracking, which no page reads.
-var ignoredQuery = []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
 
 // withDefaults is o with each zero field that has a default set to it.
 func (o Options) withDefaults() Options {

@@ -27,7 +27,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"regexp"
 	"sync"
 	"sync/atomic"
 
@@ -117,9 +116,8 @@ func New(o Options) (*Server, error) {
 		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(o.CacheMaxBytes, o.CacheMaxBytes/entryShare, metrics),
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts), NotFoundPage: o.NotFoundPage,
-		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter, IgnoreQuery: ignoredQuery,
+		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter,
 		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
-		Crawler: crawlers,
 	}
 	if s.site, err = server.NewSite(so); err != nil {
 		s.Close()
@@ -127,9 +125,6 @@ func New(o Options) (*Server, error) {
 	}
 	return s, nil
 }
-
-// crawlers matches crawlerUserAgent.
-var crawlers = regexp.MustCompile(crawlerUserAgent)
 
 // executableHash is a short hash of the running program, or "" when it cannot be read.
 var executableHash = sync.OnceValue(func() string {

@@ -360,7 +360,7 @@ func TestShedding(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	rule := func(query []string, variants ...string) keyRule {
-		return newKeyRule(Route{Pattern: "GET /p/", Variants: variants, Cache: CachePolicy{Query: query}}, []string{"utm_*", "fbclid"})
+		return newKeyRule(Route{Pattern: "GET /p/", Variants: variants, Cache: CachePolicy{Query: query}})
 	}
 	tests := []struct {
 		name    string

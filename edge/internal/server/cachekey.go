@@ -14,13 +14,16 @@ import (
 // they would send the same render request.
 type keyRule struct {
 	route    string   // the ServeMux pattern: with a host in it, one path can mean two pages
-	query    []string // nil: every parameter not ignored
-	ignore   []string // names; a trailing * matches a prefix
+	query    []string // nil: every parameter but trackingQuery
 	variants []string // "header:Name" or "cookie:name", sorted
 }
 
-func newKeyRule(r Route, ignore []string) keyRule {
-	return keyRule{route: r.Pattern, query: r.Cache.Query, ignore: ignore, variants: slices.Sorted(slices.Values(r.Variants))}
+// trackingQuery are the query parameters a page without a Query list does not see (a
+// trailing * matches a prefix): tracking, which no page reads.
+var trackingQuery = []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"}
+
+func newKeyRule(r Route) keyRule {
+	return keyRule{route: r.Pattern, query: r.Cache.Query, variants: slices.Sorted(slices.Values(r.Variants))}
 }
 
 // renderURL is the normalized path and query.
@@ -61,7 +64,7 @@ func (k keyRule) keeps(name string) bool {
 	if k.query != nil {
 		return slices.Contains(k.query, name)
 	}
-	for _, pattern := range k.ignore {
+	for _, pattern := range trackingQuery {
 		if prefix, ok := strings.CutSuffix(pattern, "*"); ok && strings.HasPrefix(name, prefix) || name == pattern {
 			return false
 		}

@@ -16,7 +16,7 @@ import (
 // list, variants, the catch-all) and answers each request with its cache key and the render
 // request it would send, instead of rendering.
 func keyMux() http.Handler {
-	o := &Options{IgnoreQuery: []string{"utm_*", "fbclid"}}
+	o := &Options{}
 	routes := []Route{
 		{Pattern: "GET /items/{id}", Page: "item", Variants: []string{"cookie:currency", "header:Accept-Language"}},
 		{Pattern: "GET /items/{id}/reviews", Page: "reviews"},

@@ -65,9 +65,6 @@ type deps struct {
 	names *pageNames
 	// build identifies the code that renders: the Go server's and the renderer bundle's.
 	build *builds
-	// crawler matches the User-Agent of crawlers, which get a streaming page's complete
-	// document; nil: none.
-	crawler *regexp.Regexp
 	// unknownBuilds are the client builds renders named that the document could not link,
 	// each logged once (clientBuild).
 	unknownBuilds *sync.Map
@@ -119,7 +116,7 @@ var wildcard = regexp.MustCompile(`\{([^}:.$]+)(?::[^}]*)?(?:\.\.\.)?\}`)
 func newPage(r Route, o *Options, d deps) *page {
 	p := &page{
 		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
-		keys: newKeyRule(r, o.IgnoreQuery), personal: r.Cache.PersonalizeCookies,
+		keys: newKeyRule(r), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
 		notFoundPage: o.NotFoundPage, stream: r.Stream, lang: o.Lang, head: o.Head,
 		unflushedSaid: new(atomic.Bool),

@@ -45,9 +45,7 @@ func defaultSite() testSite {
 		Options: Options{
 			Timeouts:     Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second},
 			NotFoundPage: "not-found", NotFoundTTL: 10 * time.Second, PassTTL: 10 * time.Second, TTLJitter: 0.1,
-			IgnoreQuery:        []string{"utm_*", "fbclid", "gclid", "msclkid", "mc_cid", "mc_eid"},
 			MaxRendersInFlight: 64, EarlyHints: true,
-			Crawler: regexp.MustCompile(`(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview`),
 		},
 		Routes: []Route{
 			{Pattern: "GET /{$}", Page: "home", Cache: CachePolicy{Query: []string{"page"}}},

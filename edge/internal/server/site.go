@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -63,8 +62,6 @@ type Options struct {
 	PassTTL time.Duration
 	// TTLJitter shortens each stored TTL by up to this fraction, at random.
 	TTLJitter float64
-	// IgnoreQuery are the query parameters no page reads (a trailing * matches a prefix).
-	IgnoreQuery []string
 	// MaxRendersInFlight caps the renders that take CPU at once (see slot).
 	MaxRendersInFlight int
 	// EarlyHints: a 103 with the build's Link header before waiting for a render.
@@ -72,9 +69,6 @@ type Options struct {
 	// CompressHTML: the HTML the shop's own handlers write behind Wrap is compressed
 	// (islandwriter.go).
 	CompressHTML bool
-	// Crawler matches the User-Agent of crawlers, which get a streaming page's complete
-	// document; nil: none.
-	Crawler *regexp.Regexp
 }
 
 // Site is the edge's pages over one renderer, HTML cache and client build. The edge binary
@@ -102,7 +96,7 @@ func NewSite(o Options) (*Site, error) {
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
 		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
-		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer, crawler: o.Crawler,
+		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
 		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
 	}
 	if o.ErrorPage != "" {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -253,8 +254,10 @@ func (s *streamWriter) Close() {
 	}
 }
 
+// crawlers matches the User-Agent of a crawler or a link preview, which would not run the
+// script that fills in what a stream left pending.
+var crawlers = regexp.MustCompile(`(?i)bot|crawl|spider|slurp|facebookexternalhit|embedly|preview`)
+
 // isCrawler reports whether r comes from a crawler, which gets a streaming page's complete
 // document only.
-func (p *page) isCrawler(r *http.Request) bool {
-	return p.crawler != nil && p.crawler.MatchString(r.UserAgent())
-}
+func (p *page) isCrawler(r *http.Request) bool { return crawlers.MatchString(r.UserAgent()) }
