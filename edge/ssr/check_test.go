@@ -12,7 +12,7 @@ import (
 // TestUnknownPageName: a page name the renderer's bundle lacks is found at start, by Check
 // and in the log, and its requests never answer 200.
 func TestUnknownPageName(t *testing.T) {
-	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"home", "product", "not-found"}})
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"home", "product", "not-found"}, notFoundPage: "not-found"})
 	mux := http.NewServeMux()
 	mux.Handle("GET /products/{id}", f.srv.Page("product", PageOptions{}))
 	mux.Handle("GET /typo", f.srv.Page("prodcut", PageOptions{}))
@@ -55,7 +55,7 @@ func TestUnknownPageNeverAnswers200(t *testing.T) {
 }
 
 func TestCheckWithAllPagesKnown(t *testing.T) {
-	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}, notFoundPage: "not-found"})
 	f.srv.Page("product", PageOptions{})
 	f.srv.NotFound()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -131,4 +131,47 @@ func readyz(f *fixture) (int, string) {
 	rec := httptest.NewRecorder()
 	f.srv.Admin().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	return rec.Code, rec.Body.String()
+}
+
+// TestNotFoundPageIsTheBundles: the not-found page is the one the bundle's notFoundPage
+// export names, for NotFound and for a loader's NotFound; a bundle that names none is found
+// at start, and its 404s leave the page to the browser's own notFoundPage, with no render.
+func TestNotFoundPageIsTheBundles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	gone := func(*http.Request) (Result, error) { return Result{NotFound: true}, nil }
+
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "gone"}, notFoundPage: "gone"})
+	mux := http.NewServeMux()
+	mux.Handle("GET /products/{id}", f.srv.Page("product", PageOptions{Load: gone}))
+	mux.Handle("GET /", f.srv.NotFound())
+	if err := f.srv.Check(ctx); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	for _, target := range []string{"/nothing/here", "/products/7"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+		if rec.Code != http.StatusNotFound || !strings.Contains(rec.Body.String(), "gone: {}") {
+			t.Errorf("%s: got %d %q, want 404 with the bundle's notFoundPage rendered", target, rec.Code, rec.Body.String())
+		}
+	}
+
+	f = newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	mux = http.NewServeMux()
+	mux.Handle("GET /", f.srv.NotFound())
+	err := f.srv.Check(ctx)
+	if err == nil || !strings.Contains(err.Error(), "exports no notFoundPage") || !strings.Contains(err.Error(), "the not-found page") {
+		t.Fatalf("Check with a bundle naming no not-found page: got %v", err)
+	}
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/nothing/here", nil))
+	if rec.Code != http.StatusNotFound || rec.Header().Get("X-SSR-Fallback") != "unknown-page" || !strings.Contains(rec.Body.String(), `"page":""`) {
+		t.Errorf("got %d %v %q, want 404 with a document naming no page, for the app's client", rec.Code, rec.Header(), rec.Body.String())
+	}
+	if n := f.renderer.calls.Load(); n != 0 {
+		t.Errorf("%d render calls for a page the bundle does not name, want none", n)
+	}
+	if !strings.Contains(f.logs.String(), "exports no notFoundPage") {
+		t.Errorf("not logged:\n%s", f.logs.String())
+	}
 }

@@ -27,7 +27,9 @@ func TestLoaderDecisionSurvivesTheFallback(t *testing.T) {
 	for _, tt := range tests {
 		for _, failure := range []string{"down", "late"} {
 			t.Run(tt.name+"/renderer "+failure, func(t *testing.T) {
-				f := newFixtureOn(t, Options{}, &fakeRenderer{delay: 5 * time.Second})
+				fake := productBundle()
+				fake.delay = 5 * time.Second
+				f := newFixtureOn(t, Options{}, fake)
 				if failure == "down" {
 					f.renderer.down.Store(true)
 				}

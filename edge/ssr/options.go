@@ -28,8 +28,6 @@ type Options struct {
 	// tell that wait from rendering). Past it a request gets its fallback at once, before
 	// its Loader runs. If zero, 64.
 	MaxRendersInFlight int
-	// NotFoundPage is the app's page for paths nothing serves (404). If empty, "not-found".
-	NotFoundPage string
 	// ErrorPage is the app's page for a Loader's failure: the response has the status the
 	// loader chose (see LoadError) and a document whose page is ErrorPage with props
 	// {"status": N}, which the browser renders. If empty, the failing page's document
@@ -133,7 +131,6 @@ const (
 	defaultAssetsDir          = "app/dist/client"
 	defaultMaxPageBytes       = 16 << 20
 	defaultMaxRendersInFlight = 64
-	defaultNotFoundPage       = "not-found"
 	defaultLang               = "en"
 	defaultCacheMaxBytes      = 256 << 20
 )
@@ -167,7 +164,6 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.Timeouts.Stream, defaultTimeouts.Stream)
 	orDefault(&o.MaxPageBytes, defaultMaxPageBytes)
 	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
-	orDefault(&o.NotFoundPage, defaultNotFoundPage)
 	orDefault(&o.Lang, defaultLang)
 	orDefault(&o.CacheMaxBytes, defaultCacheMaxBytes)
 	return o

@@ -25,7 +25,7 @@ func TestRenderWithAStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixtureOn(t, Options{}, productBundle())
 			f.renderer.down.Store(tt.down)
 			var err error
 			rec := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -46,13 +46,16 @@ type fakeRenderer struct {
 	cannotStream, cannotPrerender bool
 	// maxRequest is the largest request ListPages says the renderer accepts.
 	maxRequest int
+	// notFoundPage is the page ListPages says the bundle's notFoundPage export names.
+	notFoundPage string
 }
 
 func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssrv1.ListPagesResponse, error) {
 	if f.pages == nil {
 		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
 	}
-	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender, MaxRequestBytes: uint64(f.maxRequest)}
+	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender, MaxRequestBytes: uint64(f.maxRequest),
+		NotFoundPage: f.notFoundPage}
 	if b := f.bundle.Load(); b != nil {
 		resp.BundleId = *b
 	}
@@ -120,7 +123,19 @@ func newFixtureOn(t *testing.T, o Options, fake *fakeRenderer) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
+	if fake.pages != nil {
+		// What the bundle names (its not-found page) is learned before the first request.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Check(ctx)
+	}
 	return &fixture{srv: srv, renderer: fake, logs: logs}
+}
+
+// productBundle is a fake renderer whose bundle has the pages product and not-found, its
+// notFoundPage.
+func productBundle() *fakeRenderer {
+	return &fakeRenderer{pages: []string{"product", "not-found"}, notFoundPage: "not-found"}
 }
 
 func serve(h http.Handler, target string, header ...string) *httptest.ResponseRecorder {
@@ -332,7 +347,7 @@ func TestResultShapesTheResponse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixtureOn(t, Options{}, productBundle())
 			h := f.srv.Page("product", PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) { return tt.result, nil }})
 			rec := serve(h, "/products/1")
 			if rec.Code != tt.wantCode || (tt.wantHeader[0] != "" && rec.Header().Get(tt.wantHeader[0]) != tt.wantHeader[1]) || !strings.Contains(rec.Body.String(), tt.wantBody) {
@@ -550,7 +565,7 @@ func TestAdminMetrics(t *testing.T) {
 // follows draining and the bundle's page names, metrics, and purges only for the token's
 // bearers.
 func TestAdmin(t *testing.T) {
-	f := newFixtureOn(t, Options{AdminToken: "t0ken"}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f := newFixtureOn(t, Options{AdminToken: "t0ken"}, &fakeRenderer{pages: []string{"product", "not-found"}, notFoundPage: "not-found"})
 	f.srv.Page("product", PageOptions{})
 	f.srv.NotFound()
 	admin := f.srv.Admin()
@@ -588,7 +603,7 @@ func TestAdmin(t *testing.T) {
 
 // TestDrain: once Drain is called, readiness is false for good.
 func TestDrain(t *testing.T) {
-	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}})
+	f := newFixtureOn(t, Options{}, &fakeRenderer{pages: []string{"product", "not-found"}, notFoundPage: "not-found"})
 	f.srv.Page("product", PageOptions{})
 	admin := f.srv.Admin()
 	ready := func() int {

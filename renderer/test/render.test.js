@@ -84,7 +84,7 @@ test('renders pages over gRPC', async (t) => {
   });
 });
 
-test('ListPages names the pages of the loaded bundle, and the largest request it takes', async (t) => {
+test('ListPages names the pages of the loaded bundle, its not-found page, and the largest request it takes', async (t) => {
   const { client } = await startRenderer(t, { max_request_mb: 5 });
   const reply = await new Promise((resolve, reject) => {
     /** @type {any} */ (client).ListPages({}, (/** @type {Error | null} */ error, /** @type {any} */ value) => (error ? reject(error) : resolve(value)));
@@ -94,4 +94,5 @@ test('ListPages names the pages of the loaded bundle, and the largest request it
   assert.match(/** @type {{bundleId: string}} */ (reply).bundleId, /^[0-9a-f]{12}$/);
   assert.equal(/** @type {{canStream: boolean}} */ (reply).canStream, true, 'the bundle exports renderToPipeableStream');
   assert.equal(/** @type {{maxRequestBytes: number}} */ (reply).maxRequestBytes, 5 * 1024 * 1024, 'max_request_mb, which the edge bounds a Go loader\'s props by');
+  assert.equal(/** @type {{notFoundPage: string}} */ (reply).notFoundPage, 'not-found', 'the notFoundPage export, which the edge renders for 404s');
 });

@@ -40,8 +40,7 @@ type Edge struct {
 	// HardTimeout is the gRPC deadline of a render; past it the renderer aborts the render.
 	HardTimeout time.Duration `yaml:"hard_timeout"`
 	// MaxPageMB bounds a render response; a larger page falls back instead of failing.
-	MaxPageMB    int    `yaml:"max_page_mb"`
-	NotFoundPage string `yaml:"not_found_page"`
+	MaxPageMB int `yaml:"max_page_mb"`
 	// Lang is every document's lang; Head trusted markup in every document's head (a
 	// favicon, a font), before the page's own head tags.
 	Lang string `yaml:"lang"`

@@ -35,8 +35,8 @@ func FuzzLoad(f *testing.F) {
 		if err := cfg.ServeOptions().Validate(); err != nil {
 			t.Fatalf("the serve options of a valid file are not: %v", err)
 		}
-		if len(cfg.Pages()) == 0 || cfg.Renderer.GRPCAddress == "" || cfg.Edge.AssetsDir == "" || cfg.Edge.NotFoundPage == "" {
-			t.Fatalf("missing: routes %d, renderer %q, assets %q, not found %q", len(cfg.Pages()), cfg.Renderer.GRPCAddress, cfg.Edge.AssetsDir, cfg.Edge.NotFoundPage)
+		if len(cfg.Pages()) == 0 || cfg.Renderer.GRPCAddress == "" || cfg.Edge.AssetsDir == "" {
+			t.Fatalf("missing: routes %d, renderer %q, assets %q", len(cfg.Pages()), cfg.Renderer.GRPCAddress, cfg.Edge.AssetsDir)
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc(NotFoundPattern, http.NotFound)

@@ -30,7 +30,6 @@ func (c *Config) Options() ssr.Options {
 		Timeouts:           ssr.Timeouts{Render: e.RenderTimeout, Hard: e.HardTimeout, Stream: e.StreamTimeout},
 		MaxPageBytes:       e.MaxPageMB << 20,
 		MaxRendersInFlight: e.MaxRendersInFlight,
-		NotFoundPage:       e.NotFoundPage,
 		Lang:               e.Lang,
 		Head:               template.HTML(e.Head), // the file is the operator's: trusted, as Go code is
 		EarlyHints:         e.EarlyHints,
@@ -151,7 +150,6 @@ var optionKeys = map[string]string{
 	"Options.Timeouts.Stream":                "edge.stream_timeout",
 	"Options.MaxPageBytes":                   "edge.max_page_mb",
 	"Options.MaxRendersInFlight":             "edge.max_renders_in_flight",
-	"Options.NotFoundPage":                   "edge.not_found_page",
 	"Options.Lang":                           "edge.lang",
 	"Options.Head":                           "edge.head",
 	"Options.EarlyHints":                     "edge.early_hints",

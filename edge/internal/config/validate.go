@@ -52,7 +52,7 @@ func validate(c *Config) error {
 		}
 	}
 	for key, s := range map[string]string{
-		"edge.assets_dir": e.AssetsDir, "edge.not_found_page": e.NotFoundPage, "renderer.grpc_address": c.Renderer.GRPCAddress,
+		"edge.assets_dir": e.AssetsDir, "renderer.grpc_address": c.Renderer.GRPCAddress,
 	} {
 		if s == "" {
 			bad(key, "must be set")

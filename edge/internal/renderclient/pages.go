@@ -29,6 +29,8 @@ type Bundle struct {
 	Islands []string
 	// MaxRequestBytes is the largest request the renderer accepts (its max_request_mb).
 	MaxRequestBytes int
+	// NotFoundPage is the page its notFoundPage export names: "" without one.
+	NotFoundPage string
 }
 
 // ListPages returns what the renderer's bundle exports. It waits until the renderer is
@@ -52,7 +54,7 @@ func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
 			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), CanPrerender: resp.GetCanPrerender(), Islands: resp.GetIslands(),
-				MaxRequestBytes: int(min(resp.GetMaxRequestBytes(), math.MaxInt32))}, nil
+				MaxRequestBytes: int(min(resp.GetMaxRequestBytes(), math.MaxInt32)), NotFoundPage: resp.GetNotFoundPage()}, nil
 		}
 		if ctx.Err() != nil {
 			return Bundle{}, ctx.Err()

@@ -57,6 +57,10 @@ const (
 // errShed reports that no render slot was free.
 var errShed = errors.New("edge: max_renders_in_flight reached")
 
+// errNoNotFoundPage reports a render of the not-found page while the renderer's bundle names
+// none: its document names no page, and the app's client renders its own notFoundPage.
+var errNoNotFoundPage = errors.New(noNotFoundPage)
+
 // The renderer's codes whose gRPC status alone would name the wrong reason.
 var (
 	codeQuarantined  = ssrv1.RenderErr_RENDER_ERR_QUARANTINED.String()
@@ -71,6 +75,8 @@ func reasonFor(err error) string {
 		return ReasonOverloaded
 	case isLoadError(err):
 		return ReasonLoadError
+	case errors.Is(err, errNoNotFoundPage):
+		return ReasonUnknownPage
 	}
 	var e *renderclient.Error
 	if !errors.As(err, &e) {
@@ -134,7 +140,7 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 		}
 	case reason == ReasonUnknownPage:
 		status = http.StatusInternalServerError
-		if p.names != nil {
+		if p.names != nil && !errors.Is(err, errNoNotFoundPage) {
 			p.names.refused(req.Page) // readiness says so, whatever the bundle was at start
 		}
 	}
@@ -156,7 +162,7 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 			return
 		}
 		if d.notFound {
-			doc.Name = p.notFoundPage
+			doc.Name = p.names.notFoundPage() // "": the app's client renders its own
 		}
 		status = cmp.Or(d.status, status)
 	}

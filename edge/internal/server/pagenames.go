@@ -38,11 +38,17 @@ type pageNames struct {
 	// absent are names a render was refused for since bundle was learned (NOT_FOUND): the
 	// renderer may have moved to another bundle since.
 	absent map[string]bool // guarded by mu
+	// notFound is the page the bundle's notFoundPage export names: "" without one, or while
+	// the bundle is not known. notFoundUsedBy says what renders it ("": nothing).
+	notFound, notFoundUsedBy string // guarded by mu
 }
 
 func newPageNames(log *slog.Logger) *pageNames {
 	return &pageNames{log: log, used: map[string]string{}, needing: map[need]map[string]string{}, reported: map[string]bool{}, absent: map[string]bool{}}
 }
+
+// noNotFoundPage says that the bundle names no not-found page.
+const noNotFoundPage = "the renderer's bundle exports no notFoundPage"
 
 // A need is what a page's route asks of the bundle besides the page: what it does, and the
 // exports that do it.
@@ -78,6 +84,38 @@ func (n *pageNames) use(page, where string, needs ...need) {
 	}
 }
 
+// useNotFound records that where renders the bundle's not-found page, whichever it names.
+func (n *pageNames) useNotFound(where string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.notFoundUsedBy = where
+	n.reportLocked()
+}
+
+// notFoundPage is the page the bundle's notFoundPage export names: "" without one, or while
+// the bundle is not known (or n is nil: a page made without a site).
+func (n *pageNames) notFoundPage() string {
+	if n == nil {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.notFound
+}
+
+// usedLocked is every page name in use, by where it is used: the not-found page's too, once
+// the bundle has named it.
+func (n *pageNames) usedLocked() map[string]string {
+	if n.notFound == "" || n.notFoundUsedBy == "" {
+		return n.used
+	}
+	used := maps.Clone(n.used)
+	if _, ok := used[n.notFound]; !ok {
+		used[n.notFound] = n.notFoundUsedBy
+	}
+	return used
+}
+
 // learn takes what the bundle exports and logs each problem it has with the names in use.
 func (n *pageNames) learn(b renderclient.Bundle) {
 	n.mu.Lock()
@@ -90,6 +128,7 @@ func (n *pageNames) learn(b renderclient.Bundle) {
 		n.bundle[islandPage(i)] = true
 	}
 	n.can = map[need]bool{streaming: b.CanStream, prerendering: b.CanPrerender}
+	n.notFound = b.NotFoundPage
 	n.reported = map[string]bool{}
 	n.absent = map[string]bool{}
 	n.reportLocked()
@@ -106,11 +145,15 @@ func (n *pageNames) reportLocked() {
 	if n.bundle == nil {
 		return
 	}
-	for page, where := range n.used {
+	for page, where := range n.usedLocked() {
 		if !n.bundle[page] && !n.reported[page] {
 			n.reported[page] = true
 			n.log.Error("the renderer's bundle has no such page: its requests answer 500", "page", page, "used_by", where)
 		}
+	}
+	if n.notFoundUsedBy != "" && n.notFound == "" && !n.reported[noNotFoundPage] {
+		n.reported[noNotFoundPage] = true
+		n.log.Error(noNotFoundPage+": the not-found page is left to the browser", "used_by", n.notFoundUsedBy)
 	}
 	for nd, pages := range n.needing {
 		for page, where := range pages {
@@ -129,7 +172,7 @@ func (n *pageNames) missing() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var absent []string
-	for page, where := range n.used {
+	for page, where := range n.usedLocked() {
 		if n.absent[page] || n.bundle != nil && !n.bundle[page] {
 			absent = append(absent, fmt.Sprintf("%q (%s)", page, where))
 		}
@@ -142,6 +185,10 @@ func (n *pageNames) missing() error {
 			err = fmt.Errorf("%w; it has %s", err, strings.Join(slices.Sorted(maps.Keys(n.bundle)), ", "))
 		}
 		errs = append(errs, err)
+	}
+	if n.bundle != nil && n.notFoundUsedBy != "" && n.notFound == "" {
+		errs = append(errs, fmt.Errorf("%s (%s): its pages file must export notFoundPage, the name of the page "+
+			"that answers 404", noNotFoundPage, n.notFoundUsedBy))
 	}
 	for _, nd := range []need{streaming, prerendering} {
 		if n.bundle == nil || n.can[nd] || len(n.needing[nd]) == 0 {

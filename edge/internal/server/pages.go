@@ -88,8 +88,7 @@ type page struct {
 	loader Loader
 	// perRequest are the request's own values of a partially prerendered page (prerender.go),
 	// by name; nil for any other page.
-	perRequest   map[string]RequestFunc
-	notFoundPage string
+	perRequest map[string]RequestFunc
 	// vary names every request header a rendered response depends on.
 	vary string
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
@@ -118,7 +117,7 @@ func newPage(r Route, o *Options, d deps) *page {
 		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
 		keys: newKeyRule(r), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
-		notFoundPage: o.NotFoundPage, stream: r.Stream, lang: o.Lang, head: o.Head,
+		stream: r.Stream, lang: o.Lang, head: o.Head,
 		unflushedSaid: new(atomic.Bool),
 	}
 	p.params = wildcards(r.Pattern)
@@ -370,6 +369,7 @@ func (p *page) bypass(r *http.Request) string {
 func (p *page) request(r *http.Request) *ssrv1.RenderRequest {
 	req := &ssrv1.RenderRequest{Page: p.name}
 	if p.unmatched {
+		req.Page = p.names.notFoundPage()
 		return req
 	}
 	req.Url = p.keys.renderURL(r.URL)

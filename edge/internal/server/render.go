@@ -54,6 +54,9 @@ func (c flightCache) Landed(key string) (*htmlcache.Entry, bool) {
 // callRenderer calls the renderer (ctx carries the hard timeout) and notes the call's duration
 // in the flight. It runs holding s, which a streamed render gives back at its shell.
 func (p *page) callRenderer(ctx context.Context, fl *flight, req *ssrv1.RenderRequest, s *slot) (*ssrv1.RenderResponse, error) {
+	if req.Page == "" {
+		return nil, errNoNotFoundPage // the not-found page, which the bundle has not named
+	}
 	p.metrics.rendersInFlight.Inc()
 	defer p.metrics.rendersInFlight.Dec()
 	ctx, span := p.callSpan(ctx, renderSpan, req.Page)
@@ -347,7 +350,7 @@ func (p *page) loadAndRender(ctx context.Context, fl *flight, lr *http.Request, 
 		withProps.PropsJson = req.PropsJson
 	}
 	if d.notFound {
-		withProps.Page = p.notFoundPage
+		withProps.Page = p.names.notFoundPage()
 	}
 	if p.isPrerender(fl) && !d.notFound {
 		withProps.Deferred = p.holes()

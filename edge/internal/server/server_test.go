@@ -43,8 +43,8 @@ type testSite struct {
 func defaultSite() testSite {
 	return testSite{
 		Options: Options{
-			Timeouts:     Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second},
-			NotFoundPage: "not-found", NotFoundTTL: 10 * time.Second, PassTTL: 10 * time.Second, TTLJitter: 0.1,
+			Timeouts:    Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second},
+			NotFoundTTL: 10 * time.Second, PassTTL: 10 * time.Second, TTLJitter: 0.1,
 			MaxRendersInFlight: 64, EarlyHints: true,
 		},
 		Routes: []Route{
@@ -62,6 +62,9 @@ func newHandler(site testSite) (http.Handler, error) {
 	s, err := NewSite(site.Options)
 	if err != nil {
 		return nil, err
+	}
+	if site.Pages == nil { // no bundle to learn it from: the demo's, as its notFoundPage names it
+		s.d.names.notFound = "not-found"
 	}
 	mux := http.NewServeMux()
 	mux.Handle(assetsPattern, s.Assets())

@@ -54,10 +54,8 @@ type Options struct {
 	AssetsDir string
 	// Timeouts are the deadlines of pages that set none.
 	Timeouts Timeouts
-	// NotFoundPage is the app's page for paths nothing serves; NotFoundTTL the freshness of
-	// 404s (zero: not stored).
-	NotFoundPage string
-	NotFoundTTL  time.Duration
+	// NotFoundTTL is the freshness of 404s (zero: not stored).
+	NotFoundTTL time.Duration
 	// PassTTL is how long requests render side by side after a render that may not be stored.
 	PassTTL time.Duration
 	// TTLJitter shortens each stored TTL by up to this fraction, at random.
@@ -205,9 +203,12 @@ func (s *Site) newPage(r Route, usedBy string) *page {
 		r.Timeouts = s.o.Timeouts
 	}
 	p := newPage(r, &s.o, s.d)
-	if r.Stream {
+	switch {
+	case r.Page == "": // the not-found page, which the bundle names
+		s.d.names.useNotFound(usedBy)
+	case r.Stream:
 		s.d.names.use(r.Page, usedBy, streaming)
-	} else {
+	default:
 		s.d.names.use(r.Page, usedBy)
 	}
 	// A purge must outlive every render that began before it: a flight may wait on another
@@ -219,11 +220,12 @@ func (s *Site) newPage(r Route, usedBy string) *page {
 // purgeSlack is how much longer than its renders may run the cache remembers a purge.
 const purgeSlack = 10 * time.Second
 
-// NotFound serves every path no route matches: the app's not-found page, status 404, one
-// cache entry for all of them. It may be served stale for an hour while the renderer is
-// down, since a not-found page rarely changes.
+// NotFound serves every path no route matches: the app's not-found page (the one its
+// bundle's notFoundPage export names), status 404, one cache entry for all of them. It may
+// be served stale for an hour while the renderer is down, since a not-found page rarely
+// changes.
 func (s *Site) NotFound() http.Handler {
-	p := s.newPage(Route{Pattern: notFoundRoute, Page: s.o.NotFoundPage, Cache: CachePolicy{
+	p := s.newPage(Route{Pattern: notFoundRoute, Cache: CachePolicy{
 		TTL: s.o.NotFoundTTL, StaleWhileRevalidate: s.o.NotFoundTTL, StaleIfError: time.Hour,
 	}}, "the not-found page")
 	p.unmatched = true

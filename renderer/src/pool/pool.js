@@ -63,7 +63,7 @@ export class RenderPool {
    * is warm); `names`: its pages, its islands' islandPage() names and ISLANDS_PAGE.
    * @type {BundleExports & {names: Set<string>}}
    */
-  #loaded = loaded({ pages: [], islands: [], canStream: false, canPrerender: false, id: '' });
+  #loaded = loaded({ pages: [], islands: [], notFoundPage: '', canStream: false, canPrerender: false, id: '' });
   /** @type {BundleExports} the bundle of the worker warmed last: a reload's, once it is done */
   #newest = this.#loaded;
   #scheduler;
@@ -284,6 +284,11 @@ export class RenderPool {
     return [...this.#loaded.islands];
   }
 
+  /** The page the bundle's `notFoundPage` export names: '' without one. */
+  notFoundPage() {
+    return this.#loaded.notFoundPage;
+  }
+
   /** Whether the bundle exports renderToPipeableStream, which pages that stream need. */
   canStream() {
     return this.#loaded.canStream;
@@ -487,7 +492,7 @@ export class RenderPool {
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
       this.#newest = {
-        pages: message.pages, islands: message.islands, canStream: message.canStream, canPrerender: message.canPrerender, id: message.bundleId,
+        pages: message.pages, islands: message.islands, notFoundPage: message.notFoundPage, canStream: message.canStream, canPrerender: message.canPrerender, id: message.bundleId,
       };
       if (this.#loaded.id === '') this.#loaded = loaded(this.#newest);
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);

@@ -175,7 +175,7 @@ function widenReceiveWindows(server) {
 /**
  * @param {RenderPool} pool
  * @param {number} maxRequestBytes the largest request this server receives (max_request_mb)
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], bundleId: string, canStream: boolean, canPrerender: boolean, maxRequestBytes: number}>}
+ * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], notFoundPage: string, bundleId: string, canStream: boolean, canPrerender: boolean, maxRequestBytes: number}>}
  */
 function listPagesHandler(pool, maxRequestBytes) {
   return (_call, callback) => {
@@ -185,7 +185,7 @@ function listPagesHandler(pool, maxRequestBytes) {
       return;
     }
     callback(null, {
-      pages, islands: pool.islands(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(), maxRequestBytes,
+      pages, islands: pool.islands(), notFoundPage: pool.notFoundPage(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(), maxRequestBytes,
     });
   };
 }

@@ -85,7 +85,7 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), canStream: typeof bundle.renderToPipeableStream === 'function',
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), notFoundPage: bundle.notFoundPage ?? '', canStream: typeof bundle.renderToPipeableStream === 'function',
   canPrerender: typeof bundle.prerenderToNodeStream === 'function' && typeof bundle.resumeToPipeableStream === 'function', bundleId,
   control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };

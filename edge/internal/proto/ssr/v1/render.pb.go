@@ -926,8 +926,12 @@ type ListPagesResponse struct {
 	// bounds the props a Go loader hands a page so that a render request carrying them fits,
 	// and says so, instead of a call the renderer refuses.
 	MaxRequestBytes uint64 `protobuf:"varint,6,opt,name=max_request_bytes,json=maxRequestBytes,proto3" json:"max_request_bytes,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The page the server bundle's `notFoundPage` export names, empty without one: the page
+	// the edge renders, with status 404, for paths nothing serves and for a Go loader's
+	// notFound, as a page's load() gets it.
+	NotFoundPage  string `protobuf:"bytes,7,opt,name=not_found_page,json=notFoundPage,proto3" json:"not_found_page,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListPagesResponse) Reset() {
@@ -1000,6 +1004,13 @@ func (x *ListPagesResponse) GetMaxRequestBytes() uint64 {
 		return x.MaxRequestBytes
 	}
 	return 0
+}
+
+func (x *ListPagesResponse) GetNotFoundPage() string {
+	if x != nil {
+		return x.NotFoundPage
+	}
+	return ""
 }
 
 type RenderRequest struct {
@@ -1872,7 +1883,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\vIslandError\x12%\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
-	"\x10ListPagesRequest\"\xd0\x01\n" +
+	"\x10ListPagesRequest\"\xf6\x01\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
 	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
@@ -1880,7 +1891,8 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"can_stream\x18\x03 \x01(\bR\tcanStream\x12\x18\n" +
 	"\aislands\x18\x04 \x03(\tR\aislands\x12#\n" +
 	"\rcan_prerender\x18\x05 \x01(\bR\fcanPrerender\x12*\n" +
-	"\x11max_request_bytes\x18\x06 \x01(\x04R\x0fmaxRequestBytes\"\xf6\x02\n" +
+	"\x11max_request_bytes\x18\x06 \x01(\x04R\x0fmaxRequestBytes\x12$\n" +
+	"\x0enot_found_page\x18\a \x01(\tR\fnotFoundPage\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
