@@ -28,11 +28,6 @@ type Options struct {
 	// tell that wait from rendering). Past it a request gets its fallback at once, before
 	// its Loader runs. If zero, 64.
 	MaxRendersInFlight int
-	// ErrorPage is the app's page for a Loader's failure: the response has the status the
-	// loader chose (see LoadError) and a document whose page is ErrorPage with props
-	// {"status": N}, which the browser renders. If empty, the failing page's document
-	// without props.
-	ErrorPage string
 	// Lang is the lang of every document's html element. If empty, "en".
 	Lang string
 	// Head is trusted markup added to every document's head (a favicon, a font, an

@@ -26,8 +26,9 @@ import (
 // (a user, a session) except the trace span: what one visitor's middleware knows must not
 // end up in a page stored for everyone. A request that bypasses the cache keeps them.
 // An error, or a panic, answers with the stale copy if there is one, else with status 503
-// (or a LoadError's) and Options.ErrorPage's document (X-SSR-Fallback: load-error); the
-// error is logged.
+// (or a LoadError's) and the page's document without props, which the app's client
+// renders as its errorPage with {"status": N} (X-SSR-Fallback: load-error); the error is
+// logged.
 type Loader func(*http.Request) (Result, error)
 
 // LoadError is a Loader's error that chooses the response's status: 500, 502, 503 or 504

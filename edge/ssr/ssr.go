@@ -114,7 +114,7 @@ func New(o Options) (*Server, error) {
 	}
 	so := server.Options{
 		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(o.CacheMaxBytes, o.CacheMaxBytes/entryShare, metrics),
-		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce, ErrorPage: o.ErrorPage,
+		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce,
 		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts),
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter,
 		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
@@ -145,9 +145,9 @@ var executableHash = sync.OnceValue(func() string {
 })
 
 // Check waits until the renderer answers (or ctx ends) and returns an error naming every
-// page name this Server's handlers use (Page, NotFound, Options.ErrorPage, and Render's
-// pages so far) that the renderer's bundle lacks, every page that streams while the bundle
-// cannot, and every Page and Island call whose options were refused. Call it after
+// page name this Server's handlers use (Page, NotFound's, and Render's pages so far) that
+// the renderer's bundle lacks, every page that streams while the bundle cannot, and every
+// Page and Island call whose options were refused. Call it after
 // mounting the pages, before serving, so a typo stops the start. The Admin handler's
 // /readyz says the same without waiting; a readiness probe of the shop's own calls Check
 // with the probe's context.

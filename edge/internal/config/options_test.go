@@ -37,7 +37,6 @@ var binaryKeys = map[string]string{
 
 // notFromFile are the options no key sets, and why.
 var notFromFile = map[string]string{
-	"Options.ErrorPage":      "for a Go Loader's failure: the binary's pages have no Go loader",
 	"Options.Nonce":          "a Go function (the shop's CSP middleware)",
 	"Options.BuildID":        "identifies the code of Go loaders: the binary has none",
 	"Options.CompressHTML":   "the HTML of the shop's own handlers: the binary has none",

@@ -28,6 +28,9 @@ type Page struct {
 	// Head is trusted markup from the app's head(); HTML the rendered root.
 	Head string
 	HTML []byte
+	// Status, if not zero, is the response's status, for the app's client: a page that comes
+	// without its props (a Go loader's failure) is its errorPage, given {"status": Status}.
+	Status int
 	// PropsJSON is the JSON object the page rendered with, or, with no HTML, the props a Go
 	// loader computed for a render that failed: the browser renders from them. Nil with no
 	// HTML: the client entry loads its own data.
@@ -60,6 +63,7 @@ type dataPrefix struct {
 	Page   string            `json:"page"`
 	URL    string            `json:"url"`
 	Params map[string]string `json:"params"`
+	Status int               `json:"status,omitempty"`
 }
 
 const (
@@ -245,8 +249,8 @@ func appendClose(dst []byte, p Page, script func([]byte) []byte) []byte {
 	dst = append(script(dst), dataOpen...)
 
 	// json.Marshal already escapes <, >, &, U+2028 and U+2029 in strings.
-	prefix, err := json.Marshal(dataPrefix{Page: p.Name, URL: p.URL, Params: nonNil(p.Params)})
-	if err != nil { // strings and a map of strings always marshal
+	prefix, err := json.Marshal(dataPrefix{Page: p.Name, URL: p.URL, Params: nonNil(p.Params), Status: p.Status})
+	if err != nil { // strings, a map of strings and a number always marshal
 		panic(err)
 	}
 	if p.PropsJSON == nil {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -134,10 +133,9 @@ func (p *page) fallback(w http.ResponseWriter, r *http.Request, req *ssrv1.Rende
 		status = http.StatusNotFound
 	case reason == ReasonLoadError:
 		// The shop's own data is missing: the browser could not do better than the server.
+		// The page comes without props: the app's client renders its errorPage with status.
 		status = loadStatus(err)
-		if p.errorPage != "" {
-			doc.Name, doc.PropsJSON = p.errorPage, fmt.Appendf(nil, `{"status":%d}`, status)
-		}
+		doc.Status = status
 	case reason == ReasonUnknownPage:
 		status = http.StatusInternalServerError
 		if p.names != nil && !errors.Is(err, errNoNotFoundPage) {

@@ -59,8 +59,6 @@ type deps struct {
 	tracer trace.Tracer
 	// nonce gives each response's script nonce; nil: scripts carry none.
 	nonce func(*http.Request) string
-	// errorPage is the app's page for a failed loader; empty: the page's own document.
-	errorPage string
 	// names are the page names in use, checked against the renderer's bundle.
 	names *pageNames
 	// build identifies the code that renders: the Go server's and the renderer bundle's.

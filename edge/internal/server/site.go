@@ -43,9 +43,6 @@ type Options struct {
 	Lang, Head string
 	// Nonce gives each response's script nonce (Content-Security-Policy); nil: none.
 	Nonce func(*http.Request) string
-	// ErrorPage is the app's page for a Go loader's failure, rendered by the browser with
-	// props {"status": N}; empty: the failing page's own document, without props.
-	ErrorPage string
 	// ServerBuild identifies the Go server's own code (its loaders): part of every cache
 	// key, with the client build's and the renderer bundle's ids.
 	ServerBuild string
@@ -95,10 +92,7 @@ func NewSite(o Options) (*Site, error) {
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
 		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
-		nonce: o.Nonce, errorPage: o.ErrorPage, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
-	}
-	if o.ErrorPage != "" {
-		d.names.use(o.ErrorPage, "the error page")
+		nonce: o.Nonce, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
