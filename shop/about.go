@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"embed"
 	"fmt"
 	"html/template"
@@ -15,12 +16,12 @@ import (
 //go:embed templates
 var templates embed.FS
 
-// aboutPage is the shop's own html/template page with three React islands (ssr.Template):
-// the featured products, the same for everyone (stored for a minute, tagged "catalog"); the
-// visitor's cart, read from their session on every request; and one that fails on the
-// server when failIsland is set, which the browser then renders.
+// aboutPage is the shop's own html/template page with three React islands, rendered by
+// pages.Wrap around the shop's handler: the featured products, the same for everyone
+// (stored for a minute, tagged "catalog"); the visitor's cart, read from their session on
+// every request; and one that fails on the server when failIsland is set, which the
+// browser then renders.
 type aboutPage struct {
-	pages      *ssr.Server
 	db         *catalog.Store
 	failIsland bool
 	page       *template.Template
@@ -32,7 +33,7 @@ func newAboutPage(pages *ssr.Server, db *catalog.Store, failIsland bool) *aboutP
 	ssr.TypedIsland[cartProps](pages, "CartSummary", ssr.IslandOptions{})
 	pages.Island("Flaky", ssr.IslandOptions{})
 	page := template.Must(template.New("about.html").Funcs(ssr.IslandFuncs()).ParseFS(templates, "templates/about.html"))
-	return &aboutPage{pages: pages, db: db, failIsland: failIsland, page: page}
+	return &aboutPage{db: db, failIsland: failIsland, page: page}
 }
 
 // featured is a product as the FeaturedProducts island shows it.
@@ -70,11 +71,17 @@ func (a *aboutPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		"Cart":     cartProps{User: user, Items: items},
 		"Flaky":    map[string]any{"fail": a.failIsland, "note": "Hand-made in small batches."},
 	}
+	// Executed into a buffer first: an error in the template is answered with nothing of
+	// the page written.
+	var page bytes.Buffer
+	if err := a.page.Execute(&page, data); err != nil {
+		http.Error(w, "the page could not be written", http.StatusInternalServerError)
+		return
+	}
 	// A page that shows a visitor's cart is theirs: no shared cache may keep it.
 	w.Header().Set("Cache-Control", "private, no-store")
-	if err := a.pages.Template(w, r, http.StatusOK, a.page, data); err != nil {
-		http.Error(w, "the page could not be written", http.StatusInternalServerError)
-	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	page.WriteTo(w) // through pages.Wrap (main.go), which renders its islands
 }
 
 // session is the demo's stand-in for a session store: the visitor's name and cart size from

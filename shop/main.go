@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout 
 	o := ssr.Options{
 		RendererAddress: *renderer, AssetsDir: *assets, Registerer: registry, Logger: log, AdminToken: *adminToken,
 		Timeouts: ssr.Timeouts{Render: *renderTimeout, Stream: *streamTimeout, Hard: *hardTimeout},
+		// The shop's own pages (about.go) go out compressed as its React pages do.
+		CompressHTML: true,
 	}
 	if *csp {
 		o.Nonce = func(r *http.Request) string { return nonceFrom(r.Context()) }

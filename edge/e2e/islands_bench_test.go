@@ -29,8 +29,9 @@ const islandsPerPage = 10
 // rendered as one page, with the real renderer (the fixture bundle, 2 threads): CPU per
 // page of the Go process (getrusage) and of the renderer's (/proc/PID/stat), and the time
 // to one page, requests one at a time, each served by calling the handler (no client in
-// the measurement). The page shows 10 FeaturedProducts islands, each with its own three
-// products:
+// the measurement). Every case is served behind Server.Wrap, as a shop serves its handler,
+// so that the cases differ by their islands alone. The page shows 10 FeaturedProducts
+// islands, each with its own three products:
 //
 //	template        the template alone, no islands
 //	islands-cached  the template with its 10 islands, every one stored: no renderer call
@@ -74,20 +75,23 @@ func BenchmarkIslands(b *testing.B) {
 
 	cached, uncached, pages := newServer(), newServer(), newServer()
 	cached.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Hour})
+	execute := func(t *template.Template) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { t.Execute(w, islands) }
+	}
 	cases := []struct {
 		name  string
-		serve http.HandlerFunc
+		serve http.Handler
 	}{
-		{"template", func(w http.ResponseWriter, r *http.Request) { alone.Execute(w, islands) }},
-		{"islands-cached", func(w http.ResponseWriter, r *http.Request) { cached.Template(w, r, 0, withIslands, islands) }},
-		{"islands", func(w http.ResponseWriter, r *http.Request) { uncached.Template(w, r, 0, withIslands, islands) }},
-		{"page", func(w http.ResponseWriter, r *http.Request) {
+		{"template", uncached.Wrap(execute(alone))},
+		{"islands-cached", cached.Wrap(execute(withIslands))},
+		{"islands", uncached.Wrap(execute(withIslands))},
+		{"page", pages.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			pages.Render(w, r, "islands-page", ssr.Result{Props: map[string]any{"islands": islands}})
-		}},
+		}))},
 	}
-	serve := func(h http.HandlerFunc) *httptest.ResponseRecorder {
+	serve := func(h http.Handler) *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
-		h(w, httptest.NewRequest("GET", "/featured", nil).WithContext(context.Background()))
+		h.ServeHTTP(w, httptest.NewRequest("GET", "/featured", nil).WithContext(context.Background()))
 		return w
 	}
 	// Every case warm before any is measured (the JIT in the workers, code the cases share,
@@ -169,8 +173,9 @@ const clockTicks = 100
 // clients at once over HTTP with keep-alive, against the real renderer (the fixture bundle,
 // 2 threads), the template alone against the same template with one island whose props are
 // the visitor's own (Greeting, never cached), and with ten such islands (rendered in one call:
-// what a call costs against what an island does). Throughput is 1e9 / ns/op (RunParallel);
-// CPU per request of the Go process (the clients and the server) and of the renderer.
+// what a call costs against what an island does), each case behind Server.Wrap. Throughput
+// is 1e9 / ns/op (RunParallel); CPU per request of the Go process (the clients and the
+// server) and of the renderer.
 //
 //	cd edge && go test ./e2e -run '^$' -bench OneIsland -benchtime 4000x -count 3
 func BenchmarkOneIsland(b *testing.B) {
@@ -189,13 +194,16 @@ func BenchmarkOneIsland(b *testing.B) {
 	}
 	books := []string{"The Go Programming Language", "Concurrency in Go", "Learning Go", "100 Go Mistakes"}
 	dataFor := func(r *http.Request) data { return data{Visitor: visitor{Name: r.URL.Query().Get("v")}, Books: books} }
+	execute := func(t *template.Template) http.Handler {
+		return srv.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Execute(w, dataFor(r)) }))
+	}
 	cases := []struct {
 		name  string
-		serve http.HandlerFunc
+		serve http.Handler
 	}{
-		{"template", func(w http.ResponseWriter, r *http.Request) { alone.Execute(w, dataFor(r)) }},
-		{"one-island", func(w http.ResponseWriter, r *http.Request) { srv.Template(w, r, 0, withIsland, dataFor(r)) }},
-		{"ten-islands", func(w http.ResponseWriter, r *http.Request) { srv.Template(w, r, 0, withTen, dataFor(r)) }},
+		{"template", execute(alone)},
+		{"one-island", execute(withIsland)},
+		{"ten-islands", execute(withTen)},
 	}
 	const clients = 50
 	for _, c := range cases {

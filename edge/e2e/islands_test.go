@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"html/template"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,10 +25,14 @@ var islandPage = template.Must(template.New("order").Funcs(ssr.IslandFuncs()).Pa
 {{ island "Greeting" .Ann }}{{ island "Greeting" .Bob }}{{ island "Throws" nil }}{{ island "Flaky" .Flaky }}
 </body></html>`))
 
+// manyIslands is a Go template with one Greeting island per element of its data.
+var manyIslands = template.Must(template.New("many").Funcs(ssr.IslandFuncs()).Parse(`<!doctype html>
+<html><head><title>Many</title></head><body>{{ range . }}{{ island "Greeting" . }}{{ end }}<p>the end</p></body></html>`))
+
 type islandSite struct {
-	url      string
-	srv      *ssr.Server
-	renderer *harness.Process
+	url, admin string
+	srv        *ssr.Server
+	renderer   *harness.Process
 }
 
 func startIslandSite(t *testing.T) *islandSite {
@@ -50,16 +56,32 @@ func startIslandSite(t *testing.T) *islandSite {
 			"ID": r.PathValue("id"), "Ann": map[string]string{"name": "Ann"}, "Bob": map[string]string{"name": "Bob"},
 			"Flaky": map[string]any{"fail": false, "note": "made here"},
 		}
-		if err := srv.Template(w, r, 0, islandPage, data); err != nil {
+		// The template executed into a buffer first: an error in it is answered with
+		// nothing of the page written.
+		var page bytes.Buffer
+		if err := islandPage.Execute(&page, data); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
 		}
+		page.WriteTo(w)
+	})
+	mux.HandleFunc("GET /many/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		names := make([]map[string]string, n)
+		for i := range names {
+			names[i] = map[string]string{"name": "visitor " + strconv.Itoa(i)}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		manyIslands.Execute(w, names)
 	})
 	ts := httptest.NewServer(srv.Wrap(mux))
 	t.Cleanup(ts.Close)
+	admin := httptest.NewServer(srv.Admin())
+	t.Cleanup(admin.Close)
 	if err := srv.Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return &islandSite{url: ts.URL, srv: srv, renderer: renderer}
+	return &islandSite{url: ts.URL, admin: admin.URL, srv: srv, renderer: renderer}
 }
 
 // islandRoot is what an island's root holds in doc.
@@ -120,12 +142,20 @@ func TestIslandsOfAGoTemplate(t *testing.T) {
 
 	greetings := func() float64 { return sum(scrape(t, metrics), "renderer_renders_total", `page="island:Greeting"`) }
 	stored := greetings()
+	edgeBefore := scrape(t, site.admin+"/metrics")
 	again := harness.Get(t, site.url+"/orders/8")
 	if n := greetings() - stored; n != 0 || !strings.Contains(islandRoot(t, again.Text, "Greeting", 2), "Bob") {
 		t.Errorf("the next page rendered Greeting %v times, want its stored HTML", n)
 	}
-	if !strings.Contains(again.Header.Get("Server-Timing"), `desc="1 rendered, 2 cached, 1 left to the browser"`) {
-		t.Errorf("Server-Timing %q", again.Header.Get("Server-Timing"))
+	edgeAfter := scrape(t, site.admin+"/metrics")
+	for _, c := range []struct {
+		island, outcome string
+		want            float64
+	}{{"Greeting", "hit", 2}, {"Flaky", "rendered", 1}, {"Throws", "render-error", 1}} {
+		labels := []string{`island="` + c.island + `"`, `outcome="` + c.outcome + `"`}
+		if n := sum(edgeAfter, "edge_islands_total", labels...) - sum(edgeBefore, "edge_islands_total", labels...); n != c.want {
+			t.Errorf("the next page: edge_islands_total{island=%s,outcome=%s} +%v, want +%v", c.island, c.outcome, n, c.want)
+		}
 	}
 	if n, err := site.srv.Purge(context.Background(), ssr.ByTag("greetings")); err != nil || n != 2 {
 		t.Fatalf("Purge(ByTag(greetings)) = %d, %v; want Greeting's two copies", n, err)
@@ -151,6 +181,35 @@ func TestIslandsOfAGoTemplate(t *testing.T) {
 	}
 }
 
+// TestIslandsPastTheRenderersBound: a page that marks more islands than the renderer takes
+// in one call (256) is still the shop's, with its status and all of its HTML: the renderer
+// refuses the call, and every island is left to the browser, its props in place, counted
+// in edge_islands_total as bad-request.
+func TestIslandsPastTheRenderersBound(t *testing.T) {
+	site := startIslandSite(t)
+	const n = 257
+	before := scrape(t, site.admin+"/metrics")
+	got := harness.Get(t, site.url+"/many/"+strconv.Itoa(n))
+	if got.StatusCode != http.StatusAccepted || !strings.Contains(got.Text, "<p>the end</p></body></html>") {
+		t.Fatalf("status %d, want the handler's 202 and its whole page:\n%.2000s", got.StatusCode, got.Text)
+	}
+	if left := strings.Count(got.Text, `<div data-ssr-island="Greeting"></div><script type="application/json" data-ssr-island-props>`); left != n {
+		t.Errorf("%d islands left to the browser, want all %d", left, n)
+	}
+	if strings.Contains(got.Text, "ssr-island:") {
+		t.Errorf("a marker is left in the page")
+	}
+	after := scrape(t, site.admin+"/metrics")
+	label := `outcome="bad-request"`
+	if c := sum(after, "edge_islands_total", label) - sum(before, "edge_islands_total", label); c != n {
+		t.Errorf("edge_islands_total{outcome=bad-request} +%v, want +%d", c, n)
+	}
+	// Within the bound, the same page is rendered.
+	if ok := harness.Get(t, site.url+"/many/3"); strings.Count(ok.Text, "Hello, <!-- -->visitor ") != 3 {
+		t.Errorf("3 islands: not all rendered:\n%.2000s", ok.Text)
+	}
+}
+
 // TestIslandNamesAreChecked: an island the bundle lacks stops the start, named, as a page does.
 func TestIslandNamesAreChecked(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "r.sock")
@@ -167,7 +226,8 @@ func TestIslandNamesAreChecked(t *testing.T) {
 }
 
 // islandMetrics serves one page of islandPage, whose Throws island fails, from a Go server
-// of the package's own on the renderer at socket, and returns the URL of its metrics.
+// of the package's own on the renderer at socket (its handler behind Wrap), and returns the
+// URL of its metrics.
 func islandMetrics(t *testing.T, socket string) string {
 	t.Helper()
 	srv, err := ssr.New(ssr.Options{RendererAddress: "unix://" + socket, AssetsDir: assetsDir(), Logger: slog.New(slog.DiscardHandler)})
@@ -176,8 +236,13 @@ func islandMetrics(t *testing.T, socket string) string {
 	}
 	t.Cleanup(func() { srv.Close() })
 	w := httptest.NewRecorder()
-	if err := srv.Template(w, httptest.NewRequest("GET", "/orders/1", nil), 0, islandPage, map[string]any{"ID": 1}); err != nil {
-		t.Fatal(err)
+	srv.Wrap(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if err := islandPage.Execute(w, map[string]any{"ID": 1}); err != nil {
+			t.Error(err)
+		}
+	})).ServeHTTP(w, httptest.NewRequest("GET", "/orders/1", nil))
+	if !strings.Contains(w.Body.String(), `<div data-ssr-island="Throws"></div>`) {
+		t.Fatalf("the page's islands were not rendered:\n%s", w.Body.String())
 	}
 	admin := httptest.NewServer(srv.Admin())
 	t.Cleanup(admin.Close)

@@ -16,7 +16,7 @@ import (
 // tables say each change to the surface.
 const (
 	maxExportedFields = 55 // of exported struct types
-	maxServerMethods  = 13 // exported, on *Server
+	maxServerMethods  = 12 // exported, on *Server
 )
 
 // TestSurfaceWithinItsBudget: the public package is no larger than its budget.

@@ -1,6 +1,7 @@
 package ssr_test
 
 import (
+	"bytes"
 	"html/template"
 	"log"
 	"net/http"
@@ -9,9 +10,11 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/ssr"
 )
 
-// A page the shop writes itself, with React islands in it: both rendered in one call to the
-// renderer, the featured products stored for everyone, the cart rendered for each visitor.
-func ExampleServer_Template() {
+// A page the shop writes itself, with React islands in it: behind Wrap, both rendered in one
+// call to the renderer, the featured products stored for everyone, the cart rendered for
+// each visitor. The template is executed into a buffer first, so that an error in it is
+// answered with nothing of the page written.
+func ExampleServer_Wrap() {
 	pages, err := ssr.New(ssr.Options{})
 	if err != nil {
 		log.Fatal(err)
@@ -33,9 +36,13 @@ func ExampleServer_Template() {
 			"Featured": map[string]any{"products": []Product{{ID: 1, Name: "Mug", PriceCents: 1200}}},
 			"Cart":     map[string]any{"user": "ann", "items": 2},
 		}
-		if err := pages.Template(w, r, http.StatusOK, about, data); err != nil {
+		var page bytes.Buffer
+		if err := about.Execute(&page, data); err != nil {
 			http.Error(w, "the page could not be written", http.StatusInternalServerError)
+			return
 		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		page.WriteTo(w) // through Wrap: its islands rendered
 	})
 	mux.Handle("GET /assets/", pages.Assets())
 	log.Fatal(http.ListenAndServe(":8080", pages.Wrap(mux)))

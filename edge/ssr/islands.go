@@ -2,7 +2,6 @@ package ssr
 
 import (
 	"html/template"
-	"net/http"
 	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/server"
@@ -15,10 +14,21 @@ import (
 //	{{ island "Cart" .Cart }}
 //
 // names the island Cart of the app's bundle (its `islands` export) and gives it its props,
-// marshalled to JSON (an object; a json.RawMessage passes as it is; nil is {}). Executed by
-// Server.Template, or written in any HTML response through Server.Wrap (Gin's c.HTML with
-// engine.SetFuncMap(ssr.IslandFuncs())), the island is rendered there; written any other
-// way, the mark is an HTML comment holding its props.
+// marshalled to JSON (an object; a json.RawMessage passes as it is; nil is {}). Written in
+// an HTML response through Server.Wrap, however it is written (t.Execute(w, data), Gin's
+// c.HTML with engine.SetFuncMap(ssr.IslandFuncs()), Echo's c.Render), the island is
+// rendered there: every island of the response in one call to the renderer, those whose
+// HTML is stored in none, and the client build's scripts and styles linked before the
+// first, with Options.Nonce's nonce, so that the browser hydrates each island on its own.
+// An island that fails, is late (Timeouts.Render) or meets a renderer that is down is left
+// to the browser: its root empty, its props in place, counted in edge_islands_total with
+// the reason. The rest of the page, which is the shop's, is always served. Written any
+// other way, the mark is an HTML comment holding its props.
+//
+// An error executing the template (a name or props the marker refuses among them) is the
+// handler's to answer. To answer it with nothing of the page written, execute the template
+// into a bytes.Buffer first; once it succeeds, set the status (w.WriteHeader; none is 200)
+// and write the buffer to w, where Wrap renders its islands.
 func IslandFuncs() template.FuncMap {
 	return template.FuncMap{"island": server.IslandMarker}
 }
@@ -60,17 +70,3 @@ func (s *Server) Island(name string, o IslandOptions) {
 // takes any value, and only the renderer's check in development sees another shape. P
 // should be a struct (or a map with string keys): its JSON must be an object.
 func TypedIsland[P any](s *Server, name string, o IslandOptions) { s.Island(name, o) }
-
-// Template answers r with t executed on data, a page the shop writes itself, with status
-// (zero: 200) and the headers already set on w (Content-Type, if unset, is HTML). Every
-// island t marks (IslandFuncs) is rendered in one call to the renderer, those whose HTML
-// is stored in none, and the client build's scripts and styles are linked before
-// </head>, with Options.Nonce's nonce, so that the browser hydrates each island on its
-// own. An island that fails, is late (Timeouts.Render) or meets a renderer that is down is
-// left to the browser: its root empty, its props in place, counted in edge_islands_total
-// with the reason. The rest of the page, which is the shop's, is always served. An error
-// executing t is returned with nothing written, for the handler to answer as it answers
-// its other template errors.
-func (s *Server) Template(w http.ResponseWriter, r *http.Request, status int, t *template.Template, data any) error {
-	return s.site.Template(w, r, status, t, data)
-}

@@ -9,9 +9,10 @@
 // down or overloaded, a page still answers: with its stale copy, or with the document
 // whose root the browser renders itself.
 //
-// [Server.Wrap] is middleware for the shop's whole handler, on any router;
-// [Server.ListenAndServe] serves the shop's http.Server beside the [Server.Admin] handler, and
-// drains on SIGTERM.
+// [Server.Wrap] is middleware for the shop's whole handler, on any router: it renders the
+// React islands that the shop's own html/template pages mark ([IslandFuncs]), however they
+// are written. [Server.ListenAndServe] serves the shop's http.Server beside the
+// [Server.Admin] handler, and drains on SIGTERM.
 //
 // The edge binary (cmd/edge) is a client of this package: its config file's keys set these
 // options, and its routes are mounted with Page.
@@ -226,10 +227,10 @@ func (s *Server) Assets() http.Handler { return s.site.Assets() }
 // any http.Handler): request ids, a logged 500 instead of a dropped connection when a
 // handler panics, the requests that no page answers (the router's own 404s, 405s and
 // redirects, the shop's other handlers) counted in edge_requests_total, and the islands
-// (IslandFuncs) of the HTML the shop writes itself rendered however it is written (Gin's
-// c.HTML, Echo's c.Render, a template executed into the writer), as Template renders
-// them. Pages count their own. Its writer flushes and hijacks through to the connection,
-// so a router that asserts http.Flusher on it streams.
+// (IslandFuncs) of the HTML the shop writes itself rendered however it is written (a
+// template executed into the writer, Gin's c.HTML, Echo's c.Render): the one way a page of
+// the shop's own gets its islands. Pages count their own. Its writer flushes and hijacks
+// through to the connection, so a router that asserts http.Flusher on it streams.
 func (s *Server) Wrap(h http.Handler) http.Handler { return s.site.Wrap(h) }
 
 // NameRoute names the route r was routed by in the metrics of a request behind Wrap that no

@@ -50,9 +50,6 @@ type unanswered struct {
 	statusRecorder
 	answered bool
 	route    string
-	// islandsRendered: Template wrote the response, its islands rendered; Wrap's islands
-	// writer passes it on unread.
-	islandsRendered bool
 }
 
 // countUnanswered counts the requests no page of the site answers: the router's own (a

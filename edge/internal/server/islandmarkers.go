@@ -1,8 +1,8 @@
 package server
 
 // The island marker: what the template function `island` leaves in an executed template where
-// an island goes (its name and props in a comment no page text can forge), and how Template
-// and the wrapped writers find them again.
+// an island goes (its name and props in a comment no page text can forge), and how Wrap's
+// island writer finds them again.
 
 import (
 	"bytes"
@@ -25,8 +25,9 @@ func IsIslandName(name string) bool { return islandName.MatchString(name) }
 
 // IslandMarker is the template function `island`: {{ island "Cart" .Cart }} marks where
 // the island Cart goes, with its props (marshalled to JSON, which must be an object; a
-// json.RawMessage passes as it is; nil is {}). Site.Template renders it there. Use it
-// where the template writes element content: elsewhere html/template escapes the marker.
+// json.RawMessage passes as it is; nil is {}). Written through Wrap, it is rendered there.
+// Use it where the template writes element content: elsewhere html/template escapes the
+// marker.
 func IslandMarker(name string, props any) (template.HTML, error) {
 	if !IsIslandName(name) {
 		return "", fmt.Errorf("island %q: a name is 1 to 128 letters, digits, '_' and '-'", name)

@@ -9,10 +9,10 @@ import (
 	"strings"
 )
 
-// Islands in the HTML the shop writes itself, by whatever renders it: Gin's c.HTML, Echo's
-// c.Render, a template executed into the writer. Behind Wrap, a response that marks islands
-// (IslandFuncs) has them rendered as Template renders them; a marker never reaches the
-// client with its props.
+// Islands in the HTML the shop writes itself, by whatever renders it: a template executed
+// into the writer, Gin's c.HTML, Echo's c.Render. Behind Wrap, a response that marks islands
+// (IslandFuncs) has them rendered in one renderer call (renderIslands), each in its place
+// (appendIslands); a marker never reaches the client with its props.
 
 // islandsIn renders the islands that the HTML responses of h mark, for Wrap.
 func (s *Site) islandsIn(h http.Handler) http.Handler {
@@ -60,8 +60,8 @@ func (w *islandWriter) decide(code int) bool {
 		// whole document to render islands in.
 		whole := w.r.Method != http.MethodHead && code != http.StatusNoContent && code != http.StatusPartialContent && code != http.StatusNotModified
 		w.scanning = whole && (ct == "" || strings.HasPrefix(ct, "text/html")) && h.Get("Content-Encoding") == ""
-		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && (outer.answered || outer.islandsRendered) {
-			w.scanning = false // a page's document, or Template's: no island left to render
+		if outer, ok := w.r.Context().Value(answeredKey{}).(*unanswered); ok && outer.answered {
+			w.scanning = false // a page's document: no island to render
 		}
 		if w.scanning {
 			h.Del("Content-Length") // rendered islands change it

@@ -101,7 +101,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}, []string{"route", "outcome"}),
 		islands: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "edge_islands_total",
-			Help: "Islands of Go templates' pages (Template), by island and outcome: hit (its HTML from the cache), rendered, coalesced (rendered by the call of another page that missed it at the same moment), or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
+			Help: "Islands of the shop's own HTML pages (behind Wrap), by island and outcome: hit (its HTML from the cache), rendered, coalesced (rendered by the call of another page that missed it at the same moment), or why it was left to the browser (the X-SSR-Fallback words: render-error, timeout, renderer-unavailable, overloaded, quarantined...).",
 		}, []string{"island", "outcome"}),
 	}
 	m.connectionsClosed = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -31,7 +31,10 @@ import { logFailure, requestIdOf, serveRender, toServiceError, view } from './re
 /** @import { Quarantine } from './quarantine.js' */
 /** @import { RenderDeps } from './render-call.js' */
 
-/** At most this many islands in one call (render.proto; the edge bounds a page alike). */
+/**
+ * At most this many islands in one call (render.proto): past it the call is refused, and the
+ * edge leaves that page's islands to the browser.
+ */
 export const MAX_ISLANDS = 256;
 
 /**
