@@ -16,13 +16,20 @@ import (
 )
 
 // TestPagesOfOtherCodeAreNotServed: a page stored by a server of another build (an older
-// deploy's loaders) is not served from the shared store; one of the same build is.
+// deploy's loaders: another executable) is not served from the shared store; one of the
+// same build is.
 func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 	store := redistest.Start(t)
 	cached := PageOptions{Cache: CachePolicy{TTL: time.Minute, Query: []string{}}, Load: func(*http.Request) (Result, error) {
 		return Result{Props: map[string]int{"n": 1}}, nil
 	}}
-	old := newFixture(t, Options{SharedCacheAddress: store, BuildID: "v1"})
+	deploy := func(build string) *fixture {
+		executableHash = func() string { return build } // read once, by New
+		return newFixture(t, Options{SharedCacheAddress: store})
+	}
+	hash := executableHash
+	t.Cleanup(func() { executableHash = hash })
+	old := deploy("v1")
 	if rec := serve(old.srv.Page("product", cached), "/products/7"); rec.Code != 200 {
 		t.Fatalf("v1: got %d", rec.Code)
 	}
@@ -31,7 +38,7 @@ func TestPagesOfOtherCodeAreNotServed(t *testing.T) {
 		build      string
 		wantRender bool
 	}{{"v1", false}, {"v2", true}} {
-		f := newFixture(t, Options{SharedCacheAddress: store, BuildID: tt.build})
+		f := deploy(tt.build)
 		rec := serve(f.srv.Page("product", cached), "/products/7")
 		if rendered := f.renderer.calls.Load() > 0; rendered != tt.wantRender {
 			t.Errorf("a server of build %s: rendered %v (Cache-Status %q), want %v", tt.build, rendered, rec.Header().Get("Cache-Status"), tt.wantRender)

@@ -63,11 +63,6 @@ type Options struct {
 	// value something else wrote there is a miss. At least 32 bytes, the same on every
 	// replica.
 	SharedCacheKey []byte
-	// BuildID identifies this server's own code (its loaders): a stored page records it, and
-	// a page stored by a server of another BuildID (an older deploy, sharing the cache's
-	// store) is not served. If empty, a hash of the running executable, which changes with
-	// any change to the program.
-	BuildID string
 	// AdminToken admits "Authorization: Bearer <AdminToken>" to the Admin handler's
 	// /debug/pprof/ and POST /cache/purge. If empty, they are closed to every caller.
 	AdminToken string

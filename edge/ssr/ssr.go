@@ -90,10 +90,6 @@ func New(o Options) (*Server, error) {
 	if o.TracerProvider != nil {
 		tracer = o.TracerProvider.Tracer(tracerName)
 	}
-	build := o.BuildID
-	if build == "" {
-		build = executableHash()
-	}
 	manifest, err := document.LoadManifest(o.AssetsDir)
 	if err != nil {
 		return nil, fmt.Errorf("ssr: assets: %w", err)
@@ -116,7 +112,7 @@ func New(o Options) (*Server, error) {
 	so := server.Options{
 		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(o.CacheMaxBytes, o.CacheMaxBytes/entryShare, metrics),
 		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce,
-		ServerBuild: build, AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts),
+		ServerBuild: executableHash(), AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts),
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter,
 		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
 	}
@@ -127,7 +123,11 @@ func New(o Options) (*Server, error) {
 	return s, nil
 }
 
-// executableHash is a short hash of the running program, or "" when it cannot be read.
+// executableHash is a short hash of the running program, or "" when it cannot be read: it
+// identifies the Server's own code (its loaders), which every cache key holds, so that a page
+// stored by an older deploy sharing the store is not served. Any change to the program
+// changes it; two replicas built apart (another GOARCH, a build stamped with its time) only
+// share less. A variable: the tests play two deploys.
 var executableHash = sync.OnceValue(func() string {
 	path, err := os.Executable()
 	if err != nil {

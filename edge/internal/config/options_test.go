@@ -38,7 +38,6 @@ var binaryKeys = map[string]string{
 // notFromFile are the options no key sets, and why.
 var notFromFile = map[string]string{
 	"Options.Nonce":          "a Go function (the shop's CSP middleware)",
-	"Options.BuildID":        "identifies the code of Go loaders: the binary has none",
 	"Options.CompressHTML":   "the HTML of the shop's own handlers: the binary has none",
 	"Options.TracerProvider": "made by the binary from otlp_endpoint and trace_sample_ratio",
 	"Options.Registerer":     "the binary's registry, which its admin listener serves",
