@@ -18,7 +18,7 @@ var templates embed.FS
 
 // aboutPage is the shop's own html/template page with three React islands, rendered by
 // pages.Wrap around the shop's handler: the featured products, the same for everyone
-// (stored for a minute, tagged "catalog"); the visitor's cart, read from their session on
+// (stored for a minute); the visitor's cart, read from their session on
 // every request; and one that fails on the server when failIsland is set, which the
 // browser then renders.
 type aboutPage struct {
@@ -29,9 +29,9 @@ type aboutPage struct {
 
 func newAboutPage(pages *ssr.Server, db *catalog.Store, failIsland bool) *aboutPage {
 	// Typed: ssr-types writes their props into app/src/props.gen.d.ts (IslandProps).
-	ssr.TypedIsland[featuredProps](pages, "FeaturedProducts", ssr.IslandOptions{TTL: time.Minute, Tags: []string{"catalog"}})
-	ssr.TypedIsland[cartProps](pages, "CartSummary", ssr.IslandOptions{})
-	pages.Island("Flaky", ssr.IslandOptions{})
+	ssr.TypedIsland[featuredProps](pages, "FeaturedProducts", time.Minute)
+	ssr.TypedIsland[cartProps](pages, "CartSummary", 0)
+	pages.Island("Flaky", 0)
 	page := template.Must(template.New("about.html").Funcs(ssr.IslandFuncs()).ParseFS(templates, "templates/about.html"))
 	return &aboutPage{db: db, failIsland: failIsland, page: page}
 }

@@ -74,7 +74,7 @@ func BenchmarkIslands(b *testing.B) {
 	alone := template.Must(template.New("alone").Parse(fmt.Sprintf(layout, strings.Repeat("<section></section>", islandsPerPage))))
 
 	cached, uncached, pages := newServer(), newServer(), newServer()
-	cached.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Hour})
+	cached.Island("FeaturedProducts", time.Hour)
 	execute := func(t *template.Template) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) { t.Execute(w, islands) }
 	}

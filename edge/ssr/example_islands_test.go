@@ -20,8 +20,8 @@ func ExampleServer_Wrap() {
 		log.Fatal(err)
 	}
 	defer pages.Close()
-	pages.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Minute, Tags: []string{"catalog"}})
-	pages.Island("CartSummary", ssr.IslandOptions{})
+	pages.Island("FeaturedProducts", time.Minute)
+	pages.Island("CartSummary", 0)
 
 	about := template.Must(template.New("about").Funcs(ssr.IslandFuncs()).Parse(`<!doctype html>
 <html><head><title>About us</title></head>

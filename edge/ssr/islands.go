@@ -33,40 +33,33 @@ func IslandFuncs() template.FuncMap {
 	return template.FuncMap{"island": server.IslandMarker}
 }
 
-// IslandOptions configure an island (Server.Island).
-type IslandOptions struct {
-	// TTL is how long an island's HTML, rendered for the same props by the same code, is
-	// reused by every page that shows it. Zero: rendered for every page.
-	TTL time.Duration
-	// Tags are surrogate keys of its stored HTML: PurgeTag removes it.
-	Tags []string
-}
-
-// Island declares an island of the app's bundle that templates use (IslandFuncs), with how
-// its HTML is kept. Check finds a name the bundle lacks, as it does a page's. An island used
-// without being declared renders for every page, uncached. A name that is not 1 to 128
-// letters, digits, '_' and '-', or a negative TTL, is a programming error, reported as
-// Page reports its own (Check, readiness, the log); the island is then not declared.
-func (s *Server) Island(name string, o IslandOptions) {
+// Island declares an island of the app's bundle that templates use (IslandFuncs), and how
+// long its HTML, rendered for the same props by the same code, is reused by every page that
+// shows it: zero renders it for every page (right for one that shows the visitor's own
+// data). Check finds a name the bundle lacks, as it does a page's. An island used without
+// being declared renders for every page. A name that is not 1 to 128 letters, digits, '_'
+// and '-', or a negative ttl, is a programming error, reported as Page reports its own
+// (Check, readiness, the log); the island is then not declared.
+func (s *Server) Island(name string, ttl time.Duration) {
 	var rs rules
 	if !server.IsIslandName(name) {
 		rs.broken("Island", "%q: a name is 1 to 128 letters, digits, '_' and '-'", name)
 	}
-	if o.TTL < 0 {
-		rs.broken("IslandOptions.TTL", "of island %q must not be negative, got %s", name, o.TTL)
+	if ttl < 0 {
+		rs.broken("Island", "%q: ttl must not be negative, got %s", name, ttl)
 	}
 	if err := rs.err(); err != nil {
 		s.refuse(err)
 		return
 	}
-	s.site.Island(name, server.IslandPolicy(o))
+	s.site.Island(name, ttl)
 }
 
 // TypedIsland declares island name as Server.Island does, with props of the Go type P:
-// ssr-types (edge/cmd/ssr-types) finds each TypedIsland[P](s, name, o) call and writes P as
+// ssr-types (edge/cmd/ssr-types) finds each TypedIsland[P](s, name, ttl) call and writes P as
 // the island's TypeScript type (IslandProps), which the app's islands are checked against,
 // and as the JSON Schema the renderer checks its props against in development. A template
 // should mark it with a value of P ({{ island "Cart" .Cart }} where .Cart is a P): the marker
 // takes any value, and only the renderer's check in development sees another shape. P
 // should be a struct (or a map with string keys): its JSON must be an object.
-func TypedIsland[P any](s *Server, name string, o IslandOptions) { s.Island(name, o) }
+func TypedIsland[P any](s *Server, name string, ttl time.Duration) { s.Island(name, ttl) }

@@ -462,10 +462,10 @@ func TestInvalidOptions(t *testing.T) {
 	}
 	f := newFixture(t, Options{})
 	f.srv.Page("home", PageOptions{Variants: []string{"query:x"}})
-	f.srv.Island("Cart", IslandOptions{TTL: -time.Second})
-	f.srv.Island("no spaces", IslandOptions{})
+	f.srv.Island("Cart", -time.Second)
+	f.srv.Island("no spaces", 0)
 	code, body := readyz(f)
-	for _, want := range []string{"PageOptions.Variants[0]", "IslandOptions.TTL of island \"Cart\" must not be negative", `"no spaces": a name is`} {
+	for _, want := range []string{"PageOptions.Variants[0]", `Island "Cart": ttl must not be negative`, `"no spaces": a name is`} {
 		if code != http.StatusServiceUnavailable || !strings.Contains(body, want) {
 			t.Errorf("/readyz: got %d %q, want 503 saying %s", code, body, want)
 		}

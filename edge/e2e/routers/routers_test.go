@@ -97,7 +97,7 @@ func TestBehindEachRouter(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Close()
-			srv.Island("FeaturedProducts", ssr.IslandOptions{TTL: time.Minute})
+			srv.Island("FeaturedProducts", time.Minute)
 			gate := make(chan struct{})
 			deferred := srv.Page("deferred", ssr.PageOptions{Stream: true, Load: func(*http.Request) (ssr.Result, error) {
 				return ssr.Result{Deferred: map[string]ssr.Deferred{"slow": func(ctx context.Context) (any, error) {

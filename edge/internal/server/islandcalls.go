@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
@@ -41,17 +42,17 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 	htmls := make([][]byte, len(marked))
 	var counts islandCounts
 	keys := make([]string, len(marked))
-	policies := make([]IslandPolicy, len(marked))
+	ttls := make([]time.Duration, len(marked))
 	gen, build := s.d.cache.Generation(), s.d.shell.BuildID()
 	var led, joined []int
 	flights := make([]*islandFlight, len(marked))
 	for i, m := range marked {
-		policy, declared := s.islandPolicy(m.name)
+		ttl, declared := s.islandTTL(m.name)
 		if !declared {
 			s.d.names.use(islandPage(m.name), "a template")
 		}
-		policies[i], keys[i] = policy, islandKey(build, m.name, m.props)
-		if policy.TTL > 0 {
+		ttls[i], keys[i] = ttl, islandKey(build, m.name, m.props)
+		if ttl > 0 {
 			if e, state := s.d.cache.Get(keys[i]); state == htmlcache.Fresh && s.d.build.matches(e) {
 				htmls[i] = e.Bodies[""]
 				counts.cached++
@@ -86,10 +87,10 @@ func (s *Site) renderIslands(r *http.Request, marked []markedIsland) ([][]byte, 
 		res := results[j]
 		s.islandFlights.finish(keys[i], flights[i], res)
 		outcome(i, res, "rendered")
-		if res.html != nil && policies[i].TTL > 0 && s.d.cache.Fits(len(res.html)) {
+		if res.html != nil && ttls[i] > 0 && s.d.cache.Fits(len(res.html)) {
 			e := &htmlcache.Entry{
-				Key: keys[i], Path: islandPage(marked[i].name), Tags: policies[i].Tags, Status: http.StatusOK,
-				Stored: s.d.cache.Now(), TTL: policies[i].TTL, Bodies: map[string][]byte{"": res.html},
+				Key: keys[i], Path: islandPage(marked[i].name), Status: http.StatusOK,
+				Stored: s.d.cache.Now(), TTL: ttls[i], Bodies: map[string][]byte{"": res.html},
 			}
 			s.d.build.stamp(e, res.bundleID)
 			s.d.cache.Set(e, gen)

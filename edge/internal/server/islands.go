@@ -21,20 +21,13 @@ type IslandRenderer interface {
 	RenderIslands(ctx context.Context, req *ssrv1.RenderIslandsRequest) (*ssrv1.RenderIslandsResponse, error)
 }
 
-// IslandPolicy is how an island's HTML is kept: per island, its props and the code that
-// rendered it. A zero TTL renders it for every page that shows it. The public package's
-// ssr.IslandOptions, converted (their fields are the same, which the compiler holds).
-type IslandPolicy struct {
-	TTL  time.Duration
-	Tags []string
-}
-
-// Island declares an island the templates use, with how its HTML is kept; its name is
-// checked against the renderer's bundle (Check). An island used without being declared is
-// rendered uncached.
-func (s *Site) Island(name string, policy IslandPolicy) {
+// Island declares an island the templates use, and how long its HTML is kept (per island,
+// props and the code that rendered it; zero: rendered for every page that shows it); its
+// name is checked against the renderer's bundle (Check). An island used without being
+// declared is rendered uncached.
+func (s *Site) Island(name string, ttl time.Duration) {
 	s.mu.Lock()
-	s.islands[name] = policy
+	s.islands[name] = ttl
 	s.mu.Unlock()
 	s.d.names.use(islandPage(name), "an island")
 }
@@ -42,11 +35,12 @@ func (s *Site) Island(name string, policy IslandPolicy) {
 // islandPage is an island's name where pages are named: metrics, the renderer's bundle check.
 func islandPage(name string) string { return "island:" + name }
 
-func (s *Site) islandPolicy(name string) (IslandPolicy, bool) {
+// islandTTL is how long island name's HTML is kept, and whether it was declared.
+func (s *Site) islandTTL(name string) (time.Duration, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p, ok := s.islands[name]
-	return p, ok
+	ttl, ok := s.islands[name]
+	return ttl, ok
 }
 
 // appendIslands appends page to doc with each island it marks in place (htmls[i]; nil: left

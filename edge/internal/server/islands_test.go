@@ -85,7 +85,7 @@ func (f *islandRenderer) callCount() int {
 }
 
 // islandSite serves /order behind Wrap, a Go template with islands Featured (declared,
-// cached, tagged "catalog"), Cart (undeclared: uncached) and Throws, under a CSP nonce: the
+// cached), Cart (undeclared: uncached) and Throws, under a CSP nonce: the
 // shop's handler executes it into a buffer, then writes its own status, 202, and the page.
 func islandSite(t *testing.T, r Renderer, opts ...func(*Options)) (*Site, *Metrics, string) {
 	t.Helper()
@@ -108,7 +108,7 @@ func islandSite(t *testing.T, r Renderer, opts ...func(*Options)) (*Site, *Metri
 		t.Fatal(err)
 	}
 	t.Cleanup(site.Close)
-	site.Island("Featured", IslandPolicy{TTL: time.Hour, Tags: []string{"catalog"}})
+	site.Island("Featured", time.Hour)
 	page := template.Must(template.New("order").Funcs(template.FuncMap{"island": IslandMarker}).Parse(
 		`<!doctype html><html><head><title>Order {{.ID}}</title></head><body><h1>Order {{.ID}}</h1>` +
 			`{{ island "Featured" .Featured }}<p>{{.Note}}</p>{{ island "Cart" .Cart }}{{ island "Throws" nil }}</body></html>`))
@@ -171,12 +171,11 @@ func TestIslandsRenderedInOneCall(t *testing.T) {
 	}
 }
 
-// TestIslandsCachedByPropsUntilPurged: a declared island with a TTL is rendered once per
-// props and code, then served from the cache with no call for it; a purge by its tag renders
-// it again, and only it. An undeclared island renders every time.
-func TestIslandsCachedByPropsUntilPurged(t *testing.T) {
+// TestIslandsCachedByProps: a declared island with a TTL is rendered once per props and code,
+// then served from the cache with no call for it. An undeclared island renders every time.
+func TestIslandsCachedByProps(t *testing.T) {
 	r := &islandRenderer{}
-	site, metrics, url := islandSite(t, r)
+	_, metrics, url := islandSite(t, r)
 	get(t, url+"?user=ann")
 	get(t, url+"?user=bob")
 	if got := strings.Join(r.calls[1], ","); got != "Cart,Throws" {
@@ -184,13 +183,6 @@ func TestIslandsCachedByPropsUntilPurged(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(metrics.islands.WithLabelValues("Featured", "hit")); got != 1 {
 		t.Errorf("Featured hits: %v, want 1", got)
-	}
-	if n, err := site.PurgeTag(context.Background(), "catalog"); err != nil || n != 1 {
-		t.Fatalf("PurgeTag(catalog) = %d, %v; want Featured's one entry", n, err)
-	}
-	get(t, url+"?user=ann")
-	if got := strings.Join(r.calls[2], ","); got != "Featured,Cart,Throws" {
-		t.Errorf("after the purge: %s, want Featured rendered again", got)
 	}
 }
 

@@ -76,8 +76,9 @@ type Site struct {
 
 	mu     sync.Mutex
 	direct map[string]*page // guarded by mu: the uncached page of each name Render was asked for
-	// islands are the islands declared (Island), with their policies; guarded by mu.
-	islands map[string]IslandPolicy
+	// islands are the islands declared (Island), with how long their HTML is kept; guarded
+	// by mu.
+	islands map[string]time.Duration
 	// islandFlights are the islands being rendered, which other pages join.
 	islandFlights islandFlights
 
@@ -107,7 +108,7 @@ func NewSite(o Options) (*Site, error) {
 		go o.Shared.Subscribe(ctx, func(p sharedcache.Purge) { purgeLocal(o.Cache, p) })
 	}
 	s := &Site{
-		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, islands: map[string]IslandPolicy{}, stop: stop,
+		o: o, d: d, assets: o.Metrics.count(assetsPattern, false, files), direct: map[string]*page{}, islands: map[string]time.Duration{}, stop: stop,
 		pages: o.Pages,
 	}
 	if o.Pages != nil {

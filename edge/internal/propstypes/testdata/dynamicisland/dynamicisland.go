@@ -8,5 +8,5 @@ type props struct {
 }
 
 func declare(pages *ssr.Server, name string) {
-	ssr.TypedIsland[props](pages, name, ssr.IslandOptions{})
+	ssr.TypedIsland[props](pages, name, 0)
 }

@@ -17,7 +17,7 @@ type featured struct {
 }
 
 func declare(pages *ssr.Server) {
-	ssr.TypedIsland[CartProps](pages, "Cart", ssr.IslandOptions{})
-	ssr.TypedIsland[featured](pages, "Featured", ssr.IslandOptions{TTL: time.Minute})
-	pages.Island("Untyped", ssr.IslandOptions{})
+	ssr.TypedIsland[CartProps](pages, "Cart", 0)
+	ssr.TypedIsland[featured](pages, "Featured", time.Minute)
+	pages.Island("Untyped", 0)
 }
