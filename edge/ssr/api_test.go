@@ -15,7 +15,7 @@ import (
 // lowers the budget, so the surface cannot grow back unnoticed. docs/go.md's "What changed"
 // tables say each change to the surface.
 const (
-	maxExportedFields = 50 // of exported struct types
+	maxExportedFields = 48 // of exported struct types
 	maxServerMethods  = 12 // exported, on *Server
 )
 

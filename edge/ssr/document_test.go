@@ -13,18 +13,16 @@ import (
 	"time"
 )
 
-// TestDocumentFromGo: the Go server sets the document's lang, adds head tags (the server's,
-// then those its loader decided) and gives every script element each response's own CSP
-// nonce: rendered, stored and served again, or the client-side-render fallback.
+// TestDocumentFromGo: the document has the bundle's lang and head tags, then those its Go
+// loader decided, and every script element has each response's own CSP nonce: rendered,
+// stored and served again, or the client-side-render fallback.
 func TestDocumentFromGo(t *testing.T) {
 	const noindex = `<meta name="robots" content="noindex">`
 	var n atomic.Int64
 	nonceOf := func(r *http.Request) string { return r.Header.Get("X-Test-Nonce") }
-	f := newFixture(t, Options{
-		Lang:  "de",
-		Head:  `<link rel="icon" href="/favicon.ico">`,
-		Nonce: nonceOf,
-	})
+	fake := productBundle()
+	fake.lang, fake.documentHead = "de", `<link rel="icon" href="/favicon.ico">`
+	f := newFixtureOn(t, Options{Nonce: nonceOf}, fake)
 	h := f.srv.Page("product", PageOptions{
 		Cache: CachePolicy{TTL: time.Minute, Query: []string{}},
 		Load: func(*http.Request) (Result, error) {
@@ -42,7 +40,7 @@ func TestDocumentFromGo(t *testing.T) {
 		}
 		head, _, _ := strings.Cut(body, "</head>")
 		if !strings.Contains(head, `<link rel="icon" href="/favicon.ico">`+"\n"+`<meta name="robots" content="noindex">`) {
-			t.Errorf("the server's then the loader's head tags are not in the head: %s", head)
+			t.Errorf("the bundle's then the loader's head tags are not in the head: %s", head)
 		}
 		// The build's script and the hydration data's, never one in the page's markup.
 		var with []string

@@ -1,7 +1,6 @@
 package ssr
 
 import (
-	"html/template"
 	"log/slog"
 	"net/http"
 	"time"
@@ -28,11 +27,6 @@ type Options struct {
 	// tell that wait from rendering). Past it a request gets its fallback at once, before
 	// its Loader runs. If zero, 64.
 	MaxRendersInFlight int
-	// Lang is the lang of every document's html element. If empty, "en".
-	Lang string
-	// Head is trusted markup added to every document's head (a favicon, a font, an
-	// analytics tag), before the page's own head tags.
-	Head template.HTML
 	// Nonce returns the Content-Security-Policy nonce of the response to r (typically set
 	// by the shop's CSP middleware in r's context): every script element the document
 	// carries gets it, a stored page included (its copy is made without one, and each
@@ -121,7 +115,6 @@ const (
 	defaultAssetsDir          = "app/dist/client"
 	defaultMaxPageBytes       = 16 << 20
 	defaultMaxRendersInFlight = 64
-	defaultLang               = "en"
 	defaultCacheMaxBytes      = 256 << 20
 )
 
@@ -154,7 +147,6 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.Timeouts.Stream, defaultTimeouts.Stream)
 	orDefault(&o.MaxPageBytes, defaultMaxPageBytes)
 	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
-	orDefault(&o.Lang, defaultLang)
 	orDefault(&o.CacheMaxBytes, defaultCacheMaxBytes)
 	return o
 }

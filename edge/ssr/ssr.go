@@ -111,7 +111,7 @@ func New(o Options) (*Server, error) {
 	}
 	so := server.Options{
 		Renderer: renderer, Shared: s.shared, Pages: renderer, Manifest: manifest, Cache: server.NewCache(o.CacheMaxBytes, o.CacheMaxBytes/entryShare, metrics),
-		Metrics: metrics, Log: log, Tracer: tracer, Lang: o.Lang, Head: string(o.Head), Nonce: o.Nonce,
+		Metrics: metrics, Log: log, Tracer: tracer, Nonce: o.Nonce,
 		ServerBuild: executableHash(), AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts),
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter,
 		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,

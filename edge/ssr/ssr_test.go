@@ -46,8 +46,9 @@ type fakeRenderer struct {
 	cannotStream, cannotPrerender bool
 	// maxRequest is the largest request ListPages says the renderer accepts.
 	maxRequest int
-	// notFoundPage is the page ListPages says the bundle's notFoundPage export names.
-	notFoundPage string
+	// notFoundPage is the page ListPages says the bundle's notFoundPage export names; lang
+	// and documentHead what it says of every document.
+	notFoundPage, lang, documentHead string
 }
 
 func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssrv1.ListPagesResponse, error) {
@@ -55,7 +56,7 @@ func (f *fakeRenderer) ListPages(context.Context, *ssrv1.ListPagesRequest) (*ssr
 		return f.UnimplementedRenderServiceServer.ListPages(nil, nil)
 	}
 	resp := &ssrv1.ListPagesResponse{Pages: f.pages, CanStream: !f.cannotStream, CanPrerender: !f.cannotPrerender, MaxRequestBytes: uint64(f.maxRequest),
-		NotFoundPage: f.notFoundPage}
+		NotFoundPage: f.notFoundPage, Lang: f.lang, DocumentHead: f.documentHead}
 	if b := f.bundle.Load(); b != nil {
 		resp.BundleId = *b
 	}
@@ -418,10 +419,13 @@ func TestRendererDownKeepsThePageAnswering(t *testing.T) {
 }
 
 // TestResultHeadInEveryDocument: the head a loader gives is in the rendered page's document,
-// before the page's own head, and in the fallback's, where the page's head() did not run.
+// after the bundle's documentHead and before the page's own head, and in the fallback's,
+// where the page's head() did not run.
 func TestResultHeadInEveryDocument(t *testing.T) {
-	f := newFixture(t, Options{Head: `<link rel="icon" href="/favicon.ico">`})
-	page := f.srv.Page("home", PageOptions{Load: func(*http.Request) (Result, error) {
+	fake := productBundle()
+	fake.documentHead = `<link rel="icon" href="/favicon.ico">`
+	f := newFixtureOn(t, Options{}, fake)
+	page := f.srv.Page("product", PageOptions{Load: func(*http.Request) (Result, error) {
 		return Result{Props: map[string]int{"n": 1}, Head: `<title>Books &amp; more</title>`}, nil
 	}})
 	want := `<link rel="icon" href="/favicon.ico">` + "\n" + `<title>Books &amp; more</title>` + "\n"

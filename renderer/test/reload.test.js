@@ -98,7 +98,7 @@ test('reload under load: no render fails, and afterwards every render comes from
   t.after(() => clearInterval(sampler));
   const traffic = load(client);
   await waitFor(() => traffic.seen.length > 20);
-  const firstId = app.pool.bundleId();
+  const firstId = app.pool.exports().id;
   assert.match(firstId, /^[0-9a-f]{12}$/);
 
   publish(bundle, version('status page v2'));
@@ -113,8 +113,8 @@ test('reload under load: no render fails, and afterwards every render comes from
   assert.deepEqual(new Set(traffic.since), new Set(['<p>status page v2</p>']), 'renders after the reload');
   // While both files render side by side, each answer names the file that rendered it.
   assert.deepEqual([...traffic.ids.get(V1) ?? []], [firstId]);
-  assert.deepEqual([...traffic.ids.get('<p>status page v2</p>') ?? []], [app.pool.bundleId()]);
-  assert.notEqual(app.pool.bundleId(), firstId);
+  assert.deepEqual([...traffic.ids.get('<p>status page v2</p>') ?? []], [app.pool.exports().id]);
+  assert.notEqual(app.pool.exports().id, firstId);
   const retired = logs.filter((l) => l.msg === 'worker retired');
   assert.deepEqual(retired.map((l) => l.reason), ['reload', 'reload']);
   assert.equal(Math.min(...samples.map((s) => s.accepting)), 2, 'a warm spare joined before each worker left');
@@ -125,14 +125,14 @@ test('reload under load: no render fails, and afterwards every render comes from
 
 test('after a reload, the page names and whether it can stream are the new bundle\'s (ListPages, which the edge checks its routes against)', async (t) => {
   const { app, bundle } = await startOnCopy(t);
-  assert.ok(!app.pool.pages().includes('added'));
+  assert.ok(!app.pool.exports().pages.includes('added'));
   const withPage = FIXTURE.replace('var pages = {', 'var pages = { added: { component: () => null },');
   assert.notEqual(withPage, FIXTURE, 'the fixture bundle declares `var pages = {`');
   publish(bundle, withPage);
   await app.pool.reload();
-  assert.ok(app.pool.pages().includes('added'), `pages after the reload: ${app.pool.pages()}`);
+  assert.ok(app.pool.exports().pages.includes('added'), `pages after the reload: ${app.pool.exports().pages}`);
   assert.ok(app.pool.knownPage('added'));
-  assert.equal(app.pool.canStream(), true);
+  assert.equal(app.pool.exports().canStream, true);
 
   // Its warm-up no longer streams either: a `stream: true` entry would fail its start.
   const withoutStreaming = FIXTURE.replace('export_renderToPipeableStream as renderToPipeableStream,', '').replace(', stream: true,', ',');
@@ -140,7 +140,7 @@ test('after a reload, the page names and whether it can stream are the new bundl
     'the fixture bundle exports renderToPipeableStream and warms a page streamed');
   publish(bundle, withoutStreaming);
   await app.pool.reload();
-  assert.equal(app.pool.canStream(), false, 'a bundle that cannot stream says so, so that the edge refuses its streamed pages');
+  assert.equal(app.pool.exports().canStream, false, 'a bundle that cannot stream says so, so that the edge refuses its streamed pages');
 });
 
 test('a reload asked for during a reload replaces it: both settle once the newest file serves', async (t) => {

@@ -2,6 +2,7 @@
 // props and timing, against the fixture bundle's demo pages.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { render, startRenderer } from './helpers.js';
 import { RENDERER_TIME_TRAILER } from '../src/serve/render-call.js';
 
@@ -95,4 +96,14 @@ test('ListPages names the pages of the loaded bundle, its not-found page, and th
   assert.equal(/** @type {{canStream: boolean}} */ (reply).canStream, true, 'the bundle exports renderToPipeableStream');
   assert.equal(/** @type {{maxRequestBytes: number}} */ (reply).maxRequestBytes, 5 * 1024 * 1024, 'max_request_mb, which the edge bounds a Go loader\'s props by');
   assert.equal(/** @type {{notFoundPage: string}} */ (reply).notFoundPage, 'not-found', 'the notFoundPage export, which the edge renders for 404s');
+});
+
+test('ListPages says what the bundle says of every document: its lang and its documentHead, rendered', async (t) => {
+  const bundle = fileURLToPath(new URL('./fixtures/document-bundle.js', import.meta.url));
+  const { client } = await startRenderer(t, { bundle });
+  const reply = /** @type {{lang: string, documentHead: string}} */ (await new Promise((resolve, reject) => {
+    /** @type {any} */ (client).ListPages({}, (/** @type {Error | null} */ error, /** @type {any} */ value) => (error ? reject(error) : resolve(value)));
+  }));
+  assert.equal(reply.lang, 'pt-BR');
+  assert.equal(reply.documentHead, '<link rel="icon" href="/favicon.ico"/>');
 });

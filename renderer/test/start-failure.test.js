@@ -14,6 +14,14 @@ test('a bundle that throws at import fails the start with its message', async (t
   });
 });
 
+test('a bundle whose lang is no language tag fails the start, saying so', async (t) => {
+  const bundle = fileURLToPath(new URL('./fixtures/bad-lang-bundle.js', import.meta.url));
+  await assert.rejects(startRenderer(t, { bundle }), (err) => {
+    assert.match(/** @type {Error} */ (err).message, /could not load the bundle: .*bad-lang-bundle\.js: the bundle's lang must be a language tag such as "de" or "pt-BR"/);
+    return true;
+  });
+});
+
 test('a missing bundle is a config error naming renderer.bundle', async (t) => {
   const missing = join(tempDir(t), 'server.js');
   await assert.rejects(startRenderer(t, { bundle: missing }), {

@@ -41,10 +41,6 @@ type Edge struct {
 	HardTimeout time.Duration `yaml:"hard_timeout"`
 	// MaxPageMB bounds a render response; a larger page falls back instead of failing.
 	MaxPageMB int `yaml:"max_page_mb"`
-	// Lang is every document's lang; Head trusted markup in every document's head (a
-	// favicon, a font), before the page's own head tags.
-	Lang string `yaml:"lang"`
-	Head string `yaml:"head"`
 
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
 	ReadTimeout       time.Duration `yaml:"read_timeout"`

@@ -3,7 +3,6 @@ package config
 import (
 	"cmp"
 	"errors"
-	"html/template"
 	"maps"
 	"net/http"
 	"net/netip"
@@ -30,8 +29,6 @@ func (c *Config) Options() ssr.Options {
 		Timeouts:           ssr.Timeouts{Render: e.RenderTimeout, Hard: e.HardTimeout, Stream: e.StreamTimeout},
 		MaxPageBytes:       e.MaxPageMB << 20,
 		MaxRendersInFlight: e.MaxRendersInFlight,
-		Lang:               e.Lang,
-		Head:               template.HTML(e.Head), // the file is the operator's: trusted, as Go code is
 		EarlyHints:         e.EarlyHints,
 		AdminToken:         e.AdminToken,
 		CacheMaxBytes:      e.CacheMaxMB << 20,
@@ -150,8 +147,6 @@ var optionKeys = map[string]string{
 	"Options.Timeouts.Stream":                "edge.stream_timeout",
 	"Options.MaxPageBytes":                   "edge.max_page_mb",
 	"Options.MaxRendersInFlight":             "edge.max_renders_in_flight",
-	"Options.Lang":                           "edge.lang",
-	"Options.Head":                           "edge.head",
 	"Options.EarlyHints":                     "edge.early_hints",
 	"Options.CacheMaxBytes":                  "edge.cache_max_mb",
 	"Options.SharedCacheAddress":             "edge.shared_cache_address",

@@ -13,8 +13,7 @@ import (
 // YAML: the mapping test sets each alone and looks where it lands.
 var sampleValues = map[string]string{
 	"listen": `":8081"`, "admin_listen": `"127.0.0.1:9101"`, "assets_dir": "other/client", "render_timeout": "151ms",
-	"hard_timeout": "2001ms", "max_page_mb": "17", "lang": "fr",
-	"head": `"<link rel=icon href=/i.png>"`, "read_header_timeout": "6s", "read_timeout": "0s", "write_timeout": "31s",
+	"hard_timeout": "2001ms", "max_page_mb": "17", "read_header_timeout": "6s", "read_timeout": "0s", "write_timeout": "31s",
 	"idle_timeout": "121s", "shutdown_timeout": "11s", "shutdown_delay": "3s", "max_header_bytes": "8192",
 	"max_connections": "99", "max_connections_per_client": "7", "trusted_proxies": `["10.0.0.0/8", "192.0.2.1"]`, "log_level": "debug", "admin_token": "t0ken",
 	"cache_max_mb": "257", "max_renders_in_flight": "65", "early_hints": "false", "shared_cache_address": "redis://cache:6379/0",

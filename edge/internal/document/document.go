@@ -19,7 +19,8 @@ type Page struct {
 	Params map[string]string
 	// Lang is the html element's lang; empty: "en".
 	Lang string
-	// ExtraHead is trusted markup the Go server adds to the head, before the page's own.
+	// ExtraHead is trusted markup added to the head before the page's own: the bundle's
+	// documentHead, then a Go loader's head.
 	ExtraHead string
 	// ClientBuild is the client build the page's server bundle was built with (its
 	// render's client_build_id): the document links it when the Shell knows it. Empty: the

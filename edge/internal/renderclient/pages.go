@@ -31,6 +31,9 @@ type Bundle struct {
 	MaxRequestBytes int
 	// NotFoundPage is the page its notFoundPage export names: "" without one.
 	NotFoundPage string
+	// Lang and DocumentHead are what it says of every document: its lang export (a
+	// language tag) and its documentHead() rendered, trusted markup; "" without them.
+	Lang, DocumentHead string
 }
 
 // ListPages returns what the renderer's bundle exports. It waits until the renderer is
@@ -54,7 +57,8 @@ func (c *Client) ListPages(ctx context.Context) (Bundle, error) {
 		resp, err := c.rpc.ListPages(ctx, &ssrv1.ListPagesRequest{}, grpc.WaitForReady(true))
 		if err == nil {
 			return Bundle{Pages: resp.GetPages(), ID: resp.GetBundleId(), CanStream: resp.GetCanStream(), CanPrerender: resp.GetCanPrerender(), Islands: resp.GetIslands(),
-				MaxRequestBytes: int(min(resp.GetMaxRequestBytes(), math.MaxInt32)), NotFoundPage: resp.GetNotFoundPage()}, nil
+				MaxRequestBytes: int(min(resp.GetMaxRequestBytes(), math.MaxInt32)), NotFoundPage: resp.GetNotFoundPage(),
+				Lang: resp.GetLang(), DocumentHead: resp.GetDocumentHead()}, nil
 		}
 		if ctx.Err() != nil {
 			return Bundle{}, ctx.Err()

@@ -69,7 +69,13 @@ type deps struct {
 	// maxProps bounds the props a Go loader hands a page, from the renderer's answer
 	// (propsLimit); zero until it answered.
 	maxProps *atomic.Int64
+	// document is what the renderer's bundle says of every document; nil until it answered.
+	document *atomic.Pointer[bundleDocument]
 }
+
+// bundleDocument is what the renderer's bundle says of every document: its lang ("": "en")
+// and the head tags of its documentHead(), trusted markup.
+type bundleDocument struct{ lang, head string }
 
 // page serves one route.
 type page struct {
@@ -92,8 +98,6 @@ type page struct {
 	// unmatched marks the catch-all: every unmatched path shares one render request and one
 	// cache entry, and answers 404 whatever the page says.
 	unmatched bool
-	// lang and head are the document's lang and the Go server's head markup (the site's).
-	lang, head string
 	// stream: the page streams (stream.go).
 	stream bool
 	// noncePlaceholder, for a page that streams with nonces, is what its renders put in
@@ -115,7 +119,7 @@ func newPage(r Route, o *Options, d deps) *page {
 		route: r.Pattern, name: r.Page, timeouts: r.Timeouts, policy: r.Cache,
 		keys: newKeyRule(r), personal: r.Cache.PersonalizeCookies,
 		notFoundTTL: o.NotFoundTTL, passTTL: o.PassTTL, vary: varyHeader(r), deps: d,
-		stream: r.Stream, lang: o.Lang, head: o.Head,
+		stream:        r.Stream,
 		unflushedSaid: new(atomic.Bool),
 	}
 	p.params = wildcards(r.Pattern)

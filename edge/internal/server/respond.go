@@ -267,10 +267,14 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 	}, decided)
 }
 
-// dress adds what the Go server sets on the page's document: its lang, the server's head and
-// the one its loader decided for this render (decided: nil when none ran).
+// dress adds what is set on the page's document besides its render: the bundle's lang and
+// head tags, and the head its loader decided for this render (decided: nil when none ran).
 func (p *page) dress(doc document.Page, decided *Result) document.Page {
-	doc.Lang, doc.ExtraHead = p.lang, p.head
+	if p.document != nil { // nil: a page made without a site
+		if d := p.document.Load(); d != nil {
+			doc.Lang, doc.ExtraHead = d.lang, d.head
+		}
+	}
 	if decided != nil && decided.Head != "" {
 		if doc.ExtraHead != "" {
 			doc.ExtraHead += "\n"

@@ -39,8 +39,6 @@ type Options struct {
 	Tracer trace.Tracer
 	// Pages names the renderer bundle's pages, to find page names it lacks; nil: no check.
 	Pages PageLister
-	// Lang is every document's lang (empty: "en"); Head trusted markup in every head.
-	Lang, Head string
 	// Nonce gives each response's script nonce (Content-Security-Policy); nil: none.
 	Nonce func(*http.Request) string
 	// ServerBuild identifies the Go server's own code (its loaders): part of every cache
@@ -94,6 +92,7 @@ func NewSite(o Options) (*Site, error) {
 		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
 		nonce: o.Nonce, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
+		document: new(atomic.Pointer[bundleDocument]),
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
@@ -159,6 +158,7 @@ func (s *Site) Check(ctx context.Context) error {
 	s.d.names.learn(bundle)
 	s.d.build.bundle.Store(&bundle.ID)
 	s.d.maxProps.Store(propsLimit(bundle.MaxRequestBytes))
+	s.d.document.Store(&bundleDocument{lang: bundle.Lang, head: bundle.DocumentHead})
 	return s.d.names.missing()
 }
 

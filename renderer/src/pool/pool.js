@@ -63,7 +63,7 @@ export class RenderPool {
    * is warm); `names`: its pages, its islands' islandPage() names and ISLANDS_PAGE.
    * @type {BundleExports & {names: Set<string>}}
    */
-  #loaded = loaded({ pages: [], islands: [], notFoundPage: '', canStream: false, canPrerender: false, id: '' });
+  #loaded = loaded({ pages: [], islands: [], notFoundPage: '', lang: '', documentHead: '', canStream: false, canPrerender: false, id: '' });
   /** @type {BundleExports} the bundle of the worker warmed last: a reload's, once it is done */
   #newest = this.#loaded;
   #scheduler;
@@ -269,42 +269,19 @@ export class RenderPool {
     return this.#loaded.names.has(page);
   }
 
-  /** The bundle's page names (empty until a worker has loaded it). */
-  pages() {
-    return [...this.#loaded.pages];
+  /**
+   * What the bundle of the workers exports (ListPages), and a hash of its file: empty until
+   * a worker has loaded it.
+   * @returns {BundleExports}
+   */
+  exports() {
+    const { names, ...exports } = this.#loaded;
+    return { ...exports, pages: [...exports.pages], islands: [...exports.islands] };
   }
 
   /** The pages whose waiting renders were measured, and what one holds (bytes). */
   pendingBytes() {
     return this.#scheduler.pendingBytes();
-  }
-
-  /** The names of the bundle's islands (empty until a worker has loaded it). */
-  islands() {
-    return [...this.#loaded.islands];
-  }
-
-  /** The page the bundle's `notFoundPage` export names: '' without one. */
-  notFoundPage() {
-    return this.#loaded.notFoundPage;
-  }
-
-  /** Whether the bundle exports renderToPipeableStream, which pages that stream need. */
-  canStream() {
-    return this.#loaded.canStream;
-  }
-
-  /**
-   * Whether the bundle exports prerenderToNodeStream and resumeToPipeableStream, which
-   * partially prerendered pages need.
-   */
-  canPrerender() {
-    return this.#loaded.canPrerender;
-  }
-
-  /** A hash of the bundle file the workers run ('' until one has loaded it). */
-  bundleId() {
-    return this.#loaded.id;
   }
 
   /**
@@ -492,7 +469,7 @@ export class RenderPool {
       this.#markStale(state);
       worker.once('exit', () => this.#gone(state.id));
       this.#newest = {
-        pages: message.pages, islands: message.islands, notFoundPage: message.notFoundPage, canStream: message.canStream, canPrerender: message.canPrerender, id: message.bundleId,
+        pages: message.pages, islands: message.islands, notFoundPage: message.notFoundPage, lang: message.lang, documentHead: message.documentHead, canStream: message.canStream, canPrerender: message.canPrerender, id: message.bundleId,
       };
       if (this.#loaded.id === '') this.#loaded = loaded(this.#newest);
       this.#scheduler.seedMeanRenderMs(message.meanRenderMs);

@@ -40,7 +40,7 @@
 
 /**
  * What a worker's bundle exports, and a hash of its file (empty until a worker is warm).
- * @typedef {{pages: string[], islands: string[], notFoundPage: string, canStream: boolean, canPrerender: boolean, id: string}} BundleExports
+ * @typedef {{pages: string[], islands: string[], notFoundPage: string, lang: string, documentHead: string, canStream: boolean, canPrerender: boolean, id: string}} BundleExports
  */
 
 /**

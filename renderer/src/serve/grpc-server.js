@@ -16,6 +16,7 @@ import { PROTO_PATH, PROTO_ROOT, RENDER_PROTO } from '../threads/wire.js';
 
 /** @import { Logger } from 'pino' */
 /** @import { RenderPool } from '../pool/pool.js' */
+/** @import { BundleExports } from '../pool/types.js' */
 /** @import { Metrics } from '../ops/metrics.js' */
 /** @import { Quarantine } from './quarantine.js' */
 /** @import { Tracing } from '../ops/tracing.js' */
@@ -175,18 +176,16 @@ function widenReceiveWindows(server) {
 /**
  * @param {RenderPool} pool
  * @param {number} maxRequestBytes the largest request this server receives (max_request_mb)
- * @returns {grpc.handleUnaryCall<unknown, {pages: string[], islands: string[], notFoundPage: string, bundleId: string, canStream: boolean, canPrerender: boolean, maxRequestBytes: number}>}
+ * @returns {grpc.handleUnaryCall<unknown, Omit<BundleExports, 'id'> & {bundleId: string, maxRequestBytes: number}>}
  */
 function listPagesHandler(pool, maxRequestBytes) {
   return (_call, callback) => {
-    const pages = pool.pages();
-    if (pages.length === 0) {
+    const { id, ...exports } = pool.exports();
+    if (exports.pages.length === 0) {
       callback({ code: grpc.status.UNAVAILABLE, details: 'no worker has loaded the bundle yet' });
       return;
     }
-    callback(null, {
-      pages, islands: pool.islands(), notFoundPage: pool.notFoundPage(), bundleId: pool.bundleId(), canStream: pool.canStream(), canPrerender: pool.canPrerender(), maxRequestBytes,
-    });
+    callback(null, { ...exports, bundleId: id, maxRequestBytes });
   };
 }
 

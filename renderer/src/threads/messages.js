@@ -130,7 +130,8 @@
 /**
  * Messages a worker posts to the pool (re-emitted as the pool's 'message').
  * `pages` and `islands` are the names the bundle exports (metrics label only those),
- * `notFoundPage` the page its `notFoundPage` export names ('' without one), and
+ * `notFoundPage` the page its `notFoundPage` export names ('' without one), `lang` and
+ * `documentHead` what it says of every document (its `lang`, its `documentHead()` rendered), and
  * `canStream` whether it exports renderToPipeableStream (worker/stream.js), `canPrerender`
  * whether prerenderToNodeStream and resumeToPipeableStream (worker/prerender.js), and
  * `bundleId` a hash of its file, which each response carries (render.proto);
@@ -141,7 +142,7 @@
  * renders it picked up, the probe's answer).
  * `startCpuMs` is the CPU the worker's thread spent from its start to warm (Node's
  * bootstrap, the bundle's load, the warm-up renders): what a recycled worker costs.
- * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], notFoundPage: string, canStream: boolean, canPrerender: boolean, bundleId: string, warmupMs: number,
+ * @typedef {{type: 'worker-warm', threadId: number, pages: string[], islands: string[], notFoundPage: string, lang: string, documentHead: string, canStream: boolean, canPrerender: boolean, bundleId: string, warmupMs: number,
  *     warmupRenders: number, meanRenderMs: number, startCpuMs: number, control: MessagePort, words: Int32Array,
  *     report: WorkerReport}
  *   | {type: 'warmup-failed', threadId: number, message: string, stack?: string, explicit: boolean}

@@ -20,6 +20,9 @@ import { RenderAborted } from './renders.js';
  * @property {Record<string, any>} [islands] components by name, each rendered with its props
  *   alone (RenderIslands)
  * @property {string} [notFoundPage]
+ * @property {unknown} [lang] every document's lang ("de"): checked where it is read (worker.js)
+ * @property {unknown} [documentHead] a component of every document's head tags: checked where
+ *   it is read (worker.js)
  * @property {string} [clientBuildId] the client build it was built with (sidecar-ssr-build
  *   exports it): the edge links that build with the page
  * @property {(type: any, props?: any) => unknown} createElement

@@ -61,6 +61,7 @@ new PerformanceObserver((list) => {
 // Hashed before it is imported: a file replaced meanwhile is reloaded again (the watch).
 const bundleId = fileHash(options.bundle);
 const bundle = await loadBundle(options.bundle);
+const document = documentOf(bundle);
 // The client build the bundle was built with (sidecar-ssr-build exports it): every response
 // names it, and the edge links that build with the page.
 const clientBuildId = typeof bundle.clientBuildId === 'string' ? bundle.clientBuildId : '';
@@ -85,7 +86,7 @@ control.port1.on('message', (/** @type {AbortRequest} */ request) => {
 });
 /** @type {WorkerMessage} */
 const warmMessage = {
-  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), notFoundPage: bundle.notFoundPage ?? '', canStream: typeof bundle.renderToPipeableStream === 'function',
+  type: 'worker-warm', threadId, pages: Object.keys(bundle.pages), islands: Object.keys(bundle.islands ?? {}), notFoundPage: bundle.notFoundPage ?? '', ...document, canStream: typeof bundle.renderToPipeableStream === 'function',
   canPrerender: typeof bundle.prerenderToNodeStream === 'function' && typeof bundle.resumeToPipeableStream === 'function', bundleId,
   control: control.port2, words, report: report(), startCpuMs: threadCpuMs(), ...warm,
 };
@@ -134,6 +135,24 @@ function fileHash(path) {
 }
 
 /**
+ * What the bundle says of every document the edge writes, its fallbacks included: the html
+ * element's lang (its `lang` export; '' for the edge's "en") and the head tags of its
+ * `documentHead()` export, rendered once here.
+ * @param {Bundle} mod
+ * @returns {{lang: string, documentHead: string}}
+ */
+function documentOf(mod) {
+  const { lang = '', documentHead } = mod;
+  if (lang !== '' && (typeof lang !== 'string' || !/^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$/.test(lang))) { // BCP 47's shape
+    throw new Error(`the bundle's lang must be a language tag such as "de" or "pt-BR", got ${JSON.stringify(lang)}`);
+  }
+  if (documentHead !== undefined && typeof documentHead !== 'function') {
+    throw new Error('the bundle\'s documentHead must be a function returning head tags (see docs/app-contract.md)');
+  }
+  return { lang, documentHead: documentHead ? mod.renderToStaticMarkup(mod.createElement(documentHead)) : '' };
+}
+
+/**
  * @param {string} path
  * @returns {Promise<Bundle>}
  */
@@ -144,6 +163,7 @@ async function loadBundle(path) {
       if (typeof mod[name] !== 'function') throw new Error(`the bundle does not export ${name}() (see docs/app-contract.md)`);
     }
     if (typeof mod.pages !== 'object' || mod.pages === null) throw new Error('the bundle does not export pages (see docs/app-contract.md)');
+    documentOf(mod); // its mistakes are the bundle's
     return mod;
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));

@@ -929,7 +929,13 @@ type ListPagesResponse struct {
 	// The page the server bundle's `notFoundPage` export names, empty without one: the page
 	// the edge renders, with status 404, for paths nothing serves and for a Go loader's
 	// notFound, as a page's load() gets it.
-	NotFoundPage  string `protobuf:"bytes,7,opt,name=not_found_page,json=notFoundPage,proto3" json:"not_found_page,omitempty"`
+	NotFoundPage string `protobuf:"bytes,7,opt,name=not_found_page,json=notFoundPage,proto3" json:"not_found_page,omitempty"`
+	// The lang of every document the edge writes (the bundle's `lang` export, a language tag),
+	// empty without one: the edge's is then "en".
+	Lang string `protobuf:"bytes,8,opt,name=lang,proto3" json:"lang,omitempty"`
+	// The head tags of every document the edge writes, its fallbacks included: the bundle's
+	// `documentHead()` export, rendered once by the renderer; empty without one.
+	DocumentHead  string `protobuf:"bytes,9,opt,name=document_head,json=documentHead,proto3" json:"document_head,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1009,6 +1015,20 @@ func (x *ListPagesResponse) GetMaxRequestBytes() uint64 {
 func (x *ListPagesResponse) GetNotFoundPage() string {
 	if x != nil {
 		return x.NotFoundPage
+	}
+	return ""
+}
+
+func (x *ListPagesResponse) GetLang() string {
+	if x != nil {
+		return x.Lang
+	}
+	return ""
+}
+
+func (x *ListPagesResponse) GetDocumentHead() string {
+	if x != nil {
+		return x.DocumentHead
 	}
 	return ""
 }
@@ -1883,7 +1903,7 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\vIslandError\x12%\n" +
 	"\x04code\x18\x01 \x01(\x0e2\x11.ssr.v1.RenderErrR\x04code\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\"\x12\n" +
-	"\x10ListPagesRequest\"\xf6\x01\n" +
+	"\x10ListPagesRequest\"\xaf\x02\n" +
 	"\x11ListPagesResponse\x12\x14\n" +
 	"\x05pages\x18\x01 \x03(\tR\x05pages\x12\x1b\n" +
 	"\tbundle_id\x18\x02 \x01(\tR\bbundleId\x12\x1d\n" +
@@ -1892,7 +1912,9 @@ const file_ssr_v1_render_proto_rawDesc = "" +
 	"\aislands\x18\x04 \x03(\tR\aislands\x12#\n" +
 	"\rcan_prerender\x18\x05 \x01(\bR\fcanPrerender\x12*\n" +
 	"\x11max_request_bytes\x18\x06 \x01(\x04R\x0fmaxRequestBytes\x12$\n" +
-	"\x0enot_found_page\x18\a \x01(\tR\fnotFoundPage\"\xf6\x02\n" +
+	"\x0enot_found_page\x18\a \x01(\tR\fnotFoundPage\x12\x12\n" +
+	"\x04lang\x18\b \x01(\tR\x04lang\x12#\n" +
+	"\rdocument_head\x18\t \x01(\tR\fdocumentHead\"\xf6\x02\n" +
 	"\rRenderRequest\x12\x12\n" +
 	"\x04page\x18\x01 \x01(\tR\x04page\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x129\n" +
