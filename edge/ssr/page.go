@@ -67,11 +67,11 @@ type Result struct {
 	NotFound bool
 	// MaxAge, if not zero, shortens the page's Cache.TTL for this render.
 	MaxAge time.Duration
-	// Tags are surrogate keys of the stored page ("product:7"): PurgeTag removes every page
-	// that carries one, on every replica with a shared cache.
+	// Tags are surrogate keys of the stored page ("product:7"): Purge(ctx, ByTag(tag))
+	// removes every page that carries one, on every replica with a shared cache.
 	Tags []string
 	// Head is trusted markup for this response's head (a <title>, meta tags from the
-	// shop's data), after Options.Head and before the tags of the page's own head(). It is
+	// shop's data), after the app's documentHead() and before the page's own head(). It is
 	// in the client-side-render fallback too, where head() has not run: a page whose title
 	// comes from Go data gives it here, not in head(), so that the first <title> is the
 	// one meant in every case. Stored with the page, as the page's own head is.
