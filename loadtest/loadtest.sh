@@ -53,7 +53,7 @@ edge:
   render_timeout: 1s
   # The page's own load() waits in the renderer, and the edge cannot tell that wait from
   # rendering: its slot is held for the whole call, so the cap must cover the clients.
-  max_renders_in_flight: 1024
+  render_slots: 1024
   routes:
     - {pattern: "GET /pareto", page: pareto}
     - {pattern: "GET /products/{id}/reviews", page: product-reviews, stream: true}

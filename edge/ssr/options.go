@@ -20,13 +20,13 @@ type Options struct {
 	Timeouts Timeouts
 	// MaxPageBytes bounds a rendered page: a larger one falls back. If zero, 16 MiB.
 	MaxPageBytes int
-	// MaxRendersInFlight caps the renders that take CPU at once: a page's Loader, then its
-	// render call (up to the shell, for a page that streams). A render that only waits for
+	// RenderSlots caps the renders that take CPU at once, each holding a slot: a page's
+	// Loader, then its render call (up to the shell, for a page that streams). A render that only waits for
 	// data holds none: a streamed page past its shell, a page waiting for its Deferred
 	// values (a page's own load() in the renderer holds one while it waits: the edge cannot
 	// tell that wait from rendering). Past it a request gets its fallback at once, before
 	// its Loader runs. If zero, 64.
-	MaxRendersInFlight int
+	RenderSlots int
 	// Nonce returns the Content-Security-Policy nonce of the response to r (typically set
 	// by the shop's CSP middleware in r's context): every script element the document
 	// carries gets it, a stored page included (its copy is made without one, and each
@@ -111,11 +111,11 @@ func (t Timeouts) over(site Timeouts) Timeouts {
 // The defaults of zero Options, in one place: the docs above say them, and a test holds
 // the two equal.
 const (
-	defaultRendererAddress    = "unix:///tmp/sidecar-ssr/renderer.sock"
-	defaultAssetsDir          = "app/dist/client"
-	defaultMaxPageBytes       = 16 << 20
-	defaultMaxRendersInFlight = 64
-	defaultCacheMaxBytes      = 256 << 20
+	defaultRendererAddress = "unix:///tmp/sidecar-ssr/renderer.sock"
+	defaultAssetsDir       = "app/dist/client"
+	defaultMaxPageBytes    = 16 << 20
+	defaultRenderSlots     = 64
+	defaultCacheMaxBytes   = 256 << 20
 )
 
 var defaultTimeouts = Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second}
@@ -146,7 +146,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.Timeouts.Hard, defaultTimeouts.Hard)
 	orDefault(&o.Timeouts.Stream, defaultTimeouts.Stream)
 	orDefault(&o.MaxPageBytes, defaultMaxPageBytes)
-	orDefault(&o.MaxRendersInFlight, defaultMaxRendersInFlight)
+	orDefault(&o.RenderSlots, defaultRenderSlots)
 	orDefault(&o.CacheMaxBytes, defaultCacheMaxBytes)
 	return o
 }

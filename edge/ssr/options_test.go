@@ -165,7 +165,7 @@ func TestOptionsErrorsNameTheField(t *testing.T) {
 		{"cache size", Options{CacheMaxBytes: -1}, []string{"ssr: Options.CacheMaxBytes must not be negative, got -1"}},
 		{"render above hard", Options{Timeouts: Timeouts{Render: 3 * time.Second}}, []string{"ssr: Options.Timeouts.Render 3s is above Options.Timeouts.Hard 2s"}},
 		{"short key", Options{SharedCacheKey: []byte("short")}, []string{"ssr: Options.SharedCacheKey must be at least 32 bytes, got 5"}},
-		{"renders in flight", Options{MaxRendersInFlight: -2}, []string{"ssr: Options.MaxRendersInFlight must not be negative, got -2"}},
+		{"renders in flight", Options{RenderSlots: -2}, []string{"ssr: Options.RenderSlots must not be negative, got -2"}},
 		{"two at once", Options{MaxPageBytes: -1, Timeouts: Timeouts{Stream: -time.Millisecond}}, []string{
 			"ssr: Options.MaxPageBytes must not be negative, got -1", "ssr: Options.Timeouts.Stream must not be negative, got -1ms",
 		}},

@@ -114,7 +114,7 @@ func New(o Options) (*Server, error) {
 		Metrics: metrics, Log: log, Tracer: tracer, Nonce: o.Nonce,
 		ServerBuild: executableHash(), AssetsDir: o.AssetsDir, Timeouts: server.Timeouts(o.Timeouts),
 		NotFoundTTL: notFoundTTL, PassTTL: passTTL, TTLJitter: ttlJitter,
-		MaxRendersInFlight: o.MaxRendersInFlight, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
+		RenderSlots: o.RenderSlots, EarlyHints: o.EarlyHints, CompressHTML: o.CompressHTML,
 	}
 	if s.site, err = server.NewSite(so); err != nil {
 		s.Close()

@@ -500,10 +500,10 @@ func TestPerRequestNeedsACachedPage(t *testing.T) {
 	}
 }
 
-// TestShedBeforeTheLoader: past MaxRendersInFlight a request falls back at once, and its
+// TestShedBeforeTheLoader: past RenderSlots a request falls back at once, and its
 // Loader (the shop's database work) never runs for a render it would not get.
 func TestShedBeforeTheLoader(t *testing.T) {
-	f := newFixture(t, Options{MaxRendersInFlight: 1})
+	f := newFixture(t, Options{RenderSlots: 1})
 	entered, release := make(chan struct{}), make(chan struct{})
 	var loads atomic.Int64
 	h := f.srv.Page("product", PageOptions{Load: func(r *http.Request) (Result, error) {

@@ -61,8 +61,8 @@ func (o Options) Validate() error {
 	o = o.withDefaults()
 	var rs rules
 	for field, n := range map[string]int{
-		"Options.MaxPageBytes":       o.MaxPageBytes,
-		"Options.MaxRendersInFlight": o.MaxRendersInFlight, "Options.CacheMaxBytes": o.CacheMaxBytes,
+		"Options.MaxPageBytes": o.MaxPageBytes,
+		"Options.RenderSlots":  o.RenderSlots, "Options.CacheMaxBytes": o.CacheMaxBytes,
 	} {
 		if n < 0 {
 			rs.broken(field, "must not be negative, got %d", n)

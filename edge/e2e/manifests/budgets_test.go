@@ -88,7 +88,7 @@ func rendererBudgetMiB(threads, old, young, stack, external int) int {
 // edgeBudgetMiB is what the edge's config lets it hold: the cache, every render in flight
 // with a page of the largest size, and the runtime.
 func edgeBudgetMiB(e config.Edge) int {
-	return e.CacheMaxMB + e.MaxRendersInFlight*e.MaxPageMB*edgeCopiesPerRender + edgeRuntimeMiB
+	return e.CacheMaxMB + e.RenderSlots*e.MaxPageMB*edgeCopiesPerRender + edgeRuntimeMiB
 }
 
 func TestV8YoungGenerationSizing(t *testing.T) {
@@ -184,8 +184,8 @@ func TestManifestBudgets(t *testing.T) {
 			}
 			e := podConfig(t, r, pod).Edge
 			if need := edgeBudgetMiB(e); float64(need) > got {
-				t.Errorf("edge GOMEMLIMIT %s < cache_max_mb %d + max_renders_in_flight %d × max_page_mb %d × %d + %d = %d MiB: the config lets the edge hold more than the GC is asked to keep it under",
-					soft, e.CacheMaxMB, e.MaxRendersInFlight, e.MaxPageMB, edgeCopiesPerRender, edgeRuntimeMiB, need)
+				t.Errorf("edge GOMEMLIMIT %s < cache_max_mb %d + render_slots %d × max_page_mb %d × %d + %d = %d MiB: the config lets the edge hold more than the GC is asked to keep it under",
+					soft, e.CacheMaxMB, e.RenderSlots, e.MaxPageMB, edgeCopiesPerRender, edgeRuntimeMiB, need)
 			}
 		})
 

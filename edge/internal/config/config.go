@@ -70,13 +70,13 @@ type Edge struct {
 	// CacheMaxMB bounds the HTML cache by bytes (W-TinyLFU: what is asked for again stays);
 	// a document above a 16th of it is not stored.
 	CacheMaxMB int `yaml:"cache_max_mb"`
-	// MaxRendersInFlight caps the renders that take CPU at once, background ones included:
+	// RenderSlots caps the renders that take CPU at once, background ones included:
 	// a page's Go loader, then its render call (up to the shell, for a page that streams).
 	// A render that only waits for data holds none: a streamed page past its shell, a page
 	// waiting for its deferred values (a page's own load() in the renderer holds one while
 	// it waits: the edge cannot tell that wait from rendering). Past it a request gets a
 	// stale copy or the client-side-render shell at once.
-	MaxRendersInFlight int `yaml:"max_renders_in_flight"`
+	RenderSlots int `yaml:"render_slots"`
 	// EarlyHints sends 103 Early Hints with the client build's scripts and styles before a
 	// request waits for its render. Turn it off behind a proxy that mishandles 1xx.
 	EarlyHints bool `yaml:"early_hints"`

@@ -16,7 +16,7 @@ var sampleValues = map[string]string{
 	"hard_timeout": "2001ms", "max_page_mb": "17", "read_header_timeout": "6s", "read_timeout": "0s", "write_timeout": "31s",
 	"idle_timeout": "121s", "shutdown_timeout": "11s", "shutdown_delay": "3s", "max_header_bytes": "8192",
 	"max_connections": "99", "max_connections_per_client": "7", "trusted_proxies": `["10.0.0.0/8", "192.0.2.1"]`, "log_level": "debug", "admin_token": "t0ken",
-	"cache_max_mb": "257", "max_renders_in_flight": "65", "early_hints": "false", "shared_cache_address": "redis://cache:6379/0",
+	"cache_max_mb": "257", "render_slots": "65", "early_hints": "false", "shared_cache_address": "redis://cache:6379/0",
 	"shared_cache_key": `"0123456789abcdef0123456789abcdef"`, "otlp_endpoint": "http://collector:4317",
 	"trace_sample_ratio": "0.5", "stream_timeout": "1001ms",
 	// A route's keys, set on the one route of the file.

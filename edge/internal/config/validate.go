@@ -44,7 +44,7 @@ func validate(c *Config) error {
 	}
 	for key, n := range map[string]int{
 		"edge.max_page_mb": e.MaxPageMB, "edge.cache_max_mb": e.CacheMaxMB,
-		"edge.max_renders_in_flight": e.MaxRendersInFlight, "edge.max_connections": e.MaxConnections,
+		"edge.render_slots": e.RenderSlots, "edge.max_connections": e.MaxConnections,
 		"edge.max_connections_per_client": e.MaxConnectionsPerClient,
 	} {
 		if n < 1 {

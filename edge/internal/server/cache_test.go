@@ -341,7 +341,7 @@ func TestLateRenderFillsTheCache(t *testing.T) {
 }
 
 func TestShedding(t *testing.T) {
-	s := start(t, func(e *testSite) { cached(e); e.MaxRendersInFlight = 1 })
+	s := start(t, func(e *testSite) { cached(e); e.RenderSlots = 1 })
 	release := make(chan struct{})
 	defer close(release)
 	s.renderer.render = func(_ context.Context, req *ssrv1.RenderRequest) (*ssrv1.RenderResponse, error) {

@@ -54,7 +54,7 @@ const (
 )
 
 // errShed reports that no render slot was free.
-var errShed = errors.New("edge: max_renders_in_flight reached")
+var errShed = errors.New("edge: every render slot is taken (render_slots)")
 
 // errNoNotFoundPage reports a render of the not-found page while the renderer's bundle names
 // none: its document names no page, and the app's client renders its own notFoundPage.

@@ -265,7 +265,7 @@ func private(resp *ssrv1.RenderResponse) bool {
 	return false
 }
 
-// slot is a render's hold on one of edge.max_renders_in_flight (deps.slots). What takes CPU,
+// slot is a render's hold on one of edge.render_slots (deps.slots). What takes CPU,
 // here or in the renderer, holds it: the Go loader, and the render call (up to its shell,
 // for a page that streams). A wait for data, which takes none, does not: a streamed render
 // gives its slot back at the shell, past which it mostly waits for its boundaries' data,

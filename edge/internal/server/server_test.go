@@ -45,7 +45,7 @@ func defaultSite() testSite {
 		Options: Options{
 			Timeouts:    Timeouts{Render: 150 * time.Millisecond, Hard: 2 * time.Second, Stream: time.Second},
 			NotFoundTTL: 10 * time.Second, PassTTL: 10 * time.Second, TTLJitter: 0.1,
-			MaxRendersInFlight: 64, EarlyHints: true,
+			RenderSlots: 64, EarlyHints: true,
 		},
 		Routes: []Route{
 			{Pattern: "GET /{$}", Page: "home", Cache: CachePolicy{Query: []string{"page"}}},

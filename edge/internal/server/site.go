@@ -55,8 +55,8 @@ type Options struct {
 	PassTTL time.Duration
 	// TTLJitter shortens each stored TTL by up to this fraction, at random.
 	TTLJitter float64
-	// MaxRendersInFlight caps the renders that take CPU at once (see slot).
-	MaxRendersInFlight int
+	// RenderSlots caps the renders that take CPU at once (see slot).
+	RenderSlots int
 	// EarlyHints: a 103 with the build's Link header before waiting for a render.
 	EarlyHints bool
 	// CompressHTML: the HTML the shop's own handlers write behind Wrap is compressed
@@ -89,7 +89,7 @@ func NewSite(o Options) (*Site, error) {
 	build := &builds{server: o.ServerBuild}
 	d := deps{
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
-		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.MaxRendersInFlight),
+		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.RenderSlots),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
 		nonce: o.Nonce, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
 		document: new(atomic.Pointer[bundleDocument]),

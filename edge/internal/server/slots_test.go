@@ -101,7 +101,7 @@ func slotSite(t *testing.T, r Renderer, stream bool, load Loader) string {
 	if err := os.Mkdir(filepath.Join(e.AssetsDir, "assets"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	e.MaxRendersInFlight = 1
+	e.RenderSlots = 1
 	// Far beyond any render here: an answer that is not "overloaded" is never "timeout".
 	e.Timeouts.Render, e.Timeouts.Stream, e.Timeouts.Hard = 10*time.Second, 15*time.Second, 20*time.Second
 	e.Renderer, e.Manifest = r, &document.Manifest{BuildID: "b1"}
@@ -120,7 +120,7 @@ func slotSite(t *testing.T, r Renderer, stream bool, load Loader) string {
 	return ts.URL
 }
 
-// TestRenderSlots: edge.max_renders_in_flight counts what takes CPU. With one slot, a render
+// TestRenderSlots: edge.render_slots counts what takes CPU. With one slot, a render
 // held in its loader or its render call sheds a second request at once (overloaded); one
 // that only waits, a streamed render past its shell or a page waiting for its deferred
 // values, leaves the slot to it. Either way the first request is then server-rendered.
