@@ -19,12 +19,12 @@ import (
 // for that render: a cache hit never calls it.
 //
 // The request it gets holds only what the page's cache key holds, since the render may be
-// shared and stored: the path and its values, the query parameters the page keeps, and
-// the declared Variants (a request that bypasses the cache gets everything). Its context
-// ends at Timeouts.Hard, not when the client goes away, and, for a render that may be
-// shared, carries none of the values the shop's middleware put in the request's context
-// (a user, a session) except the trace span: what one visitor's middleware knows must not
-// end up in a page stored for everyone. A request that bypasses the cache keeps them.
+// coalesced (one render for every request waiting on its key) and stored: the path and its
+// values, the query parameters the page keeps, and the declared Variants (a request that
+// bypasses the cache gets everything). Its context ends at Timeouts.Hard, not when the
+// client goes away, and, for a render that may be coalesced, carries none of the values the
+// shop's middleware put in the request's context (a user, a session) except the trace span:
+// what one visitor's middleware knows must not end up in a page stored for everyone. A request that bypasses the cache keeps them.
 // An error, or a panic, answers with the stale copy if there is one, else with status 503
 // (or a LoadError's) and the page's document without props, which the app's client
 // renders as its errorPage with {"status": N} (X-SSR-Fallback: load-error); the error is
@@ -91,8 +91,8 @@ type Result struct {
 // a value not ready by that deadline is logged, counted (edge_deferred_total), and reaches
 // the page as a rejected promise: the boundary that reads it shows the page's error UI, the
 // rest of the page is not affected. The browser gets each value with the document and
-// hydrates without asking again; a cache hit calls no Deferred, and the requests that share
-// a render share its calls. A redirect or NotFound calls none.
+// hydrates without asking again; a cache hit calls no Deferred, and the requests coalesced
+// on one render get the values of one set of calls. A redirect or NotFound calls none.
 type Deferred func(ctx context.Context) (any, error)
 
 // A RequestValue computes one of a request's own values for a partially prerendered page

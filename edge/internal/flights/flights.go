@@ -24,7 +24,7 @@ type Cache[E any] interface {
 	Landed(key string) (E, bool)
 }
 
-// A Flight is one render shared by every request for its key that arrives while it runs.
+// A Flight is one render coalesced for every request for its key that arrives while it runs.
 // D is what its Go loader returned, R the render's response, E the cache's entry.
 type Flight[D, R, E any] struct {
 	Done chan struct{} // closed when the fields below are set

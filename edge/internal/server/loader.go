@@ -136,7 +136,7 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Result,
 func propsLimit(maxRequest int) int64 { return int64(maxRequest) - int64(maxRequest)/4 }
 
 // loaderRequest is the request a loader will see, or nil for a page without one. A render may
-// be shared by every request with its cache key and stored for later ones, so a loader must
+// be coalesced for every request with its cache key and stored for later ones, so a loader must
 // not read what the key leaves out: it gets the normalized URL (the query parameters the
 // page keeps) and the declared header and cookie variants; its context is the render's, not
 // the client's, so a client that goes away does not fail the others. A request that

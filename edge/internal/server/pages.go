@@ -261,7 +261,7 @@ func (p *page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (p *page) await(w http.ResponseWriter, r *http.Request, req *ssrv1.RenderRequest, key string, fl *flight, own bool, status string, stale *htmlcache.Entry) {
 	arrived := time.Now()
 	defer func() {
-		if own { // fl may be another flight by then: the private render of a shared one
+		if own { // fl may be another flight by then: the private render of a coalesced one
 			fl.Leave()
 		}
 	}()

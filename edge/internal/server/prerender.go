@@ -2,7 +2,7 @@ package server
 
 // Partially prerendered pages (PageOptions.PerRequest): the page's shell, rendered once with
 // every Suspense boundary that reads one of the request's own values left as a hole, is
-// stored with React's postponed state (a miss's shared flight: prerender, entryFor); each
+// stored with React's postponed state (a miss's coalesced flight: prerender, entryFor); each
 // request is answered with the stored shell at once and the holes, resumed for it with its
 // own values, after it in the same response (serveResumed). A request that renders for
 // itself alone (bypass, hit-for-miss, a private result) renders the page whole, its values

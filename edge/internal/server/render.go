@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// flight is one render shared by every request for its key, with what its Go loader
+// flight is one render coalesced for every request for its key, with what its Go loader
 // decided, the renderer's response and the entry it stored.
 type flight = flights.Flight[Result, *ssrv1.RenderResponse, *htmlcache.Entry]
 
@@ -104,15 +104,15 @@ func renderedProps(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse) []byte 
 	return req.PropsJson
 }
 
-// flightContext is the context of a render that may be shared or stored: the request's id
+// flightContext is the context of a render that may be coalesced or stored: the request's id
 // and trace span, none of the other values the caller's middleware put in ctx (the cache
 // key does not hold them), and no end with the request.
 func flightContext(ctx context.Context) context.Context {
-	shared := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
+	fctx := trace.ContextWithSpan(context.Background(), trace.SpanFromContext(ctx))
 	if id := middleware.RequestID(ctx); id != "" {
-		shared = middleware.WithID(shared, id)
+		fctx = middleware.WithID(fctx, id)
 	}
-	return shared
+	return fctx
 }
 
 // flightFor joins the flight for key, or starts one that fills the cache (fillCache); the
@@ -129,7 +129,7 @@ func (p *page) flightFor(key string, r *http.Request, req *ssrv1.RenderRequest) 
 	return p.flights.Join(key, req.Url, p.origin(r.Context()), p.stream && !p.prerendered(), prepare)
 }
 
-// fillCache is a shared flight's work: the shared cache's copy if it has one (or gets one from
+// fillCache is a coalesced flight's work: the shared cache's copy if it has one (or gets one from
 // another replica's render within the render timeout), else a load and render, stored in
 // both levels, or a hit-for-miss marker when it may not be stored (the cache keeps a usable
 // copy over a marker).
