@@ -1,9 +1,10 @@
 // Package sharedcache is the HTML cache's second level: stored documents in Redis or Valkey,
 // shared by every edge replica, so that a page one replica rendered is a hit on the others,
-// and a short lock in the store so that a cold key is rendered once across replicas. Every
-// call is bounded by a timeout and a circuit: a slow, full or absent store costs a request at
-// most one timeout, and then nothing while the circuit is open; the edge goes on with its
-// own cache and the renderer.
+// and a short lock in the store so that a cold key is rendered once across replicas; beside
+// it, the bus that takes a purge to every replica's own cache (bus.go). Every call is
+// bounded by a timeout and a circuit: a slow, full or absent store costs a request at most
+// one timeout, and then nothing while the circuit is open; the edge goes on with its own
+// cache and the renderer.
 package sharedcache
 
 import (
@@ -12,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,23 +69,8 @@ type Store struct {
 	breaker *circuit.Breaker
 	// loggedDoc and loggedAsset are set once an invalid value of the kind was logged.
 	loggedDoc, loggedAsset atomic.Bool
-	// purger is the purges' client (purgeClient), made once; heard are the purges this
-	// replica knows of (heard.go); started is when New made the Store.
-	purger        *redis.Client
-	purgerOnce    sync.Once
-	purgerOptions *redis.Options // purger's: its own pool, purgeCallTimeout for each call
-	heard         heardPurges
-	started       time.Time
-	counts        counts
-	// loggedRefusal and loggedForgot are set once a purge refused for that reason, or one
-	// forgotten, was logged; loggedOverRead once a read of the stream over its bound was.
-	loggedRefusal  [len(refusals)]atomic.Bool
-	loggedForgot   atomic.Bool
-	loggedOverRead atomic.Bool
-	// dialer makes the connections that read the purge stream and channel (resp.go);
-	// closed is set by Close, and ends Subscribe.
-	dialer respDialer
-	closed atomic.Bool
+	// purgeBus is how purges reach every replica (bus.go).
+	purgeBus
 }
 
 // New returns a Store for opts.Address; it does not connect until the first call.
@@ -118,13 +103,10 @@ func New(opts Options) (*Store, error) {
 	// A retry would double the time a request waits for a store that is failing.
 	ro.MaxRetries, ro.DialerRetries = -1, 1
 	redis.SetLogger(debugLog{})
-	// Copied before the page calls' client runs: it writes to its options as it connects.
-	purger := *ro
-	purger.DialTimeout, purger.ReadTimeout, purger.WriteTimeout, purger.PoolTimeout = purgeCallTimeout, purgeCallTimeout, purgeCallTimeout, purgeCallTimeout
-	purger.PoolSize, purger.MinIdleConns = 2, 0
-	dialer := respDialer{network: ro.Network, addr: ro.Addr, username: ro.Username, password: ro.Password, db: ro.DB, tls: ro.TLSConfig.Clone()}
-	return &Store{rdb: redis.NewClient(ro), purgerOptions: &purger, opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second},
-		heard: newHeardPurges(), started: time.Now(), dialer: dialer}, nil
+	s := &Store{opts: opts, breaker: &circuit.Breaker{OpenFor: time.Second}}
+	s.purgeBus.init(ro) // before the page calls' client runs: it writes to ro as it connects
+	s.rdb = redis.NewClient(ro)
+	return s, nil
 }
 
 // debugLog sends go-redis's own messages (a dial that failed, for one) to slog at debug
