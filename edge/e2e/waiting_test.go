@@ -29,7 +29,7 @@ func TestWaitingRendersLeaveRoomForOthers(t *testing.T) {
 	g, gateEnv := startGates(t)
 	socket := filepath.Join(t.TempDir(), "renderer.sock")
 	renderer := startRenderer(t, socket, gateEnv)
-	edge := startEdge(t, socket, fmt.Sprintf("SSR_EDGE_MAX_RENDERS_IN_FLIGHT=%d", pending/5))
+	edge := startEdge(t, socket, fmt.Sprintf("SSR_EDGE_RENDER_SLOTS=%d", pending/5))
 
 	// One after another, each once the last has its shell: an edge slot is held up to the
 	// shell, and this test is about the renders that wait after it.
