@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -61,7 +62,10 @@ func stalledHolders() (held, stalled int) {
 }
 
 // serveAccounted serves s's handler over a conns.Listener, as ListenAndServe does, trusting
-// the proxies at trusted.
+// the proxies at trusted. Its cleanup returns once no handler of it can take an encoder
+// any more: srv.Close does not wait for them, and a request its slow readers had pipelined,
+// answered after the next test began, would hold a 17th encoder there and take one of
+// that test's back.
 func serveAccounted(t *testing.T, h http.Handler, trusted ...netip.Prefix) string {
 	t.Helper()
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
@@ -69,9 +73,22 @@ func serveAccounted(t *testing.T, h http.Handler, trusted ...netip.Prefix) strin
 		t.Fatal(err)
 	}
 	ln := conns.Listen(smallSendBuffers{inner}, conns.Options{Max: 1000, StalledAfter: 50 * time.Millisecond, Trusted: trusted})
-	srv := &http.Server{Handler: h, ConnContext: conns.ConnContext, ConnState: conns.ConnState, WriteTimeout: time.Minute}
+	var active atomic.Int64
+	var closed atomic.Bool
+	served := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		active.Add(1)
+		defer active.Add(-1)
+		if !closed.Load() {
+			h.ServeHTTP(w, r)
+		}
+	})
+	srv := &http.Server{Handler: served, ConnContext: conns.ConnContext, ConnState: conns.ConnState, WriteTimeout: time.Minute}
 	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() {
+		closed.Store(true)
+		srv.Close()
+		poll.Until(t, "the server's handlers returned", func() bool { return active.Load() == 0 })
+	})
 	return ln.Addr().String()
 }
 
