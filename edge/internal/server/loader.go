@@ -122,18 +122,24 @@ func (p *page) load(lr *http.Request, req *ssrv1.RenderRequest) (loaded *Result,
 	if len(loaded.Props) == 0 {
 		loaded.Props = []byte("{}")
 	}
-	if limit := p.maxProps.Load(); limit > 0 && int64(len(loaded.Props)) > limit {
+	if limit := p.propsLimit(); limit > 0 && int64(len(loaded.Props)) > limit {
 		return nil, fmt.Errorf("page %q: props of %d bytes are over the limit of %d bytes (three quarters of the renderer's max_request_mb: the render request carries them)",
 			req.Page, len(loaded.Props), limit)
 	}
 	return loaded, nil
 }
 
-// propsLimit is the largest props a render request may carry to a renderer that accepts
-// requests of maxRequest bytes: its other fields (the URL, path values, variants, deferred
-// values' names) get the last quarter. Before the renderer has answered, none is known
-// (0), and a call it refuses is a failed render.
-func propsLimit(maxRequest int) int64 { return int64(maxRequest) - int64(maxRequest)/4 }
+// propsLimit is the largest props a render request may carry to the renderer, from the
+// largest request it takes: the request's other fields (the URL, path values, variants,
+// deferred values' names) get the last quarter. Before the renderer has answered, none is
+// known (0), and a call it refuses is a failed render.
+func (d *deps) propsLimit() int64 {
+	b := d.bundleExports()
+	if b == nil {
+		return 0
+	}
+	return int64(b.MaxRequestBytes) - int64(b.MaxRequestBytes)/4
+}
 
 // loaderRequest is the request a loader will see, or nil for a page without one. A render may
 // be coalesced for every request with its cache key and stored for later ones, so a loader must

@@ -23,6 +23,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
 	ssrv1 "github.com/sidecar-ssr/sidecar-ssr/edge/internal/proto/ssr/v1"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -66,16 +67,19 @@ type deps struct {
 	// unknownBuilds are the client builds renders named that the document could not link,
 	// each logged once (clientBuild).
 	unknownBuilds *sync.Map
-	// maxProps bounds the props a Go loader hands a page, from the renderer's answer
-	// (propsLimit); zero until it answered.
-	maxProps *atomic.Int64
-	// document is what the renderer's bundle says of every document; nil until it answered.
-	document *atomic.Pointer[bundleDocument]
+	// exports is the renderer's last answer to ListPages: what its bundle exports, the
+	// largest request it takes (propsLimit) and what it says of every document.
+	exports *atomic.Pointer[renderclient.Bundle]
 }
 
-// bundleDocument is what the renderer's bundle says of every document: its lang ("": "en")
-// and the head tags of its documentHead(), trusted markup.
-type bundleDocument struct{ lang, head string }
+// bundleExports is the renderer's last answer to ListPages, or nil: before it answered, or
+// for a page made without a site.
+func (d *deps) bundleExports() *renderclient.Bundle {
+	if d.exports == nil {
+		return nil
+	}
+	return d.exports.Load()
+}
 
 // page serves one route.
 type page struct {

@@ -270,10 +270,8 @@ func (p *page) documentPage(req *ssrv1.RenderRequest, resp *ssrv1.RenderResponse
 // dress adds what is set on the page's document besides its render: the bundle's lang and
 // head tags, and the head its loader decided for this render (decided: nil when none ran).
 func (p *page) dress(doc document.Page, decided *Result) document.Page {
-	if p.document != nil { // nil: a page made without a site
-		if d := p.document.Load(); d != nil {
-			doc.Lang, doc.ExtraHead = d.lang, d.head
-		}
+	if b := p.bundleExports(); b != nil {
+		doc.Lang, doc.ExtraHead = b.Lang, b.DocumentHead
 	}
 	if decided != nil && decided.Head != "" {
 		if doc.ExtraHead != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/document"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/htmlcache"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/middleware"
+	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/renderclient"
 	"github.com/sidecar-ssr/sidecar-ssr/edge/internal/sharedcache"
 )
 
@@ -91,8 +92,8 @@ func NewSite(o Options) (*Site, error) {
 		renderer: o.Renderer, shell: document.NewShell(o.Manifest), earlyHints: o.EarlyHints, unknownBuilds: &sync.Map{},
 		cache: o.Cache, flights: newFlights(flightCache{o.Cache, build.matches}), slots: make(chan struct{}, o.RenderSlots),
 		jitter: o.TTLJitter, metrics: o.Metrics, log: o.Log, tracer: o.Tracer,
-		nonce: o.Nonce, names: newPageNames(o.Log), build: build, maxProps: new(atomic.Int64),
-		document: new(atomic.Pointer[bundleDocument]),
+		nonce: o.Nonce, names: newPageNames(o.Log), build: build,
+		exports: new(atomic.Pointer[renderclient.Bundle]),
 	}
 	if o.Shared != nil {
 		d.shared = &sharedTier{store: o.Shared, metrics: o.Metrics, log: o.Log}
@@ -157,8 +158,7 @@ func (s *Site) Check(ctx context.Context) error {
 	}
 	s.d.names.learn(bundle)
 	s.d.build.bundle.Store(&bundle.ID)
-	s.d.maxProps.Store(propsLimit(bundle.MaxRequestBytes))
-	s.d.document.Store(&bundleDocument{lang: bundle.Lang, head: bundle.DocumentHead})
+	s.d.exports.Store(&bundle)
 	return s.d.names.missing()
 }
 

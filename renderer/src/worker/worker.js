@@ -60,8 +60,7 @@ new PerformanceObserver((list) => {
 
 // Hashed before it is imported: a file replaced meanwhile is reloaded again (the watch).
 const bundleId = fileHash(options.bundle);
-const bundle = await loadBundle(options.bundle);
-const document = documentOf(bundle);
+const { bundle, document } = await loadBundle(options.bundle);
 // The client build the bundle was built with (sidecar-ssr-build exports it): every response
 // names it, and the edge links that build with the page.
 const clientBuildId = typeof bundle.clientBuildId === 'string' ? bundle.clientBuildId : '';
@@ -153,8 +152,10 @@ function documentOf(mod) {
 }
 
 /**
+ * The bundle at path, and what it says of every document (documentOf): a mistake in either
+ * is the bundle's, reported as its load's failure.
  * @param {string} path
- * @returns {Promise<Bundle>}
+ * @returns {Promise<{bundle: Bundle, document: {lang: string, documentHead: string}}>}
  */
 async function loadBundle(path) {
   try {
@@ -163,8 +164,7 @@ async function loadBundle(path) {
       if (typeof mod[name] !== 'function') throw new Error(`the bundle does not export ${name}() (see docs/app-contract.md)`);
     }
     if (typeof mod.pages !== 'object' || mod.pages === null) throw new Error('the bundle does not export pages (see docs/app-contract.md)');
-    documentOf(mod); // its mistakes are the bundle's
-    return mod;
+    return { bundle: mod, document: documentOf(mod) };
   } catch (err) {
     const error = err instanceof Error ? err : new Error(String(err));
     /** @type {WorkerMessage} */
